@@ -1,0 +1,62 @@
+/* Types shared by every part of weft and carried on the wire: attributes, layouts,
+ * credentials, limits. Plain data; no ownership. */
+#ifndef WEFT_TYPES_H
+#define WEFT_TYPES_H
+
+#include <stdint.h>
+
+#define WEFT_NAME_MAX      255          /* bytes in one directory entry name */
+#define WEFT_PATH_MAX      4096         /* bytes in a symlink target, incl. NUL */
+#define WEFT_XATTR_NAME_MAX 255
+#define WEFT_XATTR_SIZE_MAX 65536       /* bytes in one xattr value */
+#define WEFT_GROUPS_MAX    32           /* supplementary groups sent per request */
+#define WEFT_NODE_MAX      63           /* bytes in a node name */
+#define WEFT_ADDR_MAX      63           /* bytes in "host:port" */
+#define WEFT_ROOT_INO      1ULL
+/* Largest file size: 2^63 - 1 bytes is what off_t can name; weft allows 8 EiB - 1. */
+#define WEFT_FILE_SIZE_MAX INT64_MAX
+#define WEFT_CHUNK_SIZE    65536u       /* CRC32C chunk of an object (see on-disk-format.md) */
+#define WEFT_REPLICAS_MAX  3
+
+/* Attributes of one inode, as meta stores and serves them. Times in ns since epoch. */
+struct weft_attr {
+	uint64_t ino;
+	uint64_t gen;     /* generation: bumped when an inode number is reused */
+	uint32_t mode;    /* type and permission bits, as st_mode */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint32_t rdev;
+	uint32_t blksize;
+	uint64_t size;
+	uint64_t blocks;  /* 512-byte units */
+	int64_t atime_ns, mtime_ns, ctime_ns;
+};
+
+/* How a file's bytes are placed. Block b lives in stripe s = b % stripe_count; stripe s is
+ * the object (ino, s) on every member of chain (first_chain + s) % chain_count of the
+ * table for `replicas`. chain_count is the table's size when the file was created, so a
+ * table that grows later does not move existing files. */
+struct weft_layout {
+	uint32_t stripe_unit;   /* bytes, 64 KiB .. 16 MiB, power of two */
+	uint32_t stripe_count;  /* 1 .. chain_count; 0 in a directory default = "all chains" */
+	uint32_t first_chain;
+	uint32_t chain_count;
+	uint8_t replicas;       /* 1 .. 3 */
+};
+
+#define WEFT_STRIPE_UNIT_MIN (64u * 1024)
+#define WEFT_STRIPE_UNIT_MAX (16u * 1024 * 1024)
+#define WEFT_STRIPE_UNIT_DEFAULT (1u * 1024 * 1024)
+
+/* Who is asking: sent with every namespace request. */
+struct weft_cred {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[WEFT_GROUPS_MAX];
+	uint32_t umask;
+};
+
+/* Member states of a chain. */
+enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_MEMBER_OFFLINE = 2 };
+
+#endif
