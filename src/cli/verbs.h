@@ -1,0 +1,14 @@
+/* The verbs of the weft command, in --help order. Each is defined in cmd_<name>.c. */
+#ifndef WEFT_VERBS_H
+#define WEFT_VERBS_H
+
+#include "cli/cli.h"
+
+#define WEFT_VERBS(X) \
+	X(keygen)
+
+#define X(name) extern const struct cli_verb cmd_##name;
+WEFT_VERBS(X)
+#undef X
+
+#endif

@@ -1,0 +1,170 @@
+/* Accepting connections and keeping track of them. */
+#include "common/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/addr.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+#define HANDSHAKE_TIMEOUT_MS 10000
+
+struct server {
+	struct loop *loop;
+	struct loop_watch watch;
+	struct weft_key key;
+	const struct conn_ops *user_ops;
+	struct conn_ops ops;   /* wraps user_ops to keep the connection list */
+	void *ctx;
+	int port;
+	struct conn **conns;   /* loop thread only */
+	size_t nconns, cap;
+};
+
+static void srv_on_close(struct conn *c, int err)
+{
+	struct server *s = conn_owner(c);
+	if (s->user_ops->on_close)
+		s->user_ops->on_close(c, err);
+	for (size_t i = 0; i < s->nconns; i++) {
+		if (s->conns[i] == c) {
+			s->conns[i] = s->conns[--s->nconns];
+			conn_put(c);
+			break;
+		}
+	}
+}
+
+static void srv_on_ready(struct conn *c)
+{
+	struct server *s = conn_owner(c);
+	log_debug("connection from %s (%s) authenticated", conn_peer(c), conn_peer_name(c));
+	if (s->user_ops->on_ready)
+		s->user_ops->on_ready(c);
+}
+
+static void srv_on_request(struct conn *c, struct frame *f)
+{
+	struct server *s = conn_owner(c);
+	s->user_ops->on_request(c, f);
+}
+
+static void on_accept(struct loop_watch *w, uint32_t events)
+{
+	struct server *s = w->arg;
+	for (;;) {
+		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("accept: %s", strerror(errno));
+			return;
+		}
+		addr_tune(fd);
+		if (s->nconns == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 64;
+			struct conn **n = realloc(s->conns, cap * sizeof(*n));
+			if (!n) {
+				close(fd);
+				continue;
+			}
+			s->conns = n;
+			s->cap = cap;
+		}
+		struct conn_params p = {.loop = s->loop, .key = &s->key, .is_server = true,
+					.ops = &s->ops, .ctx = s->ctx, .owner = s};
+		struct conn *c = conn_new(fd, &p);
+		if (c)
+			s->conns[s->nconns++] = c; /* keeps the caller's reference */
+	}
+}
+
+static void sweep(void *arg)
+{
+	struct server *s = arg;
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct conn *c = s->conns[i];
+		if (!conn_is_ready(c) && !conn_is_closed(c) && conn_age_ms(c) > HANDSHAKE_TIMEOUT_MS) {
+			log_error("authentication failed from %s: no handshake within %d s", conn_peer(c),
+				  HANDSHAKE_TIMEOUT_MS / 1000);
+			conn_close(c, -WEFT_EAUTH);
+		}
+	}
+}
+
+int server_new(const struct server_params *p, struct server **out, char *err, size_t errlen)
+{
+	struct weft_addr a;
+	int rc = addr_parse(p->listen, p->default_port, &a);
+	if (rc < 0) {
+		snprintf(err, errlen, "listen address %s: not HOST:PORT or [IPv6]:PORT", p->listen);
+		return rc;
+	}
+	int fd = addr_listen(&a);
+	if (fd < 0) {
+		snprintf(err, errlen, "listen on %s: %s", p->listen, strerror(-fd));
+		return fd;
+	}
+	struct server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->loop = p->loop;
+	s->key = *p->key;
+	s->user_ops = p->ops;
+	s->ops = (struct conn_ops){.on_request = srv_on_request, .on_ready = srv_on_ready,
+				   .on_close = srv_on_close};
+	s->ctx = p->ctx;
+	s->port = addr_local_port(fd);
+	s->watch = (struct loop_watch){.fd = fd, .cb = on_accept, .arg = s};
+	rc = loop_watch_add(s->loop, &s->watch, EPOLLIN);
+	if (rc < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(-rc));
+		close(fd);
+		free(s);
+		return rc;
+	}
+	loop_every(s->loop, 1000, sweep, s);
+	*out = s;
+	return 0;
+}
+
+int server_port(const struct server *s)
+{
+	return s->port;
+}
+
+void server_foreach(struct server *s, void (*fn)(struct conn *c, void *arg), void *arg)
+{
+	for (size_t i = 0; i < s->nconns; i++)
+		if (conn_is_ready(s->conns[i]) && !conn_is_closed(s->conns[i]))
+			fn(s->conns[i], arg);
+}
+
+static void free_task(void *arg)
+{
+	struct server *s = arg;
+	for (size_t i = 0; i < s->nconns; i++)
+		conn_put(s->conns[i]);
+	free(s->conns);
+	free(s);
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	loop_watch_del(s->loop, &s->watch);
+	close(s->watch.fd);
+	for (size_t i = 0; i < s->nconns; i++)
+		conn_close(s->conns[i], -ESHUTDOWN);
+	/* tasks run in order: the close tasks above, then the free */
+	loop_post(s->loop, free_task, s);
+}

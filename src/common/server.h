@@ -1,0 +1,33 @@
+/* A listening endpoint: accepts connections, runs the server side of the handshake,
+ * hands ready connections' requests to the caller's handlers, and closes peers that do
+ * not authenticate within 10 s. All server calls belong to the loop thread unless noted. */
+#ifndef WEFT_SERVER_H
+#define WEFT_SERVER_H
+
+#include <stddef.h>
+
+#include "common/conn.h"
+
+struct server;
+
+struct server_params {
+	struct loop *loop;
+	const struct weft_key *key;
+	const char *listen;          /* "host:port", "[v6]:port" or ":port" */
+	int default_port;
+	const struct conn_ops *ops;  /* on_request is required */
+	void *ctx;                   /* conn_ctx() of every accepted connection */
+};
+
+/* Binds and starts accepting (any thread, before or after the loop starts). Returns 0 or
+ * -errno with a one-line reason in err. */
+int server_new(const struct server_params *p, struct server **out, char *err, size_t errlen);
+/* The bound port (useful with port 0). */
+int server_port(const struct server *s);
+/* Calls fn for every ready connection (loop thread). */
+void server_foreach(struct server *s, void (*fn)(struct conn *c, void *arg), void *arg);
+/* Stops accepting and closes every connection; the server is freed by a task on the
+ * loop (run by the loop, or by loop_free), so call it before loop_free. */
+void server_free(struct server *s);
+
+#endif

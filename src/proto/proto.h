@@ -1,0 +1,359 @@
+/* The weft wire protocol: the frame, every opcode, every message with its fields and
+ * limits. Defined once, here; docs/protocol.md describes the same in prose.
+ *
+ * A frame is a fixed 32-byte little-endian header, then `payload_len` bytes of encoded
+ * message, then `bulk_len` bytes of bulk data (file bytes, directory listings, xattr
+ * values). Messages are encoded field by field by explicit functions generated from the
+ * tables below, never by sending a C struct. Decoders check every length before reading
+ * and name the first problem; strings and byte fields in a decoded message borrow from
+ * the frame's payload and live as long as it does. */
+#ifndef WEFT_PROTO_H
+#define WEFT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "weft/types.h"
+
+/* ---- frame ---- */
+
+#define WEFT_MAGIC        0x54464557u /* "WEFT" little-endian */
+#define WEFT_PROTO_MIN    1
+#define WEFT_PROTO_MAX    1
+#define WEFT_HDR_SIZE     32
+#define WEFT_PAYLOAD_MAX  (64u * 1024)
+#define WEFT_BULK_MAX     (16u * 1024 * 1024)
+
+#define WEFT_F_REPLY   0x1u  /* this frame answers request `reqid` */
+#define WEFT_F_ONEWAY  0x2u  /* request expects no reply */
+
+struct weft_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t opcode;
+	uint32_t flags;
+	int32_t status;      /* replies: 0 or -errno / -WEFT_E*; requests: 0 */
+	uint64_t reqid;
+	uint32_t payload_len;
+	uint32_t bulk_len;
+};
+
+void weft_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h);
+/* Decodes and validates a header (magic, version range, lengths within limits, flags
+ * known). Returns 0, or -WEFT_EPROTO with *why naming the problem. */
+int weft_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why);
+
+/* ---- field kinds used in message tables ---- */
+
+/* A string or byte field: borrowed pointer and length. Strings are not NUL-terminated. */
+struct weft_str {
+	const char *p;
+	uint32_t len;
+};
+
+/* One CRC32C per piece of bulk data split at object-chunk boundaries. */
+#define WEFT_CRCS_MAX (WEFT_BULK_MAX / WEFT_CHUNK_SIZE + 2)
+struct weft_crcs {
+	uint32_t n;
+	uint32_t v[WEFT_CRCS_MAX];
+};
+
+/* F(kind, name, limit): kinds U8 U16 U32 U64 I64 (limit unused), STR (limit = max bytes),
+ * FIX (limit = exact bytes), ATTR, LAYOUT, CRED, CRCS. */
+
+/* ---- handshake (always the first frames of a connection) ---- */
+
+#define WEFT_NONCE_LEN 32
+#define WEFT_MAC_LEN   32
+
+enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3, WEFT_ROLE_META = 4 };
+
+/* client -> server: offer versions and a fresh nonce */
+#define MSG_HELLO(F) \
+	F(U16, ver_min, 0) F(U16, ver_max, 0) F(U8, role, 0) \
+	F(FIX, nonce, WEFT_NONCE_LEN) F(STR, name, WEFT_NODE_MAX)
+/* server -> client: chosen version and the server's fresh nonce */
+#define MSG_HELLO_REPLY(F) F(U16, version, 0) F(FIX, nonce, WEFT_NONCE_LEN)
+/* client -> server: proof the client holds the key; the reply (status 0) carries the
+ * server's proof in the same message. MACs are HMAC-SHA256 over role tag and both nonces. */
+#define MSG_AUTH(F) F(FIX, mac, WEFT_MAC_LEN)
+
+/* ---- generic ---- */
+
+#define MSG_EMPTY(F)
+#define MSG_PING(F) F(U64, token, 0)
+/* error detail sent with a non-zero status when there is more to say */
+#define MSG_ERROR(F) F(U32, target, 0) F(STR, detail, 255)
+
+/* ---- namespace (client -> meta); (ino, gen) pairs let meta refuse stale handles ---- */
+
+#define MSG_LOOKUP(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
+#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0)
+#define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
+#define MSG_ATTR(F) F(ATTR, attr, 0)
+/* valid: WEFT_SET_* bits */
+#define MSG_SETATTR(F) \
+	F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0) F(U32, valid, 0) F(U32, mode, 0) \
+	F(U32, uid, 0) F(U32, gid, 0) F(U64, size, 0) F(I64, atime_ns, 0) F(I64, mtime_ns, 0) \
+	F(I64, ctime_ns, 0)
+/* create/mknod/mkdir: flags WEFT_CREATE_EXCL; mode carries the type */
+#define MSG_CREATE(F) \
+	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
+	F(U32, rdev, 0) F(U32, flags, 0)
+#define MSG_NAME(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
+/* flags: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2) as Linux defines them */
+#define MSG_RENAME(F) \
+	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U64, newparent, 0) \
+	F(STR, newname, WEFT_NAME_MAX) F(U32, flags, 0)
+#define MSG_LINK(F) \
+	F(CRED, cred, 0) F(U64, ino, 0) F(U64, newparent, 0) F(STR, newname, WEFT_NAME_MAX)
+#define MSG_SYMLINK(F) \
+	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) \
+	F(STR, target, WEFT_PATH_MAX - 1)
+#define MSG_PATH(F) F(STR, path, WEFT_PATH_MAX - 1)
+/* readdir: reply is MSG_DIRLIST with entries in bulk (see weft_dirent_*) */
+#define MSG_READDIR(F) \
+	F(CRED, cred, 0) F(U64, ino, 0) F(U64, cookie, 0) F(U32, max_bytes, 0) F(U8, plus, 0)
+#define MSG_DIRLIST(F) F(U32, count, 0) F(U8, eof, 0)
+#define MSG_STATFS_REPLY(F) \
+	F(U64, blocks, 0) F(U64, bfree, 0) F(U64, bavail, 0) F(U64, files, 0) F(U64, ffree, 0) \
+	F(U32, bsize, 0) F(U32, namemax, 0)
+/* xattr value travels in bulk; size = 0 asks for the size only */
+#define MSG_XATTR(F) \
+	F(CRED, cred, 0) F(U64, ino, 0) F(STR, name, WEFT_XATTR_NAME_MAX) F(U32, flags, 0) \
+	F(U32, size, 0)
+#define MSG_SIZE(F) F(U32, size, 0)
+#define MSG_ACCESS(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, mask, 0)
+/* open: flags are the open(2) flags; reply MSG_OPENED */
+#define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
+#define MSG_OPENED(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0)
+#define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
+/* writer reports size = max(size, new size) and mtime after data is on the stores */
+#define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0)
+#define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
+#define MSG_LAYOUT(F) F(LAYOUT, layout, 0) F(U8, is_default, 0)
+
+/* ---- sessions and leases (client <-> meta) ---- */
+
+#define MSG_SESSION_OPEN(F) F(STR, node, WEFT_NODE_MAX)
+#define MSG_SESSION(F) F(U64, session, 0) F(U32, lease_ms, 0) F(FIX, fsid, 16)
+#define MSG_SESSION_ID(F) F(U64, session, 0)
+/* meta -> client over the client's connection: give back the lease on ino */
+#define MSG_RECALL(F) F(U64, ino, 0) F(U32, lease, 0)
+
+/* ---- targets and chains (store/admin <-> meta) ---- */
+
+#define MSG_TARGET_REGISTER(F) \
+	F(FIX, uuid, 16) F(STR, node, WEFT_NODE_MAX) F(STR, addr, WEFT_ADDR_MAX) \
+	F(U64, capacity, 0) F(U64, free, 0)
+#define MSG_TARGET_REGISTERED(F) F(U32, target, 0) F(FIX, fsid, 16) F(U32, lease_ms, 0) \
+	F(U8, checksums, 0)
+#define MSG_TARGET_HEARTBEAT(F) \
+	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
+	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0)
+#define MSG_HEARTBEAT_REPLY(F) F(U32, lease_ms, 0) F(U64, chains_version, 0)
+/* reply: MSG_CHAINS with the encoded tables in bulk (src/meta/chains_codec.h) */
+#define MSG_CHAINS_GET(F) F(U64, known_version, 0)
+#define MSG_CHAINS(F) F(U64, version, 0)
+#define MSG_TARGET_FAILED(F) F(U32, reporter, 0) F(U32, target, 0) F(U32, chain, 0) \
+	F(U8, replicas, 0)
+
+/* ---- objects (client/store -> store) ---- */
+
+/* chain: (replicas, chain id, version) the sender believes; a stale version is refused */
+#define MSG_OBJ_WRITE(F) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0)
+#define MSG_OBJ_WRITTEN(F) F(U64, size, 0)
+#define MSG_OBJ_READ(F) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0)
+#define MSG_OBJ_DATA(F) F(U64, size, 0) F(CRCS, crcs, 0)
+#define MSG_OBJ_TRUNCATE(F) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
+	F(U64, chain_ver, 0) F(U64, size, 0)
+#define MSG_OBJ_ID(F) F(U64, ino, 0) F(U32, stripe, 0)
+/* delete every stripe of ino held by this target */
+#define MSG_OBJ_DELETE(F) F(U64, ino, 0)
+#define MSG_OBJ_SIZE(F) F(U64, size, 0)
+/* list objects from a cursor; reply MSG_OBJ_LIST_REPLY with (ino u64, stripe u32,
+ * size u64) triples in bulk */
+#define MSG_OBJ_LIST(F) F(U64, ino, 0) F(U32, stripe, 0) F(U32, max, 0)
+#define MSG_OBJ_LIST_REPLY(F) F(U32, count, 0) F(U8, eof, 0)
+#define MSG_STORE_STATS(F) \
+	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
+	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0)
+
+/* WEFT_OBJ_WRITE flags */
+#define WEFT_WRITE_SYNC 0x1u  /* fsync object before replying */
+
+/* setattr valid bits */
+#define WEFT_SET_MODE      0x01u
+#define WEFT_SET_UID       0x02u
+#define WEFT_SET_GID       0x04u
+#define WEFT_SET_SIZE      0x08u
+#define WEFT_SET_ATIME     0x10u
+#define WEFT_SET_MTIME     0x20u
+#define WEFT_SET_ATIME_NOW 0x40u
+#define WEFT_SET_MTIME_NOW 0x80u
+#define WEFT_SET_CTIME     0x100u
+
+#define WEFT_CREATE_EXCL 0x1u
+
+/* ---- every message type ---- */
+
+#define WEFT_MESSAGES(X) \
+	X(hello, MSG_HELLO) X(hello_reply, MSG_HELLO_REPLY) X(auth, MSG_AUTH) \
+	X(empty, MSG_EMPTY) X(ping, MSG_PING) X(error, MSG_ERROR) \
+	X(lookup, MSG_LOOKUP) X(entry, MSG_ENTRY) X(ino, MSG_INO) X(attr, MSG_ATTR) \
+	X(setattr, MSG_SETATTR) X(create, MSG_CREATE) X(name, MSG_NAME) X(rename, MSG_RENAME) \
+	X(link, MSG_LINK) X(symlink, MSG_SYMLINK) X(path, MSG_PATH) X(readdir, MSG_READDIR) \
+	X(dirlist, MSG_DIRLIST) X(statfs_reply, MSG_STATFS_REPLY) X(xattr, MSG_XATTR) \
+	X(size, MSG_SIZE) X(access, MSG_ACCESS) X(open, MSG_OPEN) X(opened, MSG_OPENED) \
+	X(release, MSG_RELEASE) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
+	X(layout, MSG_LAYOUT) X(session_open, MSG_SESSION_OPEN) X(session, MSG_SESSION) \
+	X(session_id, MSG_SESSION_ID) X(recall, MSG_RECALL) \
+	X(target_register, MSG_TARGET_REGISTER) X(target_registered, MSG_TARGET_REGISTERED) \
+	X(target_heartbeat, MSG_TARGET_HEARTBEAT) X(heartbeat_reply, MSG_HEARTBEAT_REPLY) \
+	X(chains_get, MSG_CHAINS_GET) X(chains, MSG_CHAINS) X(target_failed, MSG_TARGET_FAILED) \
+	X(obj_write, MSG_OBJ_WRITE) X(obj_written, MSG_OBJ_WRITTEN) X(obj_read, MSG_OBJ_READ) \
+	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) \
+	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
+	X(obj_list_reply, MSG_OBJ_LIST_REPLY) X(store_stats, MSG_STORE_STATS)
+
+/* ---- every opcode: (NAME, number, request message, reply message) ---- */
+
+#define WEFT_OPCODES(X) \
+	X(HELLO,        0x0001, hello, hello_reply) \
+	X(AUTH,         0x0002, auth, auth) \
+	X(PING,         0x0003, ping, ping) \
+	X(ECHO,         0x0004, empty, empty)  /* bulk echoed back */ \
+	X(LOOKUP,       0x0101, lookup, entry) \
+	X(GETATTR,      0x0102, ino, entry) \
+	X(SETATTR,      0x0103, setattr, attr) \
+	X(CREATE,       0x0104, create, entry)  /* regular files, fifos, sockets, devices */ \
+	X(MKDIR,        0x0105, create, entry) \
+	X(UNLINK,       0x0106, name, empty) \
+	X(RMDIR,        0x0107, name, empty) \
+	X(RENAME,       0x0108, rename, empty) \
+	X(LINK,         0x0109, link, entry) \
+	X(SYMLINK,      0x010a, symlink, entry) \
+	X(READLINK,     0x010b, ino, path) \
+	X(READDIR,      0x010c, readdir, dirlist) \
+	X(STATFS,       0x010d, empty, statfs_reply) \
+	X(SETXATTR,     0x010e, xattr, empty)   /* value in bulk */ \
+	X(GETXATTR,     0x010f, xattr, size)    /* value in bulk */ \
+	X(LISTXATTR,    0x0110, xattr, size)    /* names in bulk */ \
+	X(REMOVEXATTR,  0x0111, xattr, empty) \
+	X(ACCESS,       0x0112, access, empty) \
+	X(OPEN,         0x0113, open, opened) \
+	X(RELEASE,      0x0114, release, empty) \
+	X(FSYNC,        0x0115, ino, empty) \
+	X(EXTEND,       0x0116, extend, attr) \
+	X(SETSTRIPE,    0x0117, setstripe, empty) \
+	X(GETSTRIPE,    0x0118, ino, layout) \
+	X(SESSION_OPEN, 0x0201, session_open, session) \
+	X(SESSION_BEAT, 0x0202, session_id, empty) \
+	X(SESSION_CLOSE, 0x0203, session_id, empty) \
+	X(RECALL,       0x0204, recall, empty) \
+	X(TARGET_REGISTER, 0x0301, target_register, target_registered) \
+	X(TARGET_HEARTBEAT, 0x0302, target_heartbeat, heartbeat_reply) \
+	X(CHAINS_GET,   0x0303, chains_get, chains) \
+	X(TARGET_FAILED, 0x0304, target_failed, empty) \
+	X(OBJ_WRITE,    0x0401, obj_write, obj_written) \
+	X(OBJ_READ,     0x0402, obj_read, obj_data) \
+	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \
+	X(OBJ_DELETE,   0x0404, obj_delete, empty) \
+	X(OBJ_FSYNC,    0x0405, obj_id, empty) \
+	X(OBJ_STAT,     0x0406, obj_id, obj_size) \
+	X(OBJ_LIST,     0x0407, obj_list, obj_list_reply) \
+	X(STORE_STATS,  0x0408, empty, store_stats)
+
+enum weft_op {
+#define X(NAME, num, req, rep) WEFT_OP_##NAME = num,
+	WEFT_OPCODES(X)
+#undef X
+};
+
+/* ---- generated structs and codecs ---- */
+
+#define WEFT_FIELD_DECL_U8(n, l) uint8_t n;
+#define WEFT_FIELD_DECL_U16(n, l) uint16_t n;
+#define WEFT_FIELD_DECL_U32(n, l) uint32_t n;
+#define WEFT_FIELD_DECL_U64(n, l) uint64_t n;
+#define WEFT_FIELD_DECL_I64(n, l) int64_t n;
+#define WEFT_FIELD_DECL_STR(n, l) struct weft_str n;
+#define WEFT_FIELD_DECL_FIX(n, l) uint8_t n[l];
+#define WEFT_FIELD_DECL_ATTR(n, l) struct weft_attr n;
+#define WEFT_FIELD_DECL_LAYOUT(n, l) struct weft_layout n;
+#define WEFT_FIELD_DECL_CRED(n, l) struct weft_cred n;
+#define WEFT_FIELD_DECL_CRCS(n, l) struct weft_crcs n;
+#define WEFT_FIELD_DECL(kind, n, l) WEFT_FIELD_DECL_##kind(n, l)
+
+#define X(lname, FIELDS) \
+	struct weft_msg_##lname { FIELDS(WEFT_FIELD_DECL) char unused_; }; \
+	/* Appends the encoding to w; returns 0, -ENOMEM, or -EINVAL if a field is over its limit. */ \
+	int weft_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m); \
+	/* Decodes exactly len bytes; strings borrow from p. Returns 0 or -WEFT_EPROTO, *why set. */ \
+	int weft_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
+				  const char **why);
+WEFT_MESSAGES(X)
+#undef X
+
+/* Message-type index, for tables (fuzzing, docs). */
+enum weft_msg_type {
+#define X(lname, FIELDS) WEFT_MSG_##lname,
+	WEFT_MESSAGES(X)
+#undef X
+	WEFT_MSG_COUNT
+};
+const char *weft_msg_name(enum weft_msg_type t);
+/* Decodes into an untyped buffer of at least weft_msg_size(t) bytes. */
+int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
+int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
+size_t weft_msg_size(enum weft_msg_type t);
+
+/* Opcode table lookups; NULL / -1 for unknown opcodes. */
+const char *weft_op_name(uint16_t op);
+int weft_op_req_type(uint16_t op);
+int weft_op_rep_type(uint16_t op);
+
+/* ---- bulk encodings ---- */
+
+/* Directory entries in a READDIR reply's bulk: name (u16 len + bytes), ino, gen, type
+ * (DT_*), cookie of the next entry; readdirplus adds the attr. */
+struct weft_dirent {
+	struct weft_str name;
+	uint64_t ino;
+	uint64_t next_cookie;
+	uint8_t type;
+	bool has_attr;
+	struct weft_attr attr;
+};
+void weft_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
+/* Decodes the next entry; returns 0, 1 at the end of the buffer, or -WEFT_EPROTO. */
+int weft_dirent_next(struct rbuf *r, struct weft_dirent *d);
+size_t weft_dirent_size(size_t namelen, bool plus);
+
+/* Field helpers, shared with other encodings (chain tables). */
+void weft_attr_put(struct wbuf *w, const struct weft_attr *a);
+void weft_attr_get(struct rbuf *r, struct weft_attr *a);
+void weft_layout_put(struct wbuf *w, const struct weft_layout *l);
+void weft_layout_get(struct rbuf *r, struct weft_layout *l);
+
+/* Copies a borrowed string into a NUL-terminated buffer of size cap; returns -ENAMETOOLONG
+ * if it does not fit. */
+int weft_str_copy(char *out, size_t cap, struct weft_str s);
+static inline struct weft_str weft_str_of(const char *s, size_t len)
+{
+	struct weft_str r = {s, (uint32_t)len};
+	return r;
+}
+
+/* Pieces of a bulk transfer at object offset `off` of length `len`, split at
+ * WEFT_CHUNK_SIZE boundaries: returns how many; the CRC list has one entry per piece. */
+uint32_t weft_crc_pieces(uint64_t off, uint64_t len);
+
+#endif
