@@ -1,0 +1,34 @@
+/* PING and ECHO handlers shared by every daemon. */
+#include "common/builtin.h"
+
+#include "weft/err.h"
+
+static void release_frame(void *arg)
+{
+	frame_free(arg);
+}
+
+bool builtin_handle(struct conn *c, struct frame *f)
+{
+	if (f->h.opcode == WEFT_OP_PING) {
+		struct weft_msg_ping m;
+		const char *why;
+		if (weft_ping_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+			conn_reply_error(c, f, -WEFT_EPROTO, 0, "PING: %s", why);
+		} else {
+			struct wbuf w;
+			wbuf_init(&w);
+			weft_ping_encode(&w, &m);
+			conn_reply(c, f, 0, &w, NULL, 0, NULL, NULL);
+		}
+		frame_free(f);
+		return true;
+	}
+	if (f->h.opcode == WEFT_OP_ECHO) {
+		/* the reply sends the request's own bulk buffer: no copy */
+		struct iovec v = {f->bulk, f->h.bulk_len};
+		conn_reply(c, f, 0, NULL, &v, 1, release_frame, f);
+		return true;
+	}
+	return false;
+}
