@@ -1,0 +1,624 @@
+/* Targets and chain tables in LMDB: registration, heartbeats, liveness, table growth. */
+#include "meta/chains.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "meta/super.h"
+
+/* targets value v1 (LE): u8 version, u8[16] uuid, u8 state, u64 capacity, u64 free,
+ * u64 read_bytes, u64 write_bytes, u64 read_ops, u64 write_ops, i64 last_seen_ns,
+ * i64 registered_ns, u16 len + node, u16 len + addr.
+ * chains value v1 (LE): u8 version, u32 owner, u64 version, u8 nmembers,
+ * per member u32 target + u8 state. Key: u8 replicas, u32 BE chain id. */
+#define TARGET_VERSION 1
+#define CHAIN_VERSION 1
+
+static int target_encode(const struct meta_target *t, struct wbuf *w)
+{
+	wbuf_u8(w, TARGET_VERSION);
+	wbuf_put(w, t->uuid, 16);
+	wbuf_u8(w, t->state);
+	wbuf_u64(w, t->capacity);
+	wbuf_u64(w, t->free);
+	wbuf_u64(w, t->read_bytes);
+	wbuf_u64(w, t->write_bytes);
+	wbuf_u64(w, t->read_ops);
+	wbuf_u64(w, t->write_ops);
+	wbuf_u64(w, (uint64_t)t->last_seen_ns);
+	wbuf_u64(w, (uint64_t)t->registered_ns);
+	wbuf_str(w, t->node, strlen(t->node));
+	wbuf_str(w, t->addr, strlen(t->addr));
+	return w->err;
+}
+
+static void get_str(struct rbuf *r, char *out, size_t max)
+{
+	uint16_t n = rbuf_u16(r);
+	if (n > max) {
+		rbuf_fail(r, "string too long");
+		n = 0;
+	}
+	rbuf_get(r, out, n);
+	out[n] = '\0';
+}
+
+static int target_decode(const MDB_val *k, const MDB_val *v, struct meta_target *t)
+{
+	struct rbuf r;
+	if (k->mv_size != 4)
+		return -EIO;
+	memset(t, 0, sizeof(*t));
+	t->id = meta_get_be32(k->mv_data);
+	rbuf_init(&r, v->mv_data, v->mv_size);
+	if (rbuf_u8(&r) != TARGET_VERSION)
+		return -EIO;
+	rbuf_get(&r, t->uuid, 16);
+	t->state = rbuf_u8(&r);
+	t->capacity = rbuf_u64(&r);
+	t->free = rbuf_u64(&r);
+	t->read_bytes = rbuf_u64(&r);
+	t->write_bytes = rbuf_u64(&r);
+	t->read_ops = rbuf_u64(&r);
+	t->write_ops = rbuf_u64(&r);
+	t->last_seen_ns = (int64_t)rbuf_u64(&r);
+	t->registered_ns = (int64_t)rbuf_u64(&r);
+	get_str(&r, t->node, WEFT_NODE_MAX);
+	get_str(&r, t->addr, WEFT_ADDR_MAX);
+	return rbuf_ok(&r) && rbuf_left(&r) == 0 ? 0 : -EIO;
+}
+
+static int target_put(struct meta_db *db, MDB_txn *txn, const struct meta_target *t)
+{
+	struct wbuf w;
+	uint8_t kb[4];
+	wbuf_init(&w);
+	int rc = target_encode(t, &w);
+	if (rc == 0) {
+		meta_be32(kb, t->id);
+		MDB_val k = { 4, kb }, v = { w.len, w.data };
+		rc = meta_mdb_err(mdb_put(txn, db->targets, &k, &v, 0));
+	}
+	wbuf_free(&w);
+	return rc;
+}
+
+int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
+			   struct meta_target *out)
+{
+	uint8_t kb[4];
+	meta_be32(kb, id);
+	MDB_val k = { 4, kb }, v;
+	int rc = mdb_get(txn, db->targets, &k, &v);
+	if (rc)
+		return meta_mdb_err(rc);
+	return target_decode(&k, &v, out);
+}
+
+/* Loads all targets in id order into a malloc'd array. */
+static int targets_load(struct meta_db *db, MDB_txn *txn, struct meta_target **out, uint32_t *n)
+{
+	MDB_cursor *cur;
+	MDB_stat st;
+	int rc = mdb_stat(txn, db->targets, &st);
+	*out = NULL;
+	*n = 0;
+	if (rc)
+		return meta_mdb_err(rc);
+	if (st.ms_entries == 0)
+		return 0;
+	struct meta_target *a = calloc(st.ms_entries, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	if ((rc = mdb_cursor_open(txn, db->targets, &cur))) {
+		free(a);
+		return meta_mdb_err(rc);
+	}
+	MDB_val k, v;
+	uint32_t i = 0;
+	int err = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && i < st.ms_entries;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+		if ((err = target_decode(&k, &v, &a[i++])))
+			break;
+	mdb_cursor_close(cur);
+	if (!err && rc && rc != MDB_NOTFOUND)
+		err = meta_mdb_err(rc);
+	if (err) {
+		free(a);
+		return err;
+	}
+	*out = a;
+	*n = i;
+	return 0;
+}
+
+static void chain_key(uint8_t kb[5], uint8_t replicas, uint32_t id)
+{
+	kb[0] = replicas;
+	meta_be32(kb + 1, id);
+}
+
+static int chain_decode(const MDB_val *k, const MDB_val *v, struct meta_chain *c)
+{
+	const uint8_t *p = v->mv_data;
+	if (k->mv_size != 5 || v->mv_size < 14 || p[0] != CHAIN_VERSION)
+		return -EIO;
+	memset(c, 0, sizeof(*c));
+	c->replicas = ((const uint8_t *)k->mv_data)[0];
+	c->id = meta_get_be32((const uint8_t *)k->mv_data + 1);
+	c->owner = get_le32(p + 1);
+	c->version = get_le64(p + 5);
+	c->nmembers = p[13];
+	if (c->nmembers != c->replicas || c->nmembers > WEFT_REPLICAS_MAX ||
+	    v->mv_size != 14 + 5 * (size_t)c->nmembers)
+		return -EIO;
+	for (int m = 0; m < c->nmembers; m++) {
+		c->members[m].target = get_le32(p + 14 + 5 * m);
+		c->members[m].state = p[14 + 5 * m + 4];
+	}
+	return 0;
+}
+
+static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c)
+{
+	uint8_t kb[5], vb[14 + 5 * WEFT_REPLICAS_MAX];
+	chain_key(kb, c->replicas, c->id);
+	vb[0] = CHAIN_VERSION;
+	put_le32(vb + 1, c->owner);
+	put_le64(vb + 5, c->version);
+	vb[13] = c->nmembers;
+	for (int m = 0; m < c->nmembers; m++) {
+		put_le32(vb + 14 + 5 * m, c->members[m].target);
+		vb[14 + 5 * m + 4] = c->members[m].state;
+	}
+	MDB_val k = { 5, kb }, v = { 14 + 5 * (size_t)c->nmembers, vb };
+	return meta_mdb_err(mdb_put(txn, db->chains, &k, &v, 0));
+}
+
+int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t id,
+		    struct meta_chain *out)
+{
+	uint8_t kb[5];
+	chain_key(kb, replicas, id);
+	MDB_val k = { 5, kb }, v;
+	int rc = mdb_get(txn, db->chains, &k, &v);
+	if (rc)
+		return meta_mdb_err(rc);
+	return chain_decode(&k, &v, out);
+}
+
+int meta_chains_count(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t *n)
+{
+	MDB_cursor *cur;
+	uint8_t kb[5];
+	*n = 0;
+	int rc = mdb_cursor_open(txn, db->chains, &cur);
+	if (rc)
+		return meta_mdb_err(rc);
+	/* ids are dense from 0: the last key of the table is n - 1 */
+	chain_key(kb, (uint8_t)(replicas + 1), 0);
+	MDB_val k = { 5, kb }, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	if (rc == 0)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+	else if (rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	if (rc == 0 && k.mv_size == 5 && ((uint8_t *)k.mv_data)[0] == replicas)
+		*n = meta_get_be32((uint8_t *)k.mv_data + 1) + 1;
+	mdb_cursor_close(cur);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_mdb_err(rc);
+}
+
+/* Loads table replicas into a malloc'd array indexed by id. */
+static int chains_load(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+		       struct meta_chain **out, uint32_t *n)
+{
+	int rc = meta_chains_count(db, txn, replicas, n);
+	*out = NULL;
+	if (rc || *n == 0)
+		return rc;
+	struct meta_chain *a = calloc(*n, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < *n; i++)
+		if ((rc = meta_chains_get(db, txn, replicas, i, &a[i]))) {
+			free(a);
+			return rc == -ENOENT ? -EIO : rc;
+		}
+	*out = a;
+	return 0;
+}
+
+static int epoch_bump(struct meta_db *db, MDB_txn *txn)
+{
+	struct meta_super sb;
+	int rc = meta_super_get(db, txn, &sb);
+	if (rc)
+		return rc;
+	sb.chains_epoch++;
+	return meta_super_put(db, txn, &sb);
+}
+
+/* Orders targets round-robin across nodes (nodes in order of their first target), so
+ * that neighbours in the order sit on different nodes where possible. */
+static void interleave(const struct meta_target *t, uint32_t n, uint32_t *order)
+{
+	bool *used = calloc(n, sizeof(*used));
+	uint32_t k = 0;
+	if (!used) { /* degrade to id order */
+		for (uint32_t i = 0; i < n; i++)
+			order[i] = i;
+		return;
+	}
+	while (k < n) {
+		/* one pass: first unused target of each node not yet taken in this pass */
+		uint32_t start = k;
+		for (uint32_t i = 0; i < n; i++) {
+			if (used[i])
+				continue;
+			bool node_taken = false;
+			for (uint32_t j = start; j < k; j++)
+				if (strcmp(t[order[j]].node, t[i].node) == 0)
+					node_taken = true;
+			if (!node_taken) {
+				used[i] = true;
+				order[k++] = i;
+			}
+		}
+	}
+	free(used);
+}
+
+static uint32_t distinct_nodes(const struct meta_target *t, uint32_t n)
+{
+	uint32_t d = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = strcmp(t[i].node, t[j].node) == 0;
+		d += !seen;
+	}
+	return d;
+}
+
+/* Adds one chain per target that owns none in table replicas. */
+static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+		      const struct meta_target *t, uint32_t n, const uint32_t *order, bool *changed)
+{
+	struct meta_chain *ch;
+	uint32_t nch;
+	int rc = chains_load(db, txn, replicas, &ch, &nch);
+	if (rc)
+		return rc;
+	uint32_t *count = calloc(n, sizeof(*count));
+	bool *owns = calloc(n, sizeof(*owns));
+	if (!count || !owns) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* target index by id: targets are sorted by id */
+	for (uint32_t c = 0; c < nch; c++)
+		for (int m = 0; m < ch[c].nmembers; m++)
+			for (uint32_t i = 0; i < n; i++) {
+				if (t[i].id == ch[c].members[m].target)
+					count[i]++;
+				if (m == 0 && t[i].id == ch[c].owner)
+					owns[i] = true;
+			}
+	for (uint32_t oi = 0; oi < n; oi++) {
+		uint32_t h = order[oi];
+		if (owns[h])
+			continue;
+		struct meta_chain c = { .id = nch, .replicas = replicas, .nmembers = replicas,
+					.owner = t[h].id, .version = 1 };
+		uint32_t pick[WEFT_REPLICAS_MAX] = { h };
+		for (int m = 1; m < replicas; m++) {
+			int64_t best = -1;
+			uint64_t best_score = UINT64_MAX;
+			for (uint32_t step = 1; step < n; step++) {
+				uint32_t cand = order[(oi + step) % n];
+				bool clash = false;
+				for (int j = 0; j < m; j++)
+					clash |= strcmp(t[pick[j]].node, t[cand].node) == 0;
+				if (clash)
+					continue;
+				uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 40 |
+						 (uint64_t)count[cand] << 20 | step;
+				if (score < best_score) {
+					best_score = score;
+					best = cand;
+				}
+			}
+			if (best < 0) {
+				rc = -EINVAL; /* cannot happen when distinct nodes >= replicas */
+				goto out;
+			}
+			pick[m] = (uint32_t)best;
+		}
+		/* live members first, offline ones at the end */
+		int k = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int m = 0; m < replicas; m++) {
+				bool off = t[pick[m]].state == WEFT_MEMBER_OFFLINE;
+				if (off != (pass == 1))
+					continue;
+				c.members[k].target = t[pick[m]].id;
+				c.members[k++].state = off ? WEFT_MEMBER_OFFLINE : WEFT_MEMBER_SERVING;
+			}
+		for (int m = 0; m < replicas; m++)
+			count[pick[m]]++;
+		owns[h] = true;
+		if ((rc = chain_put(db, txn, &c)))
+			goto out;
+		nch++;
+		*changed = true;
+	}
+out:
+	free(count);
+	free(owns);
+	free(ch);
+	return rc;
+}
+
+static int grow(struct meta_db *db, MDB_txn *txn)
+{
+	struct meta_target *t;
+	uint32_t n;
+	bool changed = false;
+	int rc = targets_load(db, txn, &t, &n);
+	if (rc || n == 0)
+		return rc;
+	uint32_t *order = calloc(n, sizeof(*order));
+	if (!order) {
+		free(t);
+		return -ENOMEM;
+	}
+	interleave(t, n, order);
+	uint32_t nodes = distinct_nodes(t, n);
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++)
+		if (nodes >= r)
+			rc = grow_table(db, txn, r, t, n, order, &changed);
+	free(order);
+	free(t);
+	if (rc == 0 && changed)
+		rc = epoch_bump(db, txn);
+	return rc;
+}
+
+/* Moves member m to position `to`, shifting the ones between. */
+static void move_member(struct meta_chain *c, int m, int to)
+{
+	struct meta_chain_member x = c->members[m];
+	if (m < to)
+		memmove(&c->members[m], &c->members[m + 1], (size_t)(to - m) * sizeof(x));
+	else if (m > to)
+		memmove(&c->members[to + 1], &c->members[to], (size_t)(m - to) * sizeof(x));
+	c->members[to] = x;
+}
+
+/* Applies a state change of target id to every chain it is in: to OFFLINE (moved to
+ * the end) or from OFFLINE to SYNCING (moved behind the live members). */
+static int member_change(struct meta_db *db, MDB_txn *txn, uint32_t id, bool offline)
+{
+	bool changed = false;
+	int rc = 0;
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
+		struct meta_chain *ch;
+		uint32_t n;
+		if ((rc = chains_load(db, txn, r, &ch, &n)))
+			break;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			struct meta_chain *c = &ch[i];
+			for (int m = 0; m < c->nmembers; m++) {
+				if (c->members[m].target != id)
+					continue;
+				bool is_off = c->members[m].state == WEFT_MEMBER_OFFLINE;
+				if (offline == is_off)
+					break;
+				if (offline) {
+					c->members[m].state = WEFT_MEMBER_OFFLINE;
+					move_member(c, m, c->nmembers - 1);
+				} else {
+					int live = 0;
+					for (int j = 0; j < c->nmembers; j++)
+						live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
+					c->members[m].state = WEFT_MEMBER_SYNCING;
+					move_member(c, m, live);
+				}
+				c->version++;
+				changed = true;
+				rc = chain_put(db, txn, c);
+				break;
+			}
+		}
+		free(ch);
+	}
+	if (rc == 0 && changed)
+		rc = epoch_bump(db, txn);
+	return rc;
+}
+
+static int set_target_state(struct meta_db *db, MDB_txn *txn, struct meta_target *t,
+			    uint8_t state)
+{
+	if (t->state == state)
+		return target_put(db, txn, t);
+	t->state = state;
+	int rc = target_put(db, txn, t);
+	if (rc)
+		return rc;
+	if (state == WEFT_MEMBER_OFFLINE)
+		log_warn("target %u (%s on %s) offline", t->id, t->addr, t->node);
+	else
+		log_info("target %u (%s on %s) back, syncing", t->id, t->addr, t->node);
+	return member_change(db, txn, t->id, state == WEFT_MEMBER_OFFLINE);
+}
+
+int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16],
+			 const char *node, const char *addr, uint64_t capacity, int64_t now_ns,
+			 uint32_t *id)
+{
+	size_t nl = strlen(node), al = strlen(addr);
+	struct meta_target *all, t;
+	uint32_t n;
+	int rc;
+	if (nl == 0 || nl > WEFT_NODE_MAX || al == 0 || al > WEFT_ADDR_MAX)
+		return -EINVAL;
+	if ((rc = targets_load(db, txn, &all, &n)))
+		return rc;
+	int found = -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(all[i].uuid, uuid, 16) == 0)
+			found = (int)i;
+	if (found >= 0) {
+		t = all[found];
+		free(all);
+		if (strcmp(t.node, node) != 0)
+			log_warn("target %u re-registered from node %s, was %s: node kept",
+				 t.id, node, t.node);
+		memcpy(t.addr, addr, al + 1);
+		t.capacity = capacity;
+		t.last_seen_ns = now_ns;
+		if ((rc = set_target_state(db, txn, &t, WEFT_MEMBER_SERVING)))
+			return rc;
+		*id = t.id;
+		return grow(db, txn);
+	}
+	free(all);
+	if (n >= META_TARGETS_MAX)
+		return -ENOSPC;
+	struct meta_super sb;
+	if ((rc = meta_super_get(db, txn, &sb)))
+		return rc;
+	memset(&t, 0, sizeof(t));
+	t.id = sb.next_target++;
+	if ((rc = meta_super_put(db, txn, &sb)))
+		return rc;
+	memcpy(t.uuid, uuid, 16);
+	t.state = WEFT_MEMBER_SERVING;
+	memcpy(t.node, node, nl + 1);
+	memcpy(t.addr, addr, al + 1);
+	t.capacity = t.free = capacity;
+	t.last_seen_ns = t.registered_ns = now_ns;
+	if ((rc = target_put(db, txn, &t)))
+		return rc;
+	*id = t.id;
+	return grow(db, txn);
+}
+
+int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
+			  const struct meta_target_stats *st, int64_t now_ns)
+{
+	struct meta_target t;
+	int rc = meta_chains_target_get(db, txn, id, &t);
+	if (rc)
+		return rc;
+	t.capacity = st->capacity;
+	t.free = st->free;
+	t.read_bytes = st->read_bytes;
+	t.write_bytes = st->write_bytes;
+	t.read_ops = st->read_ops;
+	t.write_ops = st->write_ops;
+	t.last_seen_ns = now_ns;
+	return set_target_state(db, txn, &t, WEFT_MEMBER_SERVING);
+}
+
+int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id)
+{
+	struct meta_target t;
+	int rc = meta_chains_target_get(db, txn, id, &t);
+	if (rc)
+		return rc;
+	if (t.state == WEFT_MEMBER_OFFLINE)
+		return 0;
+	return set_target_state(db, txn, &t, WEFT_MEMBER_OFFLINE);
+}
+
+int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
+		       unsigned *n_off)
+{
+	struct meta_target *t;
+	uint32_t n;
+	*n_off = 0;
+	int rc = targets_load(db, txn, &t, &n);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (t[i].state == WEFT_MEMBER_OFFLINE || now_ns - t[i].last_seen_ns <= timeout_ns)
+			continue;
+		rc = set_target_state(db, txn, &t[i], WEFT_MEMBER_OFFLINE);
+		(*n_off)++;
+	}
+	free(t);
+	return rc;
+}
+
+int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+			       uint32_t chain, uint32_t target)
+{
+	struct meta_chain c;
+	int rc = meta_chains_get(db, txn, replicas, chain, &c);
+	if (rc)
+		return rc;
+	for (int m = 0; m < c.nmembers; m++) {
+		if (c.members[m].target != target)
+			continue;
+		if (c.members[m].state == WEFT_MEMBER_SERVING)
+			return 0;
+		if (c.members[m].state == WEFT_MEMBER_OFFLINE)
+			return -EINVAL;
+		c.members[m].state = WEFT_MEMBER_SERVING;
+		c.version++;
+		if ((rc = chain_put(db, txn, &c)))
+			return rc;
+		return epoch_bump(db, txn);
+	}
+	return -ENOENT;
+}
+
+int meta_chains_capacity(struct meta_db *db, MDB_txn *txn, uint64_t *total, uint64_t *free_b)
+{
+	struct meta_target *t;
+	uint32_t n;
+	*total = *free_b = 0;
+	int rc = targets_load(db, txn, &t, &n);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (t[i].state == WEFT_MEMBER_OFFLINE)
+			continue;
+		*total += t[i].capacity;
+		*free_b += t[i].free;
+	}
+	free(t);
+	return rc;
+}
+
+int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out)
+{
+	struct meta_target *t;
+	struct meta_super sb;
+	uint32_t n;
+	memset(out, 0, sizeof(*out));
+	int rc = meta_super_get(db, txn, &sb);
+	if (rc || (rc = targets_load(db, txn, &t, &n)))
+		return rc;
+	out->epoch = sb.chains_epoch;
+	if (n && !(out->targets = calloc(n, sizeof(*out->targets)))) {
+		free(t);
+		return -ENOMEM;
+	}
+	out->ntargets = n;
+	for (uint32_t i = 0; i < n; i++) {
+		out->targets[i].id = t[i].id;
+		out->targets[i].state = t[i].state;
+		memcpy(out->targets[i].node, t[i].node, sizeof(t[i].node));
+		memcpy(out->targets[i].addr, t[i].addr, sizeof(t[i].addr));
+	}
+	free(t);
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++)
+		rc = chains_load(db, txn, r, &out->chains[r - 1], &out->nchains[r - 1]);
+	if (rc)
+		meta_chain_set_free(out);
+	return rc;
+}

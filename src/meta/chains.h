@@ -1,0 +1,78 @@
+/* Storage targets and chain tables, durable in LMDB ("targets" and "chains" tables).
+ *
+ * DESIGN: a target (one `weft store` data directory) registers with its UUID and gets a
+ * stable id (the same UUID always gets the same id back; its address is updated). For
+ * each replica count R in 1..3 there is one chain table: chains of R targets on R
+ * distinct nodes. Every target owns (is built around, and heads while it serves) one
+ * chain per table; the other members are chosen greedily as the eligible targets (node
+ * not yet in the chain, online first) in fewest chains of that table, ties broken by
+ * rotation order from the owner, the targets being ordered round-robin across nodes.
+ * A table exists once there are R distinct nodes. Tables only grow (a new target adds
+ * one chain per table) and chain ids keep their meaning: a file's layout records the
+ * table size at create. Members change state, never identity:
+ *  - offline (silent past the timeout, or reported): state OFFLINE, moved to the end;
+ *  - back (heartbeat or re-register): state SYNCING, moved behind the live members;
+ *  - synced (meta_chains_member_serving): state SERVING.
+ * Every change bumps the chain's version and the superblock's chains_epoch.
+ *
+ * Threads: plain functions on a caller's txn (write txn for those that change state). */
+#ifndef WEFT_META_CHAINS_H
+#define WEFT_META_CHAINS_H
+
+#include <stdint.h>
+
+#include "meta/chains_codec.h"
+#include "meta/mdb.h"
+
+struct meta_target {
+	uint32_t id;
+	uint8_t uuid[16];
+	uint8_t state; /* WEFT_MEMBER_SERVING (up) or WEFT_MEMBER_OFFLINE (down) */
+	char node[WEFT_NODE_MAX + 1];
+	char addr[WEFT_ADDR_MAX + 1];
+	uint64_t capacity, free;              /* bytes */
+	uint64_t read_bytes, write_bytes;     /* counters as last reported */
+	uint64_t read_ops, write_ops;
+	int64_t last_seen_ns, registered_ns;
+};
+
+struct meta_target_stats {
+	uint64_t capacity, free;
+	uint64_t read_bytes, write_bytes, read_ops, write_ops;
+};
+
+/* Registers a target (or re-registers the same uuid: same id, address and capacity
+ * updated, an offline target comes back as syncing), then grows the chain tables.
+ * node and addr are NUL-terminated. Errors: -EINVAL empty or too long node/addr;
+ * -ENOSPC META_TARGETS_MAX reached; -errno from LMDB. */
+int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16],
+			 const char *node, const char *addr, uint64_t capacity, int64_t now_ns,
+			 uint32_t *id);
+/* Records a heartbeat: stats and last-seen time; an offline target rejoins its chains
+ * as syncing. Errors: -ENOENT unknown target. */
+int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
+			  const struct meta_target_stats *st, int64_t now_ns);
+/* Marks every up target silent for more than timeout_ns offline; *n = how many. */
+int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
+		       unsigned *n);
+/* Marks target id offline now (e.g. its predecessor reported it failed).
+ * Errors: -ENOENT unknown target. Already offline: 0, nothing changes. */
+int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);
+/* A syncing member finished catching up: SERVING. Errors: -ENOENT no such chain or
+ * target not a member; -EINVAL member is offline. Already serving: 0. */
+int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+			       uint32_t chain, uint32_t target);
+
+int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
+			   struct meta_target *out);
+/* Errors: -ENOENT no such chain. */
+int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t id,
+		    struct meta_chain *out);
+/* Size of the table for replicas (0 when it does not exist yet). */
+int meta_chains_count(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t *n);
+/* Sum of capacity and free bytes of all targets that are up. */
+int meta_chains_capacity(struct meta_db *db, MDB_txn *txn, uint64_t *total, uint64_t *free);
+/* Loads every target and table into *out (free with meta_chain_set_free). */
+int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out);
+
+#endif

@@ -1,0 +1,73 @@
+/* Chain tables as data, and their wire encoding: meta encodes the whole set of targets
+ * and chain tables, clients and stores decode it. No LMDB here, so libweft and weft
+ * store can link this file alone (with src/common/buf.c).
+ *
+ * Encoding v1 (little-endian, struct wbuf/rbuf conventions):
+ *   u8  version (1)
+ *   u64 epoch                 bumped on any change of any chain
+ *   u32 ntargets  (<= META_TARGETS_MAX), then per target:
+ *       u32 id, u8 state (enum weft_member_state; SERVING = up, OFFLINE = down),
+ *       u16 len + node bytes (<= WEFT_NODE_MAX), u16 len + addr bytes (<= WEFT_ADDR_MAX)
+ *   then for replicas = 1, 2, 3:
+ *       u32 nchains (<= META_CHAINS_MAX), then per chain, in id order 0..nchains-1:
+ *           u32 id (== its index), u64 version, u8 nmembers (== replicas),
+ *           per member: u32 target id, u8 state (enum weft_member_state)
+ *
+ * Threads: pure functions; a set is owned by whoever filled it. */
+#ifndef WEFT_META_CHAINS_CODEC_H
+#define WEFT_META_CHAINS_CODEC_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "weft/types.h"
+
+#define META_CHAINSET_VERSION 1
+#define META_TARGETS_MAX 4096u
+#define META_CHAINS_MAX 65536u
+
+struct meta_chain_member {
+	uint32_t target;
+	uint8_t state; /* enum weft_member_state */
+};
+
+/* One chain: members in order, head first. Reads go to any SERVING member, writes to
+ * the first SERVING member, which forwards down the rest. */
+struct meta_chain {
+	uint32_t id;      /* index in the table of its replica count; never changes meaning */
+	uint8_t replicas; /* table it belongs to (1..3) */
+	uint8_t nmembers; /* == replicas */
+	uint32_t owner;   /* target the chain was built around (not encoded on the wire) */
+	uint64_t version; /* bumped on any change of members or their states */
+	struct meta_chain_member members[WEFT_REPLICAS_MAX];
+};
+
+struct meta_chain_target {
+	uint32_t id;
+	uint8_t state; /* WEFT_MEMBER_SERVING (up) or WEFT_MEMBER_OFFLINE (down) */
+	char node[WEFT_NODE_MAX + 1];
+	char addr[WEFT_ADDR_MAX + 1];
+};
+
+struct meta_chain_set {
+	uint64_t epoch;
+	uint32_t ntargets;
+	struct meta_chain_target *targets;           /* malloc'd, ntargets */
+	uint32_t nchains[WEFT_REPLICAS_MAX];
+	struct meta_chain *chains[WEFT_REPLICAS_MAX]; /* malloc'd, chains[r-1][id] */
+};
+
+/* Frees the arrays and zeroes the set; NULL-safe and idempotent. */
+void meta_chain_set_free(struct meta_chain_set *s);
+/* Appends the encoding to w; check w->err afterwards (-ENOMEM). */
+void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w);
+/* Decodes a set from r into *out (arrays malloc'd; free with meta_chain_set_free).
+ * Every count and length is checked against its limit and the bytes left before
+ * anything is allocated. Errors: -WEFT_EPROTO malformed (r->why says why), -ENOMEM.
+ * On error *out holds nothing. */
+int meta_chain_set_decode(struct rbuf *r, struct meta_chain_set *out);
+/* Chain id of table replicas, or NULL when out of range. */
+const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint8_t replicas,
+					    uint32_t id);
+
+#endif

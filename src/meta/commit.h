@@ -1,0 +1,61 @@
+/* Group commit: many mutations, one LMDB write txn, one sync.
+ *
+ * DESIGN: one writer thread owns all write txns of the env. Producers (any thread)
+ * queue struct meta_mutation; the writer takes everything queued (up to max_batch),
+ * opens one write txn, runs each mutation's apply() in its own nested txn (committed
+ * if apply returns 0, aborted otherwise, so a failing op rolls back alone), commits the
+ * parent, calls mdb_env_sync(env, 1) once, and only then calls every done() with that
+ * mutation's result. While it syncs, new mutations queue up and form the next batch, so
+ * the number of syncs falls as load rises. If the commit or the sync fails, every
+ * mutation of the batch completes with that error (nothing of it is reported durable).
+ *
+ * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
+ * in submission order within a batch; a batch's effects are visible to read txns begun
+ * after its commit. done() runs on the writer thread: it must be short and must not
+ * submit and wait (it may submit without waiting).
+ *
+ * Threads: submit/run/stats from any thread; start/stop from the owner. No other
+ * thread may write to the env while the committer runs (meta_db_write would block
+ * behind it and is for tools and tests). */
+#ifndef WEFT_META_COMMIT_H
+#define WEFT_META_COMMIT_H
+
+#include <stdint.h>
+
+#include "meta/mdb.h"
+
+struct meta_mutation {
+	/* Runs inside a nested write txn; return 0 to keep its changes or -errno. */
+	int (*apply)(MDB_txn *txn, void *arg);
+	/* Called once on the writer thread after the batch is durable (or failed). */
+	void (*done)(void *arg, int result);
+	void *arg;
+	struct meta_mutation *next; /* owned by the committer while queued */
+};
+
+struct meta_commit;
+
+struct meta_commit_stats {
+	uint64_t ops;     /* mutations completed */
+	uint64_t batches; /* write txns committed */
+	uint64_t syncs;   /* mdb_env_sync calls */
+	uint64_t failed;  /* mutations completed with an error */
+};
+
+#define META_COMMIT_BATCH_DEFAULT 512
+
+/* Starts the writer thread for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
+ * Errors: -ENOMEM, -errno of pthread_create. */
+int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out);
+/* Completes everything queued, stops and joins the writer, frees gc. NULL is a no-op.
+ * No submit may race with or follow it. */
+void meta_commit_stop(struct meta_commit *gc);
+/* Queues m (the caller keeps m alive until m->done is called). Never blocks on I/O.
+ * Returns 0, or -ESHUTDOWN when the committer is stopping (m->done is not called). */
+int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m);
+/* Submits apply(txn, arg) and waits for it to be durable; returns its result.
+ * Must not be called from a done() callback. */
+int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg);
+void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out);
+
+#endif

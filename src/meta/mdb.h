@@ -1,0 +1,106 @@
+/* meta's LMDB environment: opening, the named tables, key helpers, mkfs.
+ *
+ * DESIGN: one LMDB environment per file system, in one directory (data.mdb, lock.mdb).
+ * It is opened with MDB_NOSYNC (commits are made durable by an explicit mdb_env_sync,
+ * once per group commit, see commit.h) and MDB_NOTLS (a read txn may be used from any
+ * thread, one thread at a time). Every table and its key/value encoding is described in
+ * docs/on-disk-format.md, "Metadata (weft meta)". Keys holding integers are big-endian so
+ * that LMDB's byte order is numeric order; values are versioned little-endian records,
+ * never raw structs.
+ *
+ * Threads: a struct meta_db is immutable after meta_db_open and may be shared by every
+ * thread; transactions follow LMDB's rules (one write txn at a time, env-wide). */
+#ifndef WEFT_META_MDB_H
+#define WEFT_META_MDB_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/types.h"
+
+#define META_FORMAT_VERSION 1u
+#define META_MAPSIZE_DEFAULT (64ULL << 30) /* 64 GiB of address space, sparse on disk */
+
+struct meta_db {
+	MDB_env *env;
+	MDB_dbi super;      /* "super": fixed keys -> superblock record */
+	MDB_dbi inodes;     /* ino BE64 -> inode record (inode.h) */
+	MDB_dbi dirents;    /* parent BE64 + name -> dirent record (dirent.h) */
+	MDB_dbi cookies;    /* parent BE64 + cookie BE64 -> name */
+	MDB_dbi xattrs;     /* ino BE64 + name -> value bytes */
+	MDB_dbi targets;    /* target id BE32 -> target record (chains.h) */
+	MDB_dbi chains;     /* replicas u8 + chain id BE32 -> chain record */
+	MDB_dbi sessions;   /* session id BE64 -> session record (session.h) */
+	MDB_dbi opens;      /* ino BE64 + session BE64 -> open count LE32 */
+	MDB_dbi sess_opens; /* session BE64 + ino BE64 -> open count LE32 (mirror of opens) */
+	MDB_dbi pending;    /* seq BE64 -> pending object work record (pending.h) */
+};
+
+/* Options of a new file system (meta_mkfs) and the superblock's options. */
+#define META_OPT_ROOT_SQUASH 0x1u /* map uid/gid 0 of clients to 65534 */
+#define META_OPT_CHECKSUMS   0x2u /* CRC32C on data chunks (default on) */
+
+struct meta_mkfs_opts {
+	uint32_t stripe_unit;  /* 0 = WEFT_STRIPE_UNIT_DEFAULT */
+	uint32_t stripe_count; /* 0 = all chains */
+	uint8_t replicas;      /* 0 = 1 */
+	uint32_t options;      /* META_OPT_* */
+	bool force;            /* replace an existing file system */
+	uint64_t mapsize;      /* 0 = META_MAPSIZE_DEFAULT */
+};
+
+/* Creates a file system in dir (created 0700 if missing): superblock with a random UUID,
+ * root directory (ino 1, 0755, uid 0, gid 0) carrying the default layout. The env is
+ * synced before return. Errors: -EEXIST a file system is there and !opts->force;
+ * -EINVAL bad layout in opts; -errno from mkdir/LMDB (-EIO for LMDB-specific codes). */
+int meta_mkfs(const char *dir, const struct meta_mkfs_opts *opts);
+
+/* Opens the file system in dir and bumps the superblock's epoch (the generation given to
+ * inodes created from now on). mapsize 0 = default. *out is owned by the caller until
+ * meta_db_close. Errors: -ENOENT no file system in dir; -EIO bad or unknown-version
+ * superblock; -errno from LMDB. */
+int meta_db_open(const char *dir, uint64_t mapsize, struct meta_db **out);
+/* Closes the env. No txn may be live. NULL is a no-op. */
+void meta_db_close(struct meta_db *db);
+
+/* Runs apply(txn, arg) in one write txn, commits and syncs it before returning; aborts
+ * the txn if apply fails. For setup, tools and tests: a server uses commit.h instead.
+ * Returns apply's error, or -errno from LMDB/the sync. Any thread; blocks. */
+int meta_db_write(struct meta_db *db, int (*apply)(MDB_txn *txn, void *arg), void *arg);
+/* Begins a read-only txn (mdb_txn_begin MDB_RDONLY). Returns 0 or -errno. */
+int meta_db_read_begin(struct meta_db *db, MDB_txn **txn);
+
+/* Maps an LMDB return code to 0 or -errno: MDB_NOTFOUND -ENOENT, MDB_KEYEXIST -EEXIST,
+ * MDB_MAP_FULL/MDB_TXN_FULL -ENOSPC, MDB_READERS_FULL -EAGAIN, other MDB_* -EIO,
+ * positive errno -errno. */
+int meta_mdb_err(int rc);
+
+/* Big-endian key encoding. */
+static inline void meta_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+static inline uint64_t meta_get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+static inline void meta_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+static inline uint32_t meta_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Current wall-clock time in ns since the epoch (CLOCK_REALTIME). */
+int64_t meta_now_ns(void);
+
+#endif
