@@ -12,7 +12,7 @@ static int run(int argc, char **argv)
 	static const struct option opts[] = {{"force", no_argument, NULL, 'F'}, {0}};
 	int ch;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (ch == 'F')
 			force = 1;
 		else

@@ -5,7 +5,8 @@
 #include "cli/cli.h"
 
 #define WEFT_VERBS(X) \
-	X(keygen)
+	X(keygen) \
+	X(ping)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -30,5 +30,10 @@ bool builtin_handle(struct conn *c, struct frame *f)
 		conn_reply(c, f, 0, NULL, &v, 1, release_frame, f);
 		return true;
 	}
+	if (f->h.opcode == WEFT_OP_SINK) {
+		conn_reply(c, f, 0, NULL, NULL, 0, NULL, NULL);
+		frame_free(f);
+		return true;
+	}
 	return false;
 }

@@ -1,5 +1,5 @@
-/* Requests every weft daemon answers the same way: PING (echo the token) and ECHO (echo
- * the bulk), for health checks, tests and benchmarks of the transport. */
+/* Requests every weft daemon answers the same way: PING (echo the token), ECHO (echo
+ * the bulk) and SINK (discard the bulk), for health checks, tests and benchmarks of the transport. */
 #ifndef WEFT_BUILTIN_H
 #define WEFT_BUILTIN_H
 
@@ -7,7 +7,7 @@
 
 #include "common/conn.h"
 
-/* Answers f if it is PING or ECHO and returns true (f consumed); false otherwise (f
+/* Answers f if it is PING, ECHO or SINK and returns true (f consumed); false otherwise (f
  * untouched). Loop thread. */
 bool builtin_handle(struct conn *c, struct frame *f);
 

@@ -77,6 +77,8 @@ struct conn {
 	bool closed, close_posted, close_after_flush;
 	int close_err;
 	bool ready;
+
+	pthread_mutex_t plock;     /* guards the calls in flight, apart from the send queue */
 	uint64_t next_reqid;
 	struct call *pending[PENDING_HASH];
 };
@@ -114,6 +116,7 @@ void conn_put(struct conn *c)
 	free(c->rx);
 	free(c->cur);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->plock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -278,15 +281,14 @@ static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *pay
 		release_entries(e);
 		return -ENOTCONN;
 	}
-	bool was_empty = c->q_head == NULL;
 	if (c->q_tail)
 		c->q_tail->next = e;
 	else
 		c->q_head = e;
 	c->q_tail = e;
 	c->queued += e->bytes;
-	if (was_empty)
-		flush_locked(c, &done);
+	/* the sender writes what the socket takes now, from its own thread */
+	flush_locked(c, &done);
 	if (c->queued > QUEUE_HIGH && !c->read_paused) {
 		c->read_paused = true;
 		update_events(c);
@@ -388,7 +390,7 @@ static int call_start(struct conn *c, uint16_t op, uint32_t flags, struct wbuf *
 			return -ENOMEM;
 		}
 	}
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->plock);
 	uint64_t reqid = ++c->next_reqid;
 	if (k) {
 		k->reqid = reqid;
@@ -397,7 +399,7 @@ static int call_start(struct conn *c, uint16_t op, uint32_t flags, struct wbuf *
 		k->next = c->pending[reqid % PENDING_HASH];
 		c->pending[reqid % PENDING_HASH] = k;
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->plock);
 	if (reqid_out)
 		*reqid_out = reqid;
 
@@ -412,9 +414,9 @@ static int call_start(struct conn *c, uint16_t op, uint32_t flags, struct wbuf *
 		err = send_frame(c, &h, payload, bulk, nbulk, release, rarg);
 	}
 	if (err && k) {
-		pthread_mutex_lock(&c->lock);
+		pthread_mutex_lock(&c->plock);
 		struct call *mine = pending_take(c, reqid);
-		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->plock);
 		if (!mine)
 			return 0; /* the close path already took it and will call done */
 		free(mine);
@@ -492,9 +494,9 @@ int conn_call_sync(struct conn *c, uint16_t op, struct wbuf *payload, const stru
 		}
 		if (pthread_cond_timedwait(&s.cond, &s.lock, &dl) == ETIMEDOUT && !s.done) {
 			/* whoever removes the pending entry completes the call */
-			pthread_mutex_lock(&c->lock);
+			pthread_mutex_lock(&c->plock);
 			struct call *mine = pending_take(c, reqid);
-			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&c->plock);
 			if (mine) {
 				free(mine);
 				s.done = true;
@@ -550,7 +552,12 @@ static void close_task(void *arg)
 	struct send_entry *q = c->q_head;
 	c->q_head = c->q_tail = NULL;
 	c->queued = 0;
+	int err = c->close_err ? c->close_err : -ECONNRESET;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+
 	struct call *calls = NULL;
+	pthread_mutex_lock(&c->plock);
 	for (int i = 0; i < PENDING_HASH; i++) {
 		while (c->pending[i]) {
 			struct call *k = c->pending[i];
@@ -559,9 +566,7 @@ static void close_task(void *arg)
 			calls = k;
 		}
 	}
-	int err = c->close_err ? c->close_err : -ECONNRESET;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->plock);
 
 	loop_watch_del(c->loop, &c->watch);
 	shutdown(c->watch.fd, SHUT_RDWR);
@@ -765,9 +770,9 @@ static void deliver(struct conn *c, struct frame *f)
 		return;
 	}
 	if (f->h.flags & WEFT_F_REPLY) {
-		pthread_mutex_lock(&c->lock);
+		pthread_mutex_lock(&c->plock);
 		struct call *k = pending_take(c, f->h.reqid);
-		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->plock);
 		if (!k) {
 			log_debug("%s: reply to unknown request %llu (timed out?)", c->peer,
 				  (unsigned long long)f->h.reqid);
@@ -916,6 +921,7 @@ struct conn *conn_new(int fd, const struct conn_params *p)
 	c->watch.cb = on_event;
 	c->watch.arg = c;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->plock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);

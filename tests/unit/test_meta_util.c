@@ -13,6 +13,9 @@
 
 #define TEST_MAPSIZE (64ULL << 20)
 
+struct meta_ctx C;
+MDB_txn *tparent;
+
 struct meta_db *tmeta_open(char *dir, size_t dirlen, uint8_t replicas)
 {
 	struct meta_db *db;

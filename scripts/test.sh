@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test suite:
+# unit and integration tests on a normal build, the same under AddressSanitizer and
+# UBSan, and the protocol fuzzer for a bounded time. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh all || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0
+suite() { # suite NAME BUILD_DIR MESON_TEST_ARGS...
+	local name=$1 dir=$2; shift 2
+	echo "=== $name"
+	meson test -C "$dir" --print-errorlogs --num-processes 1 "$@"
+	local j="$dir/meson-logs/testlog.json"
+	if [ -f "$j" ]; then
+		local p f
+		p=$(grep -c '"result": "OK"' "$j" || true)
+		f=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$j" || true)
+		passed=$((passed + p)); failed=$((failed + f))
+	else
+		failed=$((failed + 1))
+	fi
+}
+
+build() { # build DIR [MESON_OPTIONS...]
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null || return 1
+	fi
+	ninja -C "$dir"
+}
+
+if build build; then
+	suite "unit + integration" build --suite unit --suite integration
+	suite "fuzz (${WEFT_FUZZ_SECONDS:-60} s)" build --suite fuzz
+else
+	echo "build failed"; failed=$((failed + 1))
+fi
+if [ "${WEFT_SKIP_ASAN:-0}" != 1 ]; then
+	if build build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
+		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			suite "unit + integration under ASan/UBSan" build-asan --suite unit --suite integration
+	else
+		echo "ASan build failed"; failed=$((failed + 1))
+	fi
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,27 @@
+/* Options every verb that talks to a cluster shares: --key FILE, --meta HOST:PORT and
+ * --dir STATE (a cluster started by weft up keeps its key and addresses there). */
+#ifndef WEFT_CLI_CLUSTER_H
+#define WEFT_CLI_CLUSTER_H
+
+#include "common/auth.h"
+
+#define WEFT_DEFAULT_KEY   "/etc/weft/cluster.key"
+#define WEFT_META_PORT     7070
+#define WEFT_STORE_PORT    7071
+
+struct cluster_opts {
+	const char *key;   /* --key */
+	const char *meta;  /* --meta */
+	const char *dir;   /* --dir */
+};
+
+/* The key file to use: --key, else STATE/cluster.key with --dir, else $WEFT_KEY, else
+ * /etc/weft/cluster.key. Writes into buf. */
+const char *cluster_key_path(const struct cluster_opts *o, char *buf, size_t cap);
+/* Loads the key, printing "weft VERB: reason" on failure. Returns 0 or 1. */
+int cluster_load_key(const char *verb, const struct cluster_opts *o, struct weft_key *key);
+/* meta's address: --meta, else the one recorded in STATE/meta.addr, else
+ * 127.0.0.1:7070. Writes into buf. */
+const char *cluster_meta_addr(const struct cluster_opts *o, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,586 @@
+/* Unit tests of the object store: holes, short reads, truncate, unaligned writes
+ * against an in-memory model, restart, corruption, bad incoming CRCs, torn writes,
+ * delete, list, fd cache bounds, checksums off, concurrency. */
+#include "store_testutil.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "common/crc.h"
+#include "store/index.h"
+
+#define CH WEFT_CHUNK_SIZE
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)((seed + i) * 2654435761u >> 13) | 1; /* never zero */
+}
+
+static char obj_file(struct tstore *ts, uint64_t ino, uint32_t stripe, char *out, bool crc)
+{
+	snprintf(out, 512, "%s/objects/%02x/%02x/%016llx.%u%s", ts->dir,
+		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), (unsigned long long)ino,
+		 stripe, crc ? ".crc" : "");
+	return 0;
+}
+
+static void test_basic_holes_short(void)
+{
+	struct tstore ts = {.dir = tmp_dir("obj")};
+	ts_open(&ts);
+	size_t n;
+	uint8_t *a = malloc(3 * CH), *b = malloc(4 * CH);
+	fill(a, 3 * CH, 1);
+	/* missing object reads empty */
+	CHECK_OK(ts_read(&ts, 5, 0, 0, b, 100, &n, NULL));
+	CHECK_INT(n, ==, 0);
+	CHECK_INT(store_obj_delete(ts.s, 5, 0), ==, -ENOENT);
+	struct store_obj_stat st;
+	CHECK_INT(store_obj_stat(ts.s, 5, 0, &st), ==, -ENOENT);
+
+	/* aligned write, read back whole */
+	CHECK_OK(ts_write(&ts, 5, 0, 0, a, 2 * CH));
+	CHECK_OK(ts_read(&ts, 5, 0, 0, b, 2 * CH, &n, NULL));
+	CHECK_INT(n, ==, 2 * CH);
+	CHECK(memcmp(a, b, 2 * CH) == 0);
+
+	/* write far away leaves a hole that reads as zeros */
+	uint64_t far = 10 * CH + 123;
+	CHECK_OK(ts_write(&ts, 5, 0, far, a, 1000));
+	CHECK_OK(store_obj_stat(ts.s, 5, 0, &st));
+	CHECK_INT(st.size, ==, far + 1000);
+	CHECK_OK(ts_read(&ts, 5, 0, 2 * CH - 10, b, 3 * CH, &n, NULL));
+	CHECK_INT(n, ==, 3 * CH);
+	CHECK(memcmp(b, a + 2 * CH - 10, 10) == 0);
+	for (size_t i = 10; i < 3 * CH; i++)
+		CHECK_INT(b[i], ==, 0);
+
+	/* short read at the end, and nothing past it */
+	CHECK_OK(ts_read(&ts, 5, 0, far + 500, b, 4 * CH, &n, NULL));
+	CHECK_INT(n, ==, 500);
+	CHECK(memcmp(b, a + 500, 500) == 0);
+	CHECK_OK(ts_read(&ts, 5, 0, far + 1000, b, 10, &n, NULL));
+	CHECK_INT(n, ==, 0);
+	CHECK_OK(ts_read(&ts, 5, 0, far + 5000, b, 10, &n, NULL));
+	CHECK_INT(n, ==, 0);
+
+	/* sparse: the hole is not allocated on disk */
+	CHECK_OK(store_obj_stat(ts.s, 5, 0, &st));
+	CHECK(st.allocated < 6 * CH);
+	CHECK(st.version >= 2);
+
+	/* counters */
+	struct store_counters c;
+	store_target_counters(ts.t, &c);
+	CHECK_INT(c.ops_written, ==, 2);
+	CHECK_INT(c.bytes_written, ==, 2 * CH + 1000);
+	CHECK(c.ops_read >= 3);
+
+	/* zero-length write and read are no-ops; bad arguments rejected */
+	CHECK_OK(store_obj_write(ts.s, 5, 0, 0, a, 0, NULL, 0, NULL));
+	uint32_t crc1[2];
+	CHECK_INT(store_obj_write(ts.s, 5, 0, 0, a, 100, crc1, 2, NULL), ==, -EINVAL);
+	CHECK_INT(store_obj_write(ts.s, 5, 0, STORE_OBJ_SIZE_MAX, a, 100, crc1, 1, NULL), ==,
+		  -EFBIG);
+	CHECK_INT(store_obj_read(ts.s, 5, 0, 0, b, 2 * CH, crc1, 1, &n, NULL), ==, -EINVAL);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+/* Model-based: random unaligned writes (several iovecs), truncates and reads of a
+ * few objects, compared with an in-memory copy; then restart and compare again. */
+#define MODEL_MAX (40 * CH + 777)
+struct model {
+	uint8_t *data;
+	uint64_t size;
+};
+
+static void model_check(struct tstore *ts, uint64_t ino, struct model *m)
+{
+	uint8_t *b = malloc(MODEL_MAX + CH);
+	size_t n;
+	CHECK_OK(ts_read(ts, ino, 0, 0, b, MODEL_MAX + CH, &n, NULL));
+	CHECK_INT(n, ==, m->size);
+	CHECK(memcmp(b, m->data, m->size) == 0);
+	uint64_t nbad = 0, first = 0;
+	int rc = store_obj_verify(ts->s, ino, 0, &nbad, &first);
+	CHECK(rc == 0 || (rc == -ENOENT && m->size == 0));
+	CHECK_INT(nbad, ==, 0);
+	free(b);
+}
+
+static void test_model(void)
+{
+	struct tstore ts = {.dir = tmp_dir("model")};
+	ts_open_opts(&ts, false, 3); /* tiny fd cache: exercise eviction too */
+	enum { NOBJ = 4 };
+	struct model m[NOBJ];
+	for (int i = 0; i < NOBJ; i++) {
+		m[i].data = calloc(1, MODEL_MAX);
+		m[i].size = 0;
+	}
+	uint8_t *buf = malloc(MODEL_MAX), *rb = malloc(MODEL_MAX);
+	for (int step = 0; step < 3000; step++) {
+		int o = (int)(rnd() % NOBJ);
+		uint64_t ino = 100 + (uint64_t)o;
+		struct model *mm = &m[o];
+		int op = (int)(rnd() % 10);
+		if (op < 5) { /* write, split over up to 4 iovecs */
+			uint64_t off = rnd() % (MODEL_MAX - 1);
+			uint64_t len = 1 + rnd() % ((rnd() % 4 == 0) ? 6 * CH : CH / 2);
+			if (rnd() % 4 == 0)
+				off -= off % CH; /* some aligned */
+			if (off + len > MODEL_MAX)
+				len = MODEL_MAX - off;
+			fill(buf, len, rnd());
+			struct iovec v[4];
+			int cnt = 1 + (int)(rnd() % 4);
+			size_t pos = 0;
+			for (int k = 0; k < cnt; k++) {
+				size_t take = k == cnt - 1 ? len - pos : (size_t)(rnd() % (len - pos + 1));
+				v[k] = (struct iovec){buf + pos, take};
+				pos += take;
+			}
+			uint64_t np = store_crc_npieces(off, len);
+			uint32_t *crcs = malloc(np * 4);
+			store_obj_piece_crcs(off, v, cnt, crcs);
+			struct store_obj_result r;
+			CHECK_OK(store_obj_writev(ts.s, ino, 0, off, v, cnt, crcs, np, &r));
+			free(crcs);
+			memcpy(mm->data + off, buf, len);
+			if (off + len > mm->size)
+				mm->size = off + len;
+			CHECK_INT(r.size, ==, mm->size);
+		} else if (op < 6) { /* truncate up or down */
+			uint64_t sz = rnd() % MODEL_MAX;
+			if (rnd() % 3 == 0)
+				sz -= sz % CH;
+			CHECK_OK(store_obj_truncate(ts.s, ino, 0, sz, NULL));
+			if (sz < mm->size)
+				memset(mm->data + sz, 0, mm->size - sz);
+			mm->size = sz;
+		} else { /* read a random range, into several iovecs */
+			uint64_t off = rnd() % MODEL_MAX, len = 1 + rnd() % (3 * CH);
+			if (off + len > MODEL_MAX)
+				len = MODEL_MAX - off;
+			struct iovec v[3];
+			size_t a = (size_t)(rnd() % (len + 1)), b2 = (size_t)(rnd() % (len - a + 1));
+			v[0] = (struct iovec){rb, a};
+			v[1] = (struct iovec){rb + a, b2};
+			v[2] = (struct iovec){rb + a + b2, len - a - b2};
+			uint64_t np = store_crc_npieces(off, len);
+			uint32_t *crcs = malloc(np * 4 + 4), *want = malloc(np * 4 + 4);
+			size_t n;
+			CHECK_OK(store_obj_readv(ts.s, ino, 0, off, v, 3, crcs, np, &n, NULL));
+			uint64_t expect = off >= mm->size ? 0 : (mm->size - off < len ? mm->size - off : len);
+			CHECK_INT(n, ==, expect);
+			CHECK(memcmp(rb, mm->data + off, n) == 0);
+			struct iovec one = {rb, n};
+			store_obj_piece_crcs(off, &one, 1, want);
+			for (uint64_t i = 0; i < store_crc_npieces(off, n); i++)
+				CHECK_INT(crcs[i], ==, want[i]);
+			free(crcs);
+			free(want);
+		}
+		CHECK(store_obj_open_files(ts.s) <= 3);
+	}
+	for (int i = 0; i < NOBJ; i++)
+		model_check(&ts, 100 + (uint64_t)i, &m[i]);
+	/* restart persistence */
+	ts_close(&ts);
+	ts_open(&ts);
+	size_t ntorn;
+	store_obj_torn(ts.s, &ntorn);
+	CHECK_INT(ntorn, ==, 0);
+	for (int i = 0; i < NOBJ; i++)
+		model_check(&ts, 100 + (uint64_t)i, &m[i]);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	for (int i = 0; i < NOBJ; i++)
+		free(m[i].data);
+	free(buf);
+	free(rb);
+}
+
+static void test_truncate(void)
+{
+	struct tstore ts = {.dir = tmp_dir("trunc")};
+	ts_open(&ts);
+	uint8_t *a = malloc(4 * CH), *b = malloc(4 * CH);
+	fill(a, 4 * CH, 7);
+	size_t n;
+	CHECK_OK(ts_write(&ts, 1, 2, 0, a, 3 * CH));
+	CHECK_OK(store_obj_truncate(ts.s, 1, 2, CH + 10, NULL)); /* down, mid-chunk */
+	CHECK_OK(ts_read(&ts, 1, 2, 0, b, 4 * CH, &n, NULL));
+	CHECK_INT(n, ==, CH + 10);
+	CHECK(memcmp(a, b, CH + 10) == 0);
+	CHECK_OK(store_obj_truncate(ts.s, 1, 2, 3 * CH + 5, NULL)); /* up: zeros */
+	CHECK_OK(ts_read(&ts, 1, 2, 0, b, 4 * CH, &n, NULL));
+	CHECK_INT(n, ==, 3 * CH + 5);
+	CHECK(memcmp(a, b, CH + 10) == 0);
+	for (size_t i = CH + 10; i < n; i++)
+		CHECK_INT(b[i], ==, 0);
+	/* truncate creates a missing object; truncate to 0 */
+	CHECK_OK(store_obj_truncate(ts.s, 9, 0, 5 * CH, NULL));
+	struct store_obj_stat st;
+	CHECK_OK(store_obj_stat(ts.s, 9, 0, &st));
+	CHECK_INT(st.size, ==, 5 * CH);
+	CHECK_OK(store_obj_truncate(ts.s, 1, 2, 0, NULL));
+	CHECK_OK(ts_read(&ts, 1, 2, 0, b, 10, &n, NULL));
+	CHECK_INT(n, ==, 0);
+	/* the sidecar shrinks with the object */
+	char p[512];
+	obj_file(&ts, 1, 2, p, true);
+	struct stat fst;
+	CHECK_OK(stat(p, &fst));
+	CHECK_INT(fst.st_size, ==, 0);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	uint8_t c;
+	CHECK_INT(pread(fd, &c, 1, off), ==, 1);
+	c ^= 0x40;
+	CHECK_INT(pwrite(fd, &c, 1, off), ==, 1);
+	close(fd);
+}
+
+static void test_corruption(void)
+{
+	struct tstore ts = {.dir = tmp_dir("corrupt")};
+	ts_open(&ts);
+	uint8_t *a = malloc(4 * CH), *b = malloc(4 * CH);
+	fill(a, 4 * CH, 3);
+	size_t n;
+	struct store_obj_result r;
+	CHECK_OK(ts_write(&ts, 0x1234, 1, 0, a, 4 * CH));
+	char p[512];
+	obj_file(&ts, 0x1234, 1, p, false);
+	flip_byte(p, 2 * CH + 77);
+	/* that chunk: checksum error naming it, also for a read of part of it */
+	CHECK_INT(ts_read(&ts, 0x1234, 1, 0, b, 4 * CH, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_chunk, ==, 2);
+	CHECK_INT(n, ==, 0);
+	CHECK_INT(ts_read(&ts, 0x1234, 1, 2 * CH + 100, b, 10, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_chunk, ==, 2);
+	/* other chunks still read */
+	CHECK_OK(ts_read(&ts, 0x1234, 1, 0, b, 2 * CH, &n, NULL));
+	CHECK_INT(n, ==, 2 * CH);
+	CHECK(memcmp(a, b, 2 * CH) == 0);
+	CHECK_OK(ts_read(&ts, 0x1234, 1, 3 * CH + 5, b, CH, &n, NULL));
+	CHECK_INT(n, ==, CH - 5);
+	uint64_t nbad, first;
+	CHECK_OK(store_obj_verify(ts.s, 0x1234, 1, &nbad, &first));
+	CHECK_INT(nbad, ==, 1);
+	CHECK_INT(first, ==, 2);
+	/* a partial write into the bad chunk is refused (never bless bad data) */
+	CHECK_INT(ts_write(&ts, 0x1234, 1, 2 * CH + 10, a, 10), ==, -WEFT_ECHECKSUM);
+	/* a full overwrite repairs it */
+	CHECK_OK(ts_write(&ts, 0x1234, 1, 2 * CH, a + 2 * CH, CH));
+	CHECK_OK(ts_read(&ts, 0x1234, 1, 0, b, 4 * CH, &n, NULL));
+	CHECK(memcmp(a, b, 4 * CH) == 0);
+	/* corrupting the sidecar is caught as well */
+	obj_file(&ts, 0x1234, 1, p, true);
+	flip_byte(p, 4 * 1 + 2);
+	CHECK_INT(ts_read(&ts, 0x1234, 1, CH, b, 1, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_chunk, ==, 1);
+	/* corruption in a hole: data appears where the sidecar says zeros */
+	CHECK_OK(store_obj_truncate(ts.s, 0x1234, 1, 8 * CH, NULL));
+	obj_file(&ts, 0x1234, 1, p, false);
+	int fd = open(p, O_RDWR);
+	CHECK_INT(pwrite(fd, "x", 1, 6 * CH + 3), ==, 1);
+	close(fd);
+	CHECK_INT(ts_read(&ts, 0x1234, 1, 6 * CH, b, 10, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_chunk, ==, 6);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+static void test_bad_incoming_crc(void)
+{
+	struct tstore ts = {.dir = tmp_dir("badcrc")};
+	ts_open(&ts);
+	uint8_t *a = malloc(3 * CH), *b = malloc(3 * CH);
+	fill(a, 3 * CH, 11);
+	size_t n;
+	CHECK_OK(ts_write(&ts, 7, 0, 0, a, CH));
+	uint64_t off = CH / 2, len = 2 * CH;
+	uint32_t crcs[3];
+	struct iovec v = {a + CH, len};
+	store_obj_piece_crcs(off, &v, 1, crcs);
+	crcs[1] ^= 1;
+	struct store_obj_result r;
+	CHECK_INT(store_obj_write(ts.s, 7, 0, off, a + CH, len, crcs, 3, &r), ==,
+		  -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_piece, ==, 1);
+	/* nothing written: same size, same bytes, same version */
+	struct store_obj_stat st;
+	CHECK_OK(store_obj_stat(ts.s, 7, 0, &st));
+	CHECK_INT(st.size, ==, CH);
+	CHECK_INT(st.version, ==, 1);
+	CHECK_OK(ts_read(&ts, 7, 0, 0, b, 3 * CH, &n, NULL));
+	CHECK_INT(n, ==, CH);
+	CHECK(memcmp(a, b, CH) == 0);
+	/* the first piece wrong: also nothing for a new object */
+	store_obj_piece_crcs(0, &v, 1, crcs);
+	crcs[0] ^= 0x80000000u;
+	CHECK_INT(store_obj_write(ts.s, 8, 0, 0, a, len, crcs, 2, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_piece, ==, 0);
+	CHECK_INT(store_obj_stat(ts.s, 8, 0, &st), ==, -ENOENT);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+static void test_torn(void)
+{
+	struct tstore ts = {.dir = tmp_dir("torn")};
+	ts_open(&ts);
+	uint8_t *a = malloc(4 * CH), *b = malloc(4 * CH);
+	fill(a, 4 * CH, 5);
+	size_t n;
+	/* object 1: clean. object 2: torn overwrite (data changed, CRC not).
+	 * object 3: torn append past a partial last chunk (data written, CRCs not).
+	 * object 4: torn but complete (crash between CRC write and commit). */
+	CHECK_OK(ts_write(&ts, 1, 0, 0, a, 2 * CH));
+	CHECK_OK(ts_write(&ts, 2, 0, 0, a, 2 * CH));
+	CHECK_OK(ts_write(&ts, 3, 0, 0, a, 100));
+	CHECK_OK(ts_write(&ts, 4, 0, 0, a, CH));
+	struct store_index *idx = store_obj_index(ts.s);
+	uint64_t v;
+	char p[512];
+	/* simulate the crash window: begin recorded, files changed, no end */
+	CHECK_OK(store_index_begin(idx, 2, 0, &v));
+	obj_file(&ts, 2, 0, p, false);
+	flip_byte(p, CH + 9);
+	CHECK_OK(store_index_begin(idx, 3, 0, &v));
+	obj_file(&ts, 3, 0, p, false);
+	int fd = open(p, O_RDWR);
+	CHECK_INT(pwrite(fd, a, 1000, CH + 50), ==, 1000);
+	close(fd);
+	CHECK_OK(store_index_begin(idx, 4, 0, &v));
+	ts_close(&ts); /* in-flight records stay pending, as after SIGKILL */
+
+	ts_open(&ts);
+	size_t nt;
+	const struct store_torn *t = store_obj_torn(ts.s, &nt);
+	CHECK_INT(nt, ==, 3);
+	CHECK_INT(t[0].rec.ino, ==, 2);
+	CHECK_INT(t[0].nbad, ==, 1);
+	CHECK_INT(t[0].first_bad, ==, 1);
+	CHECK_INT(t[1].rec.ino, ==, 3);
+	CHECK_INT(t[1].nrepaired, ==, 1); /* chunk 0: zero-extended, CRC fixed */
+	CHECK_INT(t[1].nbad, ==, 1);      /* chunk 1: data without a CRC */
+	CHECK_INT(t[1].first_bad, ==, 1);
+	CHECK_INT(t[2].rec.ino, ==, 4);
+	CHECK_INT(t[2].nbad, ==, 0);
+	for (size_t i = 0; i < nt; i++)
+		CHECK(t[i].rec.pending != t[i].rec.committed);
+	/* the bad chunks fail reads; good ones read */
+	struct store_obj_result r;
+	CHECK_INT(ts_read(&ts, 2, 0, CH, b, 10, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_OK(ts_read(&ts, 2, 0, 0, b, CH, &n, NULL));
+	CHECK_OK(ts_read(&ts, 3, 0, 0, b, 100, &n, NULL));
+	CHECK(memcmp(a, b, 100) == 0);
+	CHECK_INT(ts_read(&ts, 3, 0, CH, b, 10, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_OK(ts_read(&ts, 1, 0, 0, b, 2 * CH, &n, NULL));
+	CHECK(memcmp(a, b, 2 * CH) == 0);
+	/* records are settled: a second restart finds nothing torn */
+	ts_close(&ts);
+	ts_open(&ts);
+	store_obj_torn(ts.s, &nt);
+	CHECK_INT(nt, ==, 0);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+static void test_delete_list(void)
+{
+	struct tstore ts = {.dir = tmp_dir("del")};
+	ts_open(&ts);
+	uint8_t a[100];
+	fill(a, sizeof(a), 9);
+	uint64_t inos[] = {0x300, 0x5, 0x1ff, 0x5};
+	uint32_t stripes[] = {0, 3, 1, 1};
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(ts_write(&ts, inos[i], stripes[i], 0, a, 10 + (size_t)i));
+	CHECK_OK(ts_write(&ts, 0x5, 7, 0, a, 1));
+	struct store_index_rec recs[10];
+	size_t n;
+	CHECK_OK(store_obj_list(ts.s, 0, 0, recs, 10, &n));
+	CHECK_INT(n, ==, 5);
+	uint64_t want_ino[] = {0x5, 0x5, 0x5, 0x1ff, 0x300};
+	uint32_t want_stripe[] = {1, 3, 7, 1, 0};
+	for (int i = 0; i < 5; i++) {
+		CHECK_INT(recs[i].ino, ==, want_ino[i]);
+		CHECK_INT(recs[i].stripe, ==, want_stripe[i]);
+		CHECK_INT(recs[i].committed, ==, recs[i].pending);
+	}
+	CHECK_INT(recs[3].length, ==, 12);
+	/* cursor: resume after (0x5, 3), max 2 */
+	CHECK_OK(store_obj_list(ts.s, 0x5, 4, recs, 2, &n));
+	CHECK_INT(n, ==, 2);
+	CHECK_INT(recs[0].stripe, ==, 7);
+	CHECK_INT(recs[1].ino, ==, 0x1ff);
+	/* delete one, then all stripes of an inode */
+	CHECK_OK(store_obj_delete(ts.s, 0x1ff, 1));
+	CHECK_INT(store_obj_delete(ts.s, 0x1ff, 1), ==, -ENOENT);
+	uint64_t nd;
+	CHECK_OK(store_obj_delete_inode(ts.s, 0x5, &nd));
+	CHECK_INT(nd, ==, 3);
+	CHECK_OK(store_obj_list(ts.s, 0, 0, recs, 10, &n));
+	CHECK_INT(n, ==, 1);
+	CHECK_INT(recs[0].ino, ==, 0x300);
+	char p[512];
+	obj_file(&ts, 0x5, 3, p, false);
+	CHECK(access(p, F_OK) < 0);
+	obj_file(&ts, 0x5, 3, p, true);
+	CHECK(access(p, F_OK) < 0);
+	size_t nr;
+	uint8_t b[100];
+	CHECK_OK(ts_read(&ts, 0x5, 3, 0, b, 100, &nr, NULL));
+	CHECK_INT(nr, ==, 0);
+	/* recreate after delete */
+	CHECK_OK(ts_write(&ts, 0x5, 3, 0, a, 50));
+	CHECK_OK(ts_read(&ts, 0x5, 3, 0, b, 100, &nr, NULL));
+	CHECK_INT(nr, ==, 50);
+	CHECK_OK(store_obj_fsync(ts.s, 0x5, 3));
+	CHECK_INT(store_obj_fsync(ts.s, 0x77, 3), ==, -ENOENT);
+	/* persists */
+	ts_close(&ts);
+	ts_open(&ts);
+	CHECK_OK(store_obj_list(ts.s, 0, 0, recs, 10, &n));
+	CHECK_INT(n, ==, 2);
+	CHECK_INT(recs[0].ino, ==, 0x5);
+	CHECK_INT(recs[0].length, ==, 50);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+}
+
+static void test_no_checksums(void)
+{
+	struct tstore ts = {.dir = tmp_dir("nocrc")};
+	ts_open_opts(&ts, true, 0);
+	uint8_t *a = malloc(3 * CH), *b = malloc(3 * CH);
+	fill(a, 3 * CH, 2);
+	CHECK_OK(store_obj_write(ts.s, 1, 0, 100, a, 2 * CH, NULL, 0, NULL));
+	uint32_t crcs[4] = {1, 1, 1, 1};
+	size_t n;
+	CHECK_OK(store_obj_read(ts.s, 1, 0, 100, b, 3 * CH, crcs, 4, &n, NULL));
+	CHECK_INT(n, ==, 2 * CH);
+	CHECK(memcmp(a, b, n) == 0);
+	CHECK_INT(crcs[0], ==, 0);
+	CHECK_INT(crcs[2], ==, 0);
+	char p[512];
+	obj_file(&ts, 1, 0, p, true);
+	CHECK(access(p, F_OK) < 0);
+	ts_close(&ts);
+	/* reopening with the other mode is refused */
+	struct store_target_opts to = {.no_checksums = false};
+	CHECK_INT(store_target_open(ts.dir, &to, &ts.t), ==, -EINVAL);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+/* Threads: each owns one object and also writes disjoint chunks of a shared one,
+ * while readers verify. */
+struct thr {
+	struct tstore *ts;
+	int id;
+};
+#define NTHR 4
+#define ROUNDS 200
+
+static void *worker(void *arg)
+{
+	struct thr *t = arg;
+	uint8_t *a = malloc(2 * CH), *b = malloc(2 * CH);
+	for (int i = 0; i < ROUNDS; i++) {
+		fill(a, 2 * CH, (uint64_t)(t->id * 1000 + i));
+		uint64_t off = (uint64_t)(i % 8) * CH + (uint64_t)t->id * 3;
+		CHECK_OK(ts_write(t->ts, 500 + (uint64_t)t->id, 0, off, a, CH + 1000));
+		CHECK_OK(ts_write(t->ts, 999, 0, ((uint64_t)t->id * 8 + (uint64_t)(i % 8)) * CH, a, CH));
+		size_t n;
+		CHECK_OK(ts_read(t->ts, 500 + (uint64_t)t->id, 0, off, b, CH + 1000, &n, NULL));
+		CHECK_INT(n, ==, CH + 1000);
+		CHECK(memcmp(a, b, n) == 0);
+		CHECK_OK(ts_read(t->ts, 999, 0, (uint64_t)(i % 32) * CH, b, 2 * CH, &n, NULL));
+	}
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct tstore ts = {.dir = tmp_dir("thr")};
+	ts_open_opts(&ts, false, 2);
+	pthread_t th[NTHR];
+	struct thr args[NTHR];
+	for (int i = 0; i < NTHR; i++) {
+		args[i] = (struct thr){&ts, i};
+		CHECK_OK(pthread_create(&th[i], NULL, worker, &args[i]));
+	}
+	for (int i = 0; i < NTHR; i++)
+		pthread_join(th[i], NULL);
+	uint64_t nbad;
+	CHECK_OK(store_obj_verify(ts.s, 999, 0, &nbad, NULL));
+	CHECK_INT(nbad, ==, 0);
+	struct store_index_stats st;
+	store_index_get_stats(store_obj_index(ts.s), &st);
+	fprintf(stderr, "threads: %llu begins, %llu begin txns, %llu flush txns\n",
+		(unsigned long long)st.begins, (unsigned long long)st.begin_txns,
+		(unsigned long long)st.flush_txns);
+	CHECK(st.begin_txns < st.begins);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+}
+
+int main(void)
+{
+	test_basic_holes_short();
+	test_model();
+	test_truncate();
+	test_corruption();
+	test_bad_incoming_crc();
+	test_torn();
+	test_delete_list();
+	test_no_checksums();
+	test_threads();
+	printf("store_obj: ok\n");
+	return 0;
+}
