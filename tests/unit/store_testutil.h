@@ -3,8 +3,9 @@
 #ifndef WEFT_TEST_STORE_UTIL_H
 #define WEFT_TEST_STORE_UTIL_H
 
-#define _GNU_SOURCE
+#include <errno.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,0 +1,710 @@
+/* Objects: open/close, paths, locks, write, truncate, delete, fsync, stat, list (see
+ * object.h for the contract and DESIGN; reads in object_read.c, recovery and
+ * verification in object_recover.c). */
+#include "store/object_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "store/iov.h"
+#include "weft/err.h"
+
+#define STACK_ENTRIES 256
+
+pthread_rwlock_t *obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	uint64_t h = (ino ^ ((uint64_t)stripe << 32 | stripe)) * 0x9E3779B97F4A7C15ULL;
+	return &s->locks[(h >> 32) % OBJ_NLOCKS];
+}
+
+void obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc)
+{
+	snprintf(buf, OBJ_PATH_LEN, "%02x/%02x/%016" PRIx64 ".%" PRIu32 "%s",
+		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), ino, stripe,
+		 crc ? ".crc" : "");
+}
+
+int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done)
+{
+	struct iovec stackv[64], *v = stackv;
+	*done = 0;
+	if (cnt > 64) {
+		v = malloc((size_t)cnt * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	memcpy(v, iov, (size_t)cnt * sizeof(*v));
+	int rc = 0, i = 0;
+	while (i < cnt) {
+		if (v[i].iov_len == 0) {
+			i++;
+			continue;
+		}
+		int n = cnt - i < IOV_MAX ? cnt - i : IOV_MAX;
+		ssize_t r = write ? pwritev(fd, v + i, n, (off_t)(off + *done))
+				  : preadv(fd, v + i, n, (off_t)(off + *done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (r == 0) {
+			if (write)
+				rc = -EIO; /* pwrite made no progress */
+			break;
+		}
+		*done += (size_t)r;
+		while (i < cnt && (size_t)r >= v[i].iov_len) {
+			r -= (ssize_t)v[i].iov_len;
+			i++;
+		}
+		if (i < cnt) {
+			v[i].iov_base = (char *)v[i].iov_base + r;
+			v[i].iov_len -= (size_t)r;
+		}
+	}
+	if (v != stackv)
+		free(v);
+	return rc;
+}
+
+int obj_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = {buf, len};
+	size_t done;
+	int rc = obj_io(false, fd, &v, 1, off, &done);
+	if (rc == 0 && done < len)
+		memset((char *)buf + done, 0, len - done);
+	return rc;
+}
+
+static int fsync_dirat(int dirfd, const char *rel)
+{
+	int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* Creates objects/XX and objects/XX/YY as needed, each made durable in its parent. */
+static int make_dirs(struct store_objs *s, const char *path)
+{
+	char d1[3] = {path[0], path[1], 0}, d2[6];
+	memcpy(d2, path, 5);
+	d2[5] = 0;
+	if (mkdirat(s->root_fd, d1, 0750) == 0) {
+		int rc = fsync_dirat(s->root_fd, ".");
+		if (rc)
+			return rc;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	if (mkdirat(s->root_fd, d2, 0750) == 0) {
+		int rc = fsync_dirat(s->root_fd, d1);
+		if (rc)
+			return rc;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	return 0;
+}
+
+/* store_fdc_open_fn: opens the data file (and the sidecar with checksums on). */
+static int open_object(void *arg, struct store_fdc_entry *e, bool create)
+{
+	struct store_objs *s = arg;
+	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
+	obj_path(path, e->ino, e->stripe, false);
+	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+	e->fd = openat(s->root_fd, path, flags, 0640);
+	if (e->fd < 0 && errno == ENOENT && create) {
+		int rc = make_dirs(s, path);
+		if (rc) {
+			log_error("mkdir objects/%.5s: %s", path, strerror(-rc));
+			return rc;
+		}
+		e->fd = openat(s->root_fd, path, flags, 0640);
+	}
+	if (e->fd < 0) {
+		int rc = -errno;
+		if (rc != -ENOENT)
+			log_error("open objects/%s: %s", path, strerror(errno));
+		return rc;
+	}
+	struct stat st;
+	if (fstat(e->fd, &st) < 0) {
+		int rc = -errno;
+		log_error("fstat objects/%s: %s", path, strerror(errno));
+		return rc;
+	}
+	e->size = (uint64_t)st.st_size;
+	if (s->checksums) {
+		obj_path(cpath, e->ino, e->stripe, true);
+		e->crc_fd = openat(s->root_fd, cpath, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
+		if (e->crc_fd < 0) {
+			int rc = -errno;
+			log_error("open objects/%s: %s", cpath, strerror(errno));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int store_obj_open(struct store_target *t, const struct store_obj_opts *opts,
+		   struct store_objs **out)
+{
+	struct store_obj_opts o = opts ? *opts : (struct store_obj_opts){0};
+	if (o.fd_cache == 0)
+		o.fd_cache = 1024;
+	if (o.sync_interval_ms == 0)
+		o.sync_interval_ms = 1000;
+	char path[PATH_MAX];
+	struct store_objs *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->t = t;
+	s->root_fd = -1;
+	s->checksums = store_target_checksums(t);
+	pthread_rwlockattr_t la;
+	pthread_rwlockattr_init(&la);
+	pthread_rwlockattr_setkind_np(&la, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	for (unsigned i = 0; i < OBJ_NLOCKS; i++)
+		pthread_rwlock_init(&s->locks[i], &la);
+	pthread_rwlockattr_destroy(&la);
+
+	int rc;
+	snprintf(path, sizeof(path), "%s/objects", store_target_dir(t));
+	if (mkdir(path, 0750) < 0 && errno != EEXIST) {
+		rc = -errno;
+		log_error("mkdir %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	s->root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->root_fd < 0) {
+		rc = -errno;
+		log_error("open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	rc = store_fdc_create(o.fd_cache, open_object, s, &s->fdc);
+	if (rc)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/index", store_target_dir(t));
+	struct store_index_opts io = {
+		.map_size = o.index_map_size,
+		.sync_interval_ms = o.no_sync_thread ? 0 : o.sync_interval_ms,
+	};
+	rc = store_index_open(path, &io, &s->idx);
+	if (rc)
+		goto fail;
+	rc = obj_recover(s);
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+
+fail:
+	store_index_close(s->idx);
+	store_fdc_destroy(s->fdc);
+	if (s->root_fd >= 0)
+		close(s->root_fd);
+	for (unsigned i = 0; i < OBJ_NLOCKS; i++)
+		pthread_rwlock_destroy(&s->locks[i]);
+	free(s);
+	return rc;
+}
+
+void store_obj_close(struct store_objs *s)
+{
+	if (!s)
+		return;
+	store_index_close(s->idx);
+	store_fdc_destroy(s->fdc);
+	close(s->root_fd);
+	for (unsigned i = 0; i < OBJ_NLOCKS; i++)
+		pthread_rwlock_destroy(&s->locks[i]);
+	free(s);
+}
+
+void store_obj_piece_crcs(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs)
+{
+	size_t len = store_iov_len(iov, iovcnt), pos = 0;
+	for (size_t i = 0; pos < len; i++) {
+		uint64_t a = off + pos;
+		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
+		if (plen > len - pos)
+			plen = len - pos;
+		crcs[i] = store_iov_crc(0, iov, iovcnt, pos, plen);
+		pos += plen;
+	}
+}
+
+static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* New sidecar entries for chunks c0..c1 touched by a write of [off, end) on an object
+ * of old size S and new size S2; ent[i] is chunk c0 + i. Full chunks take the piece's
+ * (verified) CRC; a partial chunk either continues its old CRC (write at or past its
+ * old end: no read needed) or is read, verified, and recomputed around the new bytes. */
+static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64_t off,
+			 uint64_t end, const struct iovec *iov, int cnt, const uint32_t *crcs,
+			 uint64_t S, uint64_t S2, uint32_t *ent, struct store_obj_result *r)
+{
+	uint64_t c0 = off / STORE_CHUNK, c1 = (end - 1) / STORE_CHUNK;
+	uint8_t *scratch = NULL;
+	int rc = 0;
+	for (uint64_t c = c0; c <= c1; c++) {
+		uint64_t cs = c * STORE_CHUNK, ce = cs + STORE_CHUNK;
+		uint64_t ws = max64(cs, off), we = min64(ce, end);
+		uint64_t ne = min64(ce, S2), oe = S <= cs ? cs : min64(S, ce);
+		uint32_t crc;
+		if (c != c0 && c != c1) { /* middle chunk: fully covered */
+			ent[c - c0] = store_crc_to_entry(crcs[c - c0], WEFT_CHUNK_SIZE);
+			continue;
+		}
+		if (ws == cs && we == ne) {
+			crc = crcs[c - c0];
+		} else {
+			uint32_t old = 0;
+			if (oe > cs) {
+				rc = store_crc_read(e->crc_fd, c, 1, &old);
+				if (rc)
+					goto out;
+			}
+			size_t poff = (size_t)(ws - off), plen = (size_t)(we - ws);
+			if (ws >= oe) {
+				crc = oe > cs ? store_crc_from_entry(old, (uint32_t)(oe - cs)) : 0;
+				crc = store_crc_extend_zeros(crc, ws - oe);
+				crc = store_iov_crc(crc, iov, cnt, poff, plen);
+				crc = store_crc_extend_zeros(crc, ne - we);
+			} else {
+				if (!scratch && !(scratch = malloc(STORE_CHUNK))) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				size_t olen = (size_t)(oe - cs);
+				rc = obj_pread(e->fd, scratch, olen, cs);
+				if (rc)
+					goto out;
+				if (weft_crc32c(0, scratch, olen) !=
+				    store_crc_from_entry(old, (uint32_t)olen)) {
+					char path[OBJ_PATH_LEN];
+					obj_path(path, e->ino, e->stripe, false);
+					log_warn("write objects/%s: existing chunk %" PRIu64
+						 " fails its checksum; partial write refused", path, c);
+					r->bad_chunk = (int64_t)c;
+					rc = -WEFT_ECHECKSUM;
+					goto out;
+				}
+				crc = weft_crc32c(0, scratch, (size_t)(ws - cs));
+				crc = store_iov_crc(crc, iov, cnt, poff, plen);
+				if (we < oe)
+					crc = weft_crc32c(crc, scratch + (we - cs), (size_t)(oe - we));
+				crc = store_crc_extend_zeros(crc, ne - max64(we, oe));
+			}
+		}
+		ent[c - c0] = store_crc_to_entry(crc, (uint32_t)(ne - cs));
+	}
+out:
+	free(scratch);
+	return rc;
+}
+
+static void log_damage(struct store_fdc_entry *e, const char *what, uint64_t a, uint64_t b, int err)
+{
+	char path[OBJ_PATH_LEN];
+	obj_path(path, e->ino, e->stripe, false);
+	log_warn("write objects/%s: %s failed (%s); chunks %" PRIu64 "..%" PRIu64
+		 " may fail verification until rewritten", path, what, weft_strerror(err),
+		 a / STORE_CHUNK, (b - 1) / STORE_CHUNK);
+}
+
+int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
+		     struct store_obj_result *res)
+{
+	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
+	uint32_t stack_ent[STACK_ENTRIES + 1], *ent = stack_ent;
+	int rc = 0;
+	if (iovcnt < 0 || (iovcnt > 0 && !iov))
+		return -EINVAL;
+	size_t len = store_iov_len(iov, iovcnt);
+	if (len > STORE_OBJ_IO_MAX)
+		return -EINVAL;
+	if (off > STORE_OBJ_SIZE_MAX || len > STORE_OBJ_SIZE_MAX - off)
+		return -EFBIG;
+	uint64_t np = store_crc_npieces(off, len);
+	if (s->checksums) {
+		if (ncrcs != np || (np && !crcs))
+			return -EINVAL;
+		/* Verify every piece before touching anything (no lock needed). */
+		size_t pos = 0;
+		for (uint64_t i = 0; i < np; i++) {
+			uint64_t a = off + pos;
+			size_t plen = (size_t)min64((a / STORE_CHUNK + 1) * STORE_CHUNK - a, len - pos);
+			if (store_iov_crc(0, iov, iovcnt, pos, plen) != crcs[i]) {
+				r.bad_piece = (int64_t)i;
+				rc = -WEFT_ECHECKSUM;
+				goto out_nolock;
+			}
+			pos += plen;
+		}
+	}
+	if (len == 0)
+		goto out_nolock;
+
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	struct store_fdc_entry *e = NULL;
+	uint64_t ver = 0, S = 0, S2 = 0, end = off + len;
+	bool began = false, ok = true;
+	rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
+	if (rc)
+		goto out;
+	S = e->size;
+	S2 = max64(S, end);
+	rc = store_index_begin(s->idx, ino, stripe, &ver);
+	if (rc)
+		goto out;
+	began = true;
+
+	uint64_t c0 = off / STORE_CHUNK, c1 = (end - 1) / STORE_CHUNK, n = c1 - c0 + 1;
+	uint64_t L = S / STORE_CHUNK;
+	uint32_t old_last = 0;
+	bool ext = s->checksums && S % STORE_CHUNK != 0 && S2 > S && L < c0;
+	if (s->checksums) {
+		if (n > STACK_ENTRIES && !(ent = malloc((n + 1) * sizeof(*ent)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = chunk_entries(s, e, off, end, iov, iovcnt, crcs, S, S2, ent + 1, &r);
+		if (rc)
+			goto out; /* nothing written */
+		if (ext) { /* the old last chunk now extends with zeros to its full size */
+			rc = store_crc_read(e->crc_fd, L, 1, &old_last);
+			if (rc)
+				goto out;
+			uint32_t olen = (uint32_t)(S - L * STORE_CHUNK);
+			uint32_t crc = store_crc_from_entry(old_last, olen);
+			crc = store_crc_extend_zeros(crc, WEFT_CHUNK_SIZE - olen);
+			ent[0] = store_crc_to_entry(crc, WEFT_CHUNK_SIZE);
+		}
+	}
+
+	size_t done = 0;
+	rc = obj_io(true, e->fd, iov, iovcnt, off, &done);
+	if (rc) {
+		if (end > S && off + done > S && ftruncate(e->fd, (off_t)S) < 0)
+			log_error("write rollback: ftruncate: %s", strerror(errno));
+		if (done > 0 && off < S) {
+			log_damage(e, "data write", off, min64(off + done, S), rc);
+			ok = false;
+		}
+		goto out;
+	}
+	if (s->checksums) {
+		if (ext && L + 1 == c0)
+			rc = store_crc_write(e->crc_fd, L, n + 1, ent);
+		else
+			rc = store_crc_write(e->crc_fd, c0, n, ent + 1);
+		if (rc == 0 && ext && L + 1 != c0)
+			rc = store_crc_write(e->crc_fd, L, 1, ent);
+		if (rc) {
+			/* Undo the extension; entries past the old end must read as zero. */
+			if (end > S && ftruncate(e->fd, (off_t)S) < 0)
+				log_error("write rollback: ftruncate: %s", strerror(errno));
+			if (ftruncate(e->crc_fd, (off_t)(store_crc_nchunks(S) * 4)) < 0)
+				log_error("write rollback: ftruncate sidecar: %s", strerror(errno));
+			if (ext && store_crc_write(e->crc_fd, L, 1, &old_last) != 0)
+				log_error("write rollback: restore entry of chunk %" PRIu64, L);
+			if (off < S) {
+				log_damage(e, "checksum write", off, min64(end, S), rc);
+				ok = false;
+			}
+			goto out;
+		}
+	}
+	e->size = S2;
+	store_target_count_write(s->t, len);
+
+out:
+	if (rc && e) { /* the file may have changed under us: trust the disk */
+		struct stat st;
+		if (fstat(e->fd, &st) == 0)
+			e->size = (uint64_t)st.st_size;
+	}
+	if (began)
+		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
+	r.size = e ? e->size : 0;
+	r.version = rc == 0 ? ver : 0;
+	store_fdc_put(s->fdc, e);
+	pthread_rwlock_unlock(lk);
+	if (ent != stack_ent)
+		free(ent);
+out_nolock:
+	if (res)
+		*res = r;
+	return rc;
+}
+
+int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		    const void *buf, size_t len, const uint32_t *crcs, size_t ncrcs,
+		    struct store_obj_result *res)
+{
+	struct iovec v = {(void *)buf, len};
+	return store_obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, res);
+}
+
+/* Sidecar changes of a truncate from S to T, computed before the data changes.
+ * chunk and entry name the one entry to write (none if *has == false). A bad last chunk
+ * is left bad: its old entry no longer matches any coverage (-WEFT_ECHECKSUM). */
+static int truncate_entry(struct store_fdc_entry *e, uint64_t S, uint64_t T, bool *has,
+			  uint64_t *chunk, uint32_t *entry)
+{
+	*has = false;
+	if (T < S) {
+		if (T % STORE_CHUNK == 0)
+			return 0;
+		uint64_t c = T / STORE_CHUNK, cs = c * STORE_CHUNK;
+		size_t olen = (size_t)(min64(S, cs + STORE_CHUNK) - cs), nlen = (size_t)(T - cs);
+		uint32_t old;
+		int rc = store_crc_read(e->crc_fd, c, 1, &old);
+		if (rc)
+			return rc;
+		uint8_t *buf = malloc(STORE_CHUNK);
+		if (!buf)
+			return -ENOMEM;
+		rc = obj_pread(e->fd, buf, olen, cs);
+		if (rc == 0) {
+			uint32_t head = weft_crc32c(0, buf, nlen);
+			uint32_t full = weft_crc32c(head, buf + nlen, olen - nlen);
+			if (full != store_crc_from_entry(old, (uint32_t)olen)) {
+				rc = -WEFT_ECHECKSUM;
+			} else {
+				*has = true;
+				*chunk = c;
+				*entry = store_crc_to_entry(head, (uint32_t)nlen);
+			}
+		}
+		free(buf);
+		return rc;
+	}
+	if (S % STORE_CHUNK == 0)
+		return 0;
+	uint64_t c = S / STORE_CHUNK, cs = c * STORE_CHUNK;
+	uint32_t olen = (uint32_t)(S - cs), nlen = (uint32_t)(min64(T, cs + STORE_CHUNK) - cs);
+	uint32_t old;
+	int rc = store_crc_read(e->crc_fd, c, 1, &old);
+	if (rc)
+		return rc;
+	uint32_t crc = store_crc_extend_zeros(store_crc_from_entry(old, olen), nlen - olen);
+	*has = true;
+	*chunk = c;
+	*entry = store_crc_to_entry(crc, nlen);
+	return 0;
+}
+
+int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t size,
+		       struct store_obj_result *res)
+{
+	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
+	if (size > STORE_OBJ_SIZE_MAX)
+		return -EFBIG;
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	struct store_fdc_entry *e = NULL;
+	uint64_t ver = 0, S = 0;
+	bool began = false, ok = true;
+	int rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
+	if (rc)
+		goto out;
+	S = e->size;
+	rc = store_index_begin(s->idx, ino, stripe, &ver);
+	if (rc)
+		goto out;
+	began = true;
+	if (size == S)
+		goto out;
+	bool has = false;
+	uint64_t chunk = 0;
+	uint32_t entry = 0;
+	int bad = 0;
+	if (s->checksums) {
+		rc = truncate_entry(e, S, size, &has, &chunk, &entry);
+		if (rc == -WEFT_ECHECKSUM) {
+			bad = rc;
+			r.bad_chunk = (int64_t)(size / STORE_CHUNK);
+			rc = 0;
+		}
+		if (rc)
+			goto out;
+	}
+	if (ftruncate(e->fd, (off_t)size) < 0) {
+		rc = -errno;
+		char path[OBJ_PATH_LEN];
+		obj_path(path, ino, stripe, false);
+		log_error("ftruncate objects/%s: %s", path, strerror(errno));
+		goto out;
+	}
+	e->size = size;
+	if (s->checksums) {
+		if (size < S && ftruncate(e->crc_fd, (off_t)(store_crc_nchunks(size) * 4)) < 0)
+			rc = -errno;
+		if (rc == 0 && has)
+			rc = store_crc_write(e->crc_fd, chunk, 1, &entry);
+		if (rc) {
+			ok = false;
+			log_damage(e, "truncate checksum update", size / STORE_CHUNK * STORE_CHUNK,
+				   size + 1, rc);
+			goto out;
+		}
+	}
+	rc = bad;
+	if (bad) {
+		char path[OBJ_PATH_LEN];
+		obj_path(path, ino, stripe, false);
+		log_warn("truncate objects/%s: chunk %" PRIu64 " was already bad and stays bad",
+			 path, size / STORE_CHUNK);
+	}
+out:
+	if (began)
+		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
+	r.size = e ? e->size : 0;
+	r.version = began ? ver : 0;
+	store_fdc_put(s->fdc, e);
+	pthread_rwlock_unlock(lk);
+	if (res)
+		*res = r;
+	return rc;
+}
+
+int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
+	obj_path(path, ino, stripe, false);
+	obj_path(cpath, ino, stripe, true);
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	struct stat st;
+	struct store_index_rec rec;
+	uint64_t ver;
+	int rc = 0;
+	bool exists = fstatat(s->root_fd, path, &st, 0) == 0 ||
+		      store_index_get(s->idx, ino, stripe, &rec) == 0;
+	if (!exists) {
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = store_index_begin(s->idx, ino, stripe, &ver);
+	if (rc)
+		goto out;
+	store_fdc_drop(s->fdc, ino, stripe);
+	if (unlinkat(s->root_fd, path, 0) < 0 && errno != ENOENT)
+		rc = -errno;
+	if (rc == 0 && unlinkat(s->root_fd, cpath, 0) < 0 && errno != ENOENT)
+		rc = -errno;
+	if (rc)
+		log_error("unlink objects/%s: %s", path, strerror(-rc));
+	store_index_end(s->idx, ino, stripe, ver, 0, rc == 0, true);
+out:
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_delete_inode(struct store_objs *s, uint64_t ino, uint64_t *ndeleted)
+{
+	struct store_index_rec recs[64];
+	uint64_t count = 0;
+	uint32_t from = 0;
+	int rc = 0;
+	for (;;) {
+		size_t n;
+		rc = store_index_list(s->idx, ino, from, recs, 64, &n);
+		if (rc)
+			break;
+		size_t i;
+		for (i = 0; i < n && recs[i].ino == ino; i++) {
+			int drc = store_obj_delete(s, ino, recs[i].stripe);
+			if (drc == 0)
+				count++;
+			else if (drc != -ENOENT && rc == 0)
+				rc = drc;
+		}
+		if (i < n || n < 64 || recs[n - 1].stripe == UINT32_MAX)
+			break;
+		from = recs[n - 1].stripe + 1;
+	}
+	if (ndeleted)
+		*ndeleted = count;
+	return rc;
+}
+
+int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		if (fdatasync(e->fd) < 0 || (e->crc_fd >= 0 && fdatasync(e->crc_fd) < 0))
+			rc = -errno;
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	char path[OBJ_PATH_LEN];
+	obj_path(path, ino, stripe, false);
+	if (rc == 0) {
+		path[5] = 0; /* "XX/YY" */
+		rc = fsync_dirat(s->root_fd, path);
+	}
+	if (rc == 0)
+		rc = store_index_sync(s->idx);
+	if (rc && rc != -ENOENT)
+		log_error("fsync objects/%s: %s", path, strerror(-rc));
+	return rc;
+}
+
+int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
+		   struct store_obj_stat *st)
+{
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		struct stat fst;
+		st->size = e->size;
+		st->allocated = fstat(e->fd, &fst) == 0 ? (uint64_t)fst.st_blocks * 512 : 0;
+		struct store_index_rec rec;
+		st->version = store_index_get(s->idx, ino, stripe, &rec) == 0 ? rec.committed : 0;
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_list(struct store_objs *s, uint64_t ino, uint32_t stripe,
+		   struct store_index_rec *out, size_t max, size_t *n)
+{
+	return store_index_list(s->idx, ino, stripe, out, max, n);
+}
+
+const struct store_torn *store_obj_torn(struct store_objs *s, size_t *n)
+{
+	return store_index_torn(s->idx, n);
+}
+
+struct store_index *store_obj_index(struct store_objs *s) { return s->idx; }
+
+size_t store_obj_open_files(struct store_objs *s) { return store_fdc_count(s->fdc); }

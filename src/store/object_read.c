@@ -1,0 +1,189 @@
+/* Object reads: whole covering chunks read with one preadv (full chunks straight into
+ * the caller's buffers, partial end chunks into scratch), verified against the
+ * sidecar, then one CRC per returned piece (see object.h). */
+#include "store/object_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "store/iov.h"
+#include "weft/err.h"
+
+#define STACK_ENTRIES 256
+#define STACK_IOV 64
+
+static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Zero-fills bytes [from, total) of iov (what lies past the end of a short file). */
+static void zero_tail(const struct iovec *iov, int cnt, size_t from)
+{
+	for (int i = 0; i < cnt; i++) {
+		if (from >= iov[i].iov_len) {
+			from -= iov[i].iov_len;
+			continue;
+		}
+		memset((char *)iov[i].iov_base + from, 0, iov[i].iov_len - from);
+		from = 0;
+	}
+}
+
+static int read_plain(struct store_objs *s, struct store_fdc_entry *e, uint64_t off,
+		      const struct iovec *iov, int iovcnt, size_t n, uint32_t *crcs, size_t ncrcs)
+{
+	struct iovec stackv[STACK_IOV], *v = stackv;
+	int rc = 0;
+	if (iovcnt > STACK_IOV && !(v = malloc((size_t)iovcnt * sizeof(*v))))
+		return -ENOMEM;
+	int k = store_iov_slice(iov, iovcnt, 0, n, v, iovcnt);
+	size_t done;
+	rc = obj_io(false, e->fd, v, k, off, &done);
+	if (rc == 0 && done < n)
+		zero_tail(v, k, done);
+	uint64_t np = store_crc_npieces(off, n);
+	if (crcs)
+		memset(crcs, 0, (size_t)min64(np, ncrcs) * sizeof(*crcs));
+	if (v != stackv)
+		free(v);
+	(void)s;
+	return rc;
+}
+
+static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_t off,
+			const struct iovec *iov, int iovcnt, size_t n, uint64_t S, uint32_t *crcs,
+			struct store_obj_result *r)
+{
+	uint64_t c0 = off / STORE_CHUNK, c1 = (off + n - 1) / STORE_CHUNK, nc = c1 - c0 + 1;
+	uint64_t end = off + n;
+	/* A chunk is partial when the caller wants less than its whole coverage. */
+#define COV_END(c) min64(((c) + 1) * STORE_CHUNK, S)
+	bool p0 = off != c0 * STORE_CHUNK || min64(end, (c0 + 1) * STORE_CHUNK) != COV_END(c0);
+	bool p1 = c1 != c0 && end != COV_END(c1);
+	uint64_t fa = c0 + (p0 ? 1 : 0), fb = c1 - (p1 ? 1 : 0); /* full chunks fa..fb */
+	uint8_t *scratch = NULL;
+	uint32_t stack_ent[STACK_ENTRIES], *ent = stack_ent;
+	struct iovec stackv[STACK_IOV], *v = stackv;
+	int maxv = iovcnt + 2, k = 0, rc = 0;
+	if (maxv > STACK_IOV && !(v = malloc((size_t)maxv * sizeof(*v))))
+		return -ENOMEM;
+	if (nc > STACK_ENTRIES && !(ent = malloc(nc * sizeof(*ent)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((p0 || p1) && !(scratch = malloc(2 * STORE_CHUNK))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	uint8_t *s0 = scratch, *s1 = scratch ? scratch + STORE_CHUNK : NULL;
+	if (p0)
+		v[k++] = (struct iovec){s0, (size_t)(COV_END(c0) - c0 * STORE_CHUNK)};
+	if (fa <= fb) {
+		uint64_t a = fa * STORE_CHUNK, b = COV_END(fb);
+		int m = store_iov_slice(iov, iovcnt, (size_t)(a - off), (size_t)(b - a), v + k,
+					maxv - k);
+		k += m;
+	}
+	if (p1)
+		v[k++] = (struct iovec){s1, (size_t)(COV_END(c1) - c1 * STORE_CHUNK)};
+	size_t want = (size_t)(COV_END(c1) - c0 * STORE_CHUNK), done;
+	rc = obj_io(false, e->fd, v, k, c0 * STORE_CHUNK, &done);
+	if (rc)
+		goto out;
+	if (done < want)
+		zero_tail(v, k, done);
+	rc = store_crc_read(e->crc_fd, c0, (size_t)nc, ent);
+	if (rc)
+		goto out;
+	for (uint64_t c = c0; c <= c1; c++) {
+		uint64_t cs = c * STORE_CHUNK;
+		size_t cov = (size_t)(COV_END(c) - cs);
+		const uint8_t *sb = (c == c0 && p0) ? s0 : (c == c1 && p1) ? s1 : NULL;
+		uint32_t crc = sb ? weft_crc32c(0, sb, cov)
+				  : store_iov_crc(0, iov, iovcnt, (size_t)(cs - off), cov);
+		if (crc != store_crc_from_entry(ent[c - c0], (uint32_t)cov)) {
+			char path[OBJ_PATH_LEN];
+			obj_path(path, e->ino, e->stripe, false);
+			log_warn("read objects/%s: chunk %" PRIu64 " fails its checksum", path, c);
+			r->bad_chunk = (int64_t)c;
+			rc = -WEFT_ECHECKSUM;
+			goto out;
+		}
+		if (sb) {
+			uint64_t ws = max64(cs, off), we = min64(cs + STORE_CHUNK, end);
+			store_iov_copy_in(iov, iovcnt, (size_t)(ws - off), sb + (ws - cs),
+					  (size_t)(we - ws));
+			crc = weft_crc32c(0, sb + (ws - cs), (size_t)(we - ws));
+		}
+		crcs[c - c0] = crc;
+	}
+#undef COV_END
+out:
+	free(scratch);
+	if (ent != stack_ent)
+		free(ent);
+	if (v != stackv)
+		free(v);
+	return rc;
+}
+
+int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		    const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
+		    size_t *nread, struct store_obj_result *res)
+{
+	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
+	*nread = 0;
+	if (iovcnt < 0 || (iovcnt > 0 && !iov))
+		return -EINVAL;
+	size_t len = store_iov_len(iov, iovcnt);
+	if (len > STORE_OBJ_IO_MAX)
+		return -EINVAL;
+	if (s->checksums && (ncrcs < store_crc_npieces(off, len) || (len && !crcs)))
+		return -EINVAL;
+	if (len == 0 || off >= STORE_OBJ_SIZE_MAX)
+		goto out_nolock;
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e = NULL;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == -ENOENT) { /* never written: empty */
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	uint64_t S = e->size;
+	r.size = S;
+	if (off >= S)
+		goto out;
+	size_t n = (size_t)min64(len, S - off);
+	if (s->checksums)
+		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
+	else
+		rc = read_plain(s, e, off, iov, iovcnt, n, crcs, ncrcs);
+	if (rc == 0) {
+		*nread = n;
+		store_target_count_read(s->t, n);
+	}
+out:
+	store_fdc_put(s->fdc, e);
+	pthread_rwlock_unlock(lk);
+	if (res)
+		*res = r;
+	return rc;
+out_nolock:
+	if (res)
+		*res = r;
+	return 0;
+}
+
+int store_obj_read(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		   void *buf, size_t len, uint32_t *crcs, size_t ncrcs, size_t *nread,
+		   struct store_obj_result *res)
+{
+	struct iovec v = {buf, len};
+	return store_obj_readv(s, ino, stripe, off, &v, 1, crcs, ncrcs, nread, res);
+}

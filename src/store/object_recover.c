@@ -1,0 +1,147 @@
+/* Verification of whole objects (scrub) and recovery of objects torn by a crash.
+ *
+ * Recovery runs once in store_obj_open, before any other operation, for every object
+ * whose index record says pending != committed: it verifies every chunk; a chunk
+ * whose stored CRC matches a shorter coverage followed only by zeros was zero-extended
+ * by a write or truncate that the crash interrupted between data and sidecar, and its
+ * entry is rewritten; any other mismatch is left in place (the chunk fails every read
+ * until it is rewritten or resynced) and counted. Then the record is settled
+ * (committed = pending, length = file size), or removed if the files are gone. */
+#include "store/object_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+
+#define BATCH_CHUNKS 16u /* 1 MiB per read */
+
+/* Is `entry` the CRC of buf[0..l) followed by zeros up to cov, for some l < cov?
+ * Only the bytes before the last nonzero byte can be data, so l >= that point. */
+static bool zero_extension_matches(const uint8_t *buf, size_t cov, uint32_t entry)
+{
+	size_t z = cov;
+	while (z > 0 && buf[z - 1] == 0)
+		z--;
+	uint32_t crc = weft_crc32c(0, buf, z);
+	static const uint8_t zero = 0;
+	for (size_t l = z; l < cov; l++) {
+		if (store_crc_to_entry(crc, (uint32_t)l) == entry)
+			return true;
+		crc = weft_crc32c(crc, &zero, 1);
+	}
+	return false;
+}
+
+/* Verifies all chunks of an open object. With repair, fixes zero-extended chunks.
+ * Called with the object's lock held (or single-threaded at open). */
+static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool repair,
+			uint64_t *nbad, uint64_t *first_bad, uint64_t *nrepaired)
+{
+	*nbad = 0;
+	if (nrepaired)
+		*nrepaired = 0;
+	if (!s->checksums)
+		return 0;
+	uint64_t S = e->size, nc = store_crc_nchunks(S);
+	uint8_t *buf = malloc(BATCH_CHUNKS * STORE_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	uint32_t ent[BATCH_CHUNKS];
+	int rc = 0;
+	for (uint64_t c0 = 0; c0 < nc && rc == 0; c0 += BATCH_CHUNKS) {
+		uint64_t n = nc - c0 < BATCH_CHUNKS ? nc - c0 : BATCH_CHUNKS;
+		uint64_t a = c0 * STORE_CHUNK;
+		uint64_t b = (c0 + n) * STORE_CHUNK < S ? (c0 + n) * STORE_CHUNK : S;
+		rc = obj_pread(e->fd, buf, (size_t)(b - a), a);
+		if (rc == 0)
+			rc = store_crc_read(e->crc_fd, c0, (size_t)n, ent);
+		for (uint64_t i = 0; rc == 0 && i < n; i++) {
+			uint64_t cs = (c0 + i) * STORE_CHUNK;
+			size_t cov = (size_t)((cs + STORE_CHUNK < S ? cs + STORE_CHUNK : S) - cs);
+			const uint8_t *p = buf + i * STORE_CHUNK;
+			uint32_t crc = weft_crc32c(0, p, cov);
+			if (store_crc_to_entry(crc, (uint32_t)cov) == ent[i])
+				continue;
+			if (repair && zero_extension_matches(p, cov, ent[i])) {
+				uint32_t fixed = store_crc_to_entry(crc, (uint32_t)cov);
+				rc = store_crc_write(e->crc_fd, c0 + i, 1, &fixed);
+				if (rc == 0 && nrepaired)
+					(*nrepaired)++;
+				continue;
+			}
+			if ((*nbad)++ == 0 && first_bad)
+				*first_bad = c0 + i;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+int store_obj_verify(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t *nbad,
+		     uint64_t *first_bad)
+{
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		rc = verify_entry(s, e, false, nbad, first_bad, NULL);
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int obj_recover(struct store_objs *s)
+{
+	size_t n;
+	struct store_torn *torn = store_index_torn_mut(s->idx, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct store_torn *t = &torn[i];
+		char path[OBJ_PATH_LEN];
+		obj_path(path, t->rec.ino, t->rec.stripe, false);
+		struct store_fdc_entry *e;
+		int rc = store_fdc_get(s->fdc, t->rec.ino, t->rec.stripe, false, &e);
+		if (rc == -ENOENT) {
+			char cpath[OBJ_PATH_LEN];
+			obj_path(cpath, t->rec.ino, t->rec.stripe, true);
+			unlinkat(s->root_fd, cpath, 0);
+			t->missing = true;
+			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
+				 "): files missing, record removed", path, t->rec.committed,
+				 t->rec.pending);
+			rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, 0, true);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (rc)
+			return rc;
+		t->size = e->size;
+		rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
+		store_fdc_put(s->fdc, e);
+		if (rc) {
+			log_error("recover objects/%s: %s", path, strerror(-rc));
+			return rc;
+		}
+		if (t->nbad)
+			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
+				 ", size %" PRIu64 "): %" PRIu64 " bad chunks from chunk %" PRIu64
+				 ", %" PRIu64 " repaired; bad chunks fail reads until rewritten",
+				 path, t->rec.committed, t->rec.pending, t->size, t->nbad,
+				 t->first_bad, t->nrepaired);
+		else
+			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
+				 ", size %" PRIu64 "): all chunks verify, %" PRIu64 " repaired",
+				 path, t->rec.committed, t->rec.pending, t->size, t->nrepaired);
+		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, false);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
