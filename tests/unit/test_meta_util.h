@@ -2,6 +2,7 @@
 #ifndef WEFT_TEST_META_UTIL_H
 #define WEFT_TEST_META_UTIL_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "meta/mdb.h"
@@ -29,10 +30,14 @@ extern MDB_txn *tparent;
 #define TX_END() do { CHECK_OK(mdb_txn_commit(tparent)); tparent = NULL; } while (0)
 #define OP(expr) ({ \
 	MDB_txn *ch_; \
-	CHECK_OK(mdb_txn_begin(C.db->env, tparent, 0, &ch_)); \
+	if (mdb_txn_begin(C.db->env, tparent, 0, &ch_)) \
+		abort(); \
 	C.txn = ch_; \
 	int r_ = (expr); \
-	if (r_) mdb_txn_abort(ch_); else CHECK_OK(mdb_txn_commit(ch_)); \
+	if (r_) \
+		mdb_txn_abort(ch_); \
+	else if (mdb_txn_commit(ch_)) \
+		abort(); \
 	C.txn = tparent; \
 	r_; })
 #define S(str) (str), strlen(str)
