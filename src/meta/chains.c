@@ -285,8 +285,52 @@ static uint32_t distinct_nodes(const struct meta_target *t, uint32_t n)
 	return d;
 }
 
-/* Adds one chain per target that owns none in table replicas. */
-static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+static bool same_members(const struct meta_chain *a, const struct meta_chain *b)
+{
+	if (a->nmembers != b->nmembers || a->owner != b->owner)
+		return false;
+	for (int m = 0; m < a->nmembers; m++)
+		if (a->members[m].target != b->members[m].target ||
+		    a->members[m].state != b->members[m].state)
+			return false;
+	return true;
+}
+
+/* Picks the members of a chain owned by target index h (position oi in order). */
+static int place(const struct meta_target *t, uint32_t n, const uint32_t *order, uint32_t oi,
+		 uint8_t replicas, const uint32_t *count, uint32_t *pick)
+{
+	pick[0] = order[oi];
+	for (int m = 1; m < replicas; m++) {
+		int64_t best = -1;
+		uint64_t best_score = UINT64_MAX;
+		for (uint32_t step = 1; step < n; step++) {
+			uint32_t cand = order[(oi + step) % n];
+			bool clash = false;
+			for (int j = 0; j < m; j++)
+				clash |= strcmp(t[pick[j]].node, t[cand].node) == 0;
+			if (clash)
+				continue;
+			uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 40 |
+					 (uint64_t)count[cand] << 20 | step;
+			if (score < best_score) {
+				best_score = score;
+				best = cand;
+			}
+		}
+		if (best < 0)
+			return -EINVAL; /* cannot happen when distinct nodes >= replicas */
+		pick[m] = (uint32_t)best;
+	}
+	return 0;
+}
+
+/* Grows table replicas to one chain per target. Chains that some layout may name
+ * (id < used) are kept; the rest are rebuilt from scratch together with the new ones,
+ * so a cluster whose stores register one by one before any file exists ends with the
+ * same balanced table as one built with all targets at once. A rebuilt chain keeps its
+ * id and gets a higher version when its members change. */
+static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t used,
 		      const struct meta_target *t, uint32_t n, const uint32_t *order, bool *changed)
 {
 	struct meta_chain *ch;
@@ -294,53 +338,32 @@ static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 	int rc = chains_load(db, txn, replicas, &ch, &nch);
 	if (rc)
 		return rc;
+	uint32_t keep = nch < used ? nch : used;
 	uint32_t *count = calloc(n, sizeof(*count));
 	bool *owns = calloc(n, sizeof(*owns));
 	if (!count || !owns) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* target index by id: targets are sorted by id */
-	for (uint32_t c = 0; c < nch; c++)
-		for (int m = 0; m < ch[c].nmembers; m++)
-			for (uint32_t i = 0; i < n; i++) {
-				if (t[i].id == ch[c].members[m].target)
-					count[i]++;
-				if (m == 0 && t[i].id == ch[c].owner)
-					owns[i] = true;
-			}
+	/* targets are sorted by id; linear scans are fine for META_TARGETS_MAX */
+	for (uint32_t c = 0; c < keep; c++)
+		for (uint32_t i = 0; i < n; i++) {
+			for (int m = 0; m < ch[c].nmembers; m++)
+				count[i] += t[i].id == ch[c].members[m].target;
+			owns[i] |= t[i].id == ch[c].owner;
+		}
+	for (uint32_t i = 0; i < n; i++)
+		count[i] += !owns[i]; /* each will head its own new chain */
+	uint32_t id = keep;
 	for (uint32_t oi = 0; oi < n; oi++) {
-		uint32_t h = order[oi];
+		uint32_t h = order[oi], pick[WEFT_REPLICAS_MAX];
 		if (owns[h])
 			continue;
-		struct meta_chain c = { .id = nch, .replicas = replicas, .nmembers = replicas,
+		if ((rc = place(t, n, order, oi, replicas, count, pick)))
+			goto out;
+		struct meta_chain c = { .id = id, .replicas = replicas, .nmembers = replicas,
 					.owner = t[h].id, .version = 1 };
-		uint32_t pick[WEFT_REPLICAS_MAX] = { h };
-		for (int m = 1; m < replicas; m++) {
-			int64_t best = -1;
-			uint64_t best_score = UINT64_MAX;
-			for (uint32_t step = 1; step < n; step++) {
-				uint32_t cand = order[(oi + step) % n];
-				bool clash = false;
-				for (int j = 0; j < m; j++)
-					clash |= strcmp(t[pick[j]].node, t[cand].node) == 0;
-				if (clash)
-					continue;
-				uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 40 |
-						 (uint64_t)count[cand] << 20 | step;
-				if (score < best_score) {
-					best_score = score;
-					best = cand;
-				}
-			}
-			if (best < 0) {
-				rc = -EINVAL; /* cannot happen when distinct nodes >= replicas */
-				goto out;
-			}
-			pick[m] = (uint32_t)best;
-		}
-		/* live members first, offline ones at the end */
-		int k = 0;
+		int k = 0; /* live members first, offline ones at the end */
 		for (int pass = 0; pass < 2; pass++)
 			for (int m = 0; m < replicas; m++) {
 				bool off = t[pick[m]].state == WEFT_MEMBER_OFFLINE;
@@ -349,12 +372,20 @@ static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 				c.members[k].target = t[pick[m]].id;
 				c.members[k++].state = off ? WEFT_MEMBER_OFFLINE : WEFT_MEMBER_SERVING;
 			}
-		for (int m = 0; m < replicas; m++)
+		for (int m = 1; m < replicas; m++)
 			count[pick[m]]++;
 		owns[h] = true;
+		if (id < nch) {
+			c.version = ch[id].version;
+			if (same_members(&c, &ch[id])) {
+				id++;
+				continue;
+			}
+			c.version++;
+		}
 		if ((rc = chain_put(db, txn, &c)))
 			goto out;
-		nch++;
+		id++;
 		*changed = true;
 	}
 out:
@@ -379,9 +410,11 @@ static int grow(struct meta_db *db, MDB_txn *txn)
 	}
 	interleave(t, n, order);
 	uint32_t nodes = distinct_nodes(t, n);
+	struct meta_super sb;
+	rc = meta_super_get(db, txn, &sb);
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++)
 		if (nodes >= r)
-			rc = grow_table(db, txn, r, t, n, order, &changed);
+			rc = grow_table(db, txn, r, sb.used[r - 1], t, n, order, &changed);
 	free(order);
 	free(t);
 	if (rc == 0 && changed)

@@ -36,6 +36,8 @@ int meta_layout_choose(struct meta_db *db, MDB_txn *txn, const struct weft_layou
 	out->stripe_count = dflt->stripe_count == 0 || dflt->stripe_count > n ? n : dflt->stripe_count;
 	out->first_chain = *rr % n;
 	*rr = (*rr % n + 1) % n;
+	if (sb.used[dflt->replicas - 1] < n)
+		sb.used[dflt->replicas - 1] = n;
 	return meta_super_put(db, txn, &sb);
 }
 

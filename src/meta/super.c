@@ -10,7 +10,7 @@ static const char sb_key[] = "sb";
 
 /* Layout (all little-endian), META_SUPER_LEN bytes:
  *   u32 format, u8[16] uuid, u32 options, u64 next_ino, u64 epoch, u64 next_session,
- *   u32 next_target, u32 rr[3], u64 chains_epoch, i64 created_ns,
+ *   u32 next_target, u32 rr[3], u64 chains_epoch, u32 used[3], i64 created_ns,
  *   u32 stripe_unit, u32 stripe_count, u8 replicas */
 void meta_super_encode(const struct meta_super *sb, uint8_t *b)
 {
@@ -25,6 +25,8 @@ void meta_super_encode(const struct meta_super *sb, uint8_t *b)
 	for (int i = 0; i < WEFT_REPLICAS_MAX; i++)
 		put_le32(p, sb->rr[i]), p += 4;
 	put_le64(p, sb->chains_epoch), p += 8;
+	for (int i = 0; i < WEFT_REPLICAS_MAX; i++)
+		put_le32(p, sb->used[i]), p += 4;
 	put_le64(p, (uint64_t)sb->created_ns), p += 8;
 	put_le32(p, sb->layout.stripe_unit), p += 4;
 	put_le32(p, sb->layout.stripe_count), p += 4;
@@ -49,6 +51,8 @@ int meta_super_decode(const void *buf, size_t len, struct meta_super *sb)
 	for (int i = 0; i < WEFT_REPLICAS_MAX; i++)
 		sb->rr[i] = get_le32(p), p += 4;
 	sb->chains_epoch = get_le64(p), p += 8;
+	for (int i = 0; i < WEFT_REPLICAS_MAX; i++)
+		sb->used[i] = get_le32(p), p += 4;
 	sb->created_ns = (int64_t)get_le64(p), p += 8;
 	sb->layout.stripe_unit = get_le32(p), p += 4;
 	sb->layout.stripe_count = get_le32(p), p += 4;

@@ -21,6 +21,9 @@ struct meta_super {
 	uint32_t next_target;      /* next target id */
 	uint32_t rr[WEFT_REPLICAS_MAX]; /* first-chain round-robin cursor per replica count */
 	uint64_t chains_epoch;     /* bumped on any change of targets' chains */
+	uint32_t used[WEFT_REPLICAS_MAX]; /* per table: chains 0..used-1 are named by some
+	                                   * layout (largest chain_count handed out); only
+	                                   * chains past it may be rebuilt */
 	int64_t created_ns;
 	struct weft_layout layout; /* the mkfs default (root's default; chain fields 0) */
 };
@@ -31,7 +34,7 @@ int meta_super_get(struct meta_db *db, MDB_txn *txn, struct meta_super *sb);
 int meta_super_put(struct meta_db *db, MDB_txn *txn, const struct meta_super *sb);
 
 /* Encoding, exposed for tests: buf must hold META_SUPER_LEN bytes. */
-#define META_SUPER_LEN 89
+#define META_SUPER_LEN 101
 void meta_super_encode(const struct meta_super *sb, uint8_t *buf);
 int meta_super_decode(const void *buf, size_t len, struct meta_super *sb);
 

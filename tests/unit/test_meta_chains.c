@@ -1,1 +1,437 @@
-int main(void){return 0;}
+/* Unit tests of targets, chain tables (balance, distinct nodes, liveness, versions),
+ * the chain set codec, and layout refusal when nodes are too few. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "meta/chains.h"
+#include "meta/layout.h"
+#include "meta/ns.h"
+#include "meta/super.h"
+#include "test_meta_util.h"
+#include "weft/err.h"
+
+static const struct meta_chain_target *find_target(const struct meta_chain_set *s, uint32_t id)
+{
+	for (uint32_t i = 0; i < s->ntargets; i++)
+		if (s->targets[i].id == id)
+			return &s->targets[i];
+	return NULL;
+}
+
+/* Checks table invariants; returns max - min memberships over targets. */
+static unsigned check_table(const struct meta_chain_set *s, uint8_t r, bool verbose)
+{
+	unsigned heads[64] = { 0 }, joins[64] = { 0 };
+	uint32_t n = s->nchains[r - 1];
+	CHECK_INT(n, ==, s->ntargets);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct meta_chain *c = &s->chains[r - 1][i];
+		CHECK_INT(c->id, ==, i);
+		CHECK_INT(c->nmembers, ==, r);
+		for (int m = 0; m < r; m++) {
+			const struct meta_chain_target *t = find_target(s, c->members[m].target);
+			CHECK(t != NULL);
+			CHECK(t->id < 64);
+			joins[t->id]++;
+			if (m == 0)
+				heads[t->id]++;
+			for (int k = 0; k < m; k++)
+				CHECK(strcmp(find_target(s, c->members[k].target)->node, t->node) != 0);
+		}
+	}
+	unsigned lo = 1000, hi = 0;
+	for (uint32_t i = 0; i < s->ntargets; i++) {
+		uint32_t id = s->targets[i].id;
+		CHECK_INT(heads[id], ==, 1);
+		CHECK_INT(joins[id], >=, 1);
+		lo = joins[id] < lo ? joins[id] : lo;
+		hi = joins[id] > hi ? joins[id] : hi;
+	}
+	if (verbose)
+		printf("  %u targets, R=%u: memberships %u..%u\n", s->ntargets, r, lo, hi);
+	return hi - lo;
+}
+
+static void test_balance(unsigned ntargets, unsigned nodes)
+{
+	char dir[256];
+	struct meta_chain_set s;
+	MDB_txn *txn;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, ntargets, nodes);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	CHECK_INT(s.ntargets, ==, ntargets);
+	for (uint8_t r = 1; r <= 3; r++)
+		CHECK_INT(check_table(&s, r, true), <=, r == 1 ? 0 : 1);
+	meta_chain_set_free(&s);
+	tmeta_close(db, dir);
+}
+
+static int reg_one(MDB_txn *txn, void *arg)
+{
+	void **a = arg;
+	struct meta_db *db = a[0];
+	const uint8_t *uuid = a[1];
+	return meta_chains_register(db, txn, uuid, a[2], a[3], 1000, 5, a[4]);
+}
+
+static uint32_t reg(struct meta_db *db, uint8_t u, const char *node, const char *addr)
+{
+	uint8_t uuid[16] = { u };
+	uint32_t id = 0;
+	void *a[] = { db, uuid, (void *)node, (void *)addr, &id };
+	CHECK_OK(meta_db_write(db, reg_one, a));
+	return id;
+}
+
+static int create_f(MDB_txn *txn, void *arg)
+{
+	struct weft_cred root = tmeta_cred(0, 0);
+	struct meta_ctx c = { .db = ((void **)arg)[0], .txn = txn, .cred = &root };
+	return meta_ns_create(&c, ROOT, S((const char *)((void **)arg)[1]), 0644, 0, NULL,
+			      ((void **)arg)[2], NULL);
+}
+
+static void test_too_few_nodes(void)
+{
+	char dir[256];
+	struct weft_layout l;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 2);
+	void *a[] = { db, "f1", &l };
+	/* no targets at all: nothing can be placed */
+	CHECK_INT(meta_db_write(db, create_f, a), ==, -EINVAL);
+	/* two targets on one node: R=1 works, R=2 (the default here) does not */
+	reg(db, 1, "n1", "h:1");
+	reg(db, 2, "n1", "h:2");
+	CHECK_INT(meta_db_write(db, create_f, a), ==, -EINVAL);
+	MDB_txn *txn;
+	uint32_t n;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_count(db, txn, 1, &n));
+	CHECK_INT(n, ==, 2);
+	CHECK_OK(meta_chains_count(db, txn, 2, &n));
+	CHECK_INT(n, ==, 0);
+	mdb_txn_abort(txn);
+	/* a second node appears: the R=2 table is built for every target */
+	reg(db, 3, "n2", "h:3");
+	CHECK_OK(meta_db_write(db, create_f, a));
+	CHECK_INT(l.replicas, ==, 2);
+	CHECK_INT(l.chain_count, ==, 3);
+	struct meta_chain_set s;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_count(db, txn, 3, &n));
+	CHECK_INT(n, ==, 0);
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	check_table(&s, 2, false);
+	meta_chain_set_free(&s);
+	tmeta_close(db, dir);
+}
+
+struct live_arg {
+	struct meta_db *db;
+	int step;
+	uint32_t id;
+	unsigned n;
+};
+
+static int live_apply(MDB_txn *txn, void *arg)
+{
+	struct live_arg *a = arg;
+	struct meta_target_stats st = { .capacity = 2000, .free = 1500, .write_bytes = 42 };
+	switch (a->step) {
+	case 0: return meta_chains_heartbeat(a->db, txn, a->id, &st, 100);
+	case 1: return meta_chains_expire(a->db, txn, 150, 60, &a->n);
+	case 2: return meta_chains_heartbeat(a->db, txn, a->id, &st, 200);
+	case 3: return meta_chains_target_offline(a->db, txn, a->id);
+	default: return -EINVAL;
+	}
+}
+
+static void test_liveness(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	uint32_t ids[4];
+	for (int i = 0; i < 4; i++) {
+		char node[8], addr[16];
+		snprintf(node, sizeof(node), "n%d", i);
+		snprintf(addr, sizeof(addr), "h:%d", i);
+		ids[i] = reg(db, (uint8_t)(i + 1), node, addr);
+	}
+	CHECK_INT(ids[0], ==, 1);
+	CHECK_INT(ids[3], ==, 4);
+	/* same uuid: same id, new address */
+	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
+	struct meta_target t;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_target_get(db, txn, ids[1], &t));
+	CHECK_STR(t.addr, "newhost:1");
+	struct meta_super sb0;
+	CHECK_OK(meta_super_get(db, txn, &sb0));
+	mdb_txn_abort(txn);
+
+	struct meta_chain_set s0;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s0));
+	mdb_txn_abort(txn);
+	/* targets 0, 2, 3 heartbeat at t=100; target 1 last seen at 5: expire at 150/60 */
+	struct live_arg a = { .db = db };
+	for (int i = 0; i < 4; i++) {
+		if (i == 1)
+			continue;
+		a.id = ids[i];
+		CHECK_OK(meta_db_write(db, live_apply, &a));
+	}
+	a.step = 1;
+	CHECK_OK(meta_db_write(db, live_apply, &a));
+	CHECK_INT(a.n, ==, 1);
+	struct meta_chain_set s;
+	struct meta_super sb1;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_target_get(db, txn, ids[0], &t));
+	CHECK_INT(t.free, ==, 1500);
+	CHECK_INT(t.write_bytes, ==, 42);
+	CHECK_OK(meta_chains_target_get(db, txn, ids[1], &t));
+	CHECK_INT(t.state, ==, WEFT_MEMBER_OFFLINE);
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	CHECK_OK(meta_super_get(db, txn, &sb1));
+	uint64_t total, freeb;
+	CHECK_OK(meta_chains_capacity(db, txn, &total, &freeb));
+	CHECK_INT(total, ==, 3 * 2000);
+	mdb_txn_abort(txn);
+	CHECK(sb1.chains_epoch > sb0.chains_epoch);
+	CHECK_INT(s.epoch, ==, sb1.chains_epoch);
+	/* every chain holding target 1 has it last, offline, with version 2 */
+	unsigned touched = 0;
+	for (uint8_t r = 1; r <= 3; r++)
+		for (uint32_t i = 0; i < s.nchains[r - 1]; i++) {
+			const struct meta_chain *c = &s.chains[r - 1][i];
+			bool has = false;
+			for (int m = 0; m < r; m++)
+				if (c->members[m].target == ids[1]) {
+					has = true;
+					CHECK_INT(m, ==, r - 1);
+					CHECK_INT(c->members[m].state, ==, WEFT_MEMBER_OFFLINE);
+				} else {
+					CHECK_INT(c->members[m].state, ==, WEFT_MEMBER_SERVING);
+				}
+			CHECK_INT(c->version, ==, s0.chains[r - 1][i].version + has);
+			touched += has;
+		}
+	CHECK_INT(touched, ==, 1 + 2 + 3);
+	meta_chain_set_free(&s);
+
+	/* it comes back: syncing, behind the live members; then serving */
+	a.step = 2;
+	a.id = ids[1];
+	CHECK_OK(meta_db_write(db, live_apply, &a));
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	const struct meta_chain *c3 = NULL;
+	for (uint32_t i = 0; i < s.nchains[2]; i++)
+		if (s.chains[2][i].members[2].target == ids[1])
+			c3 = &s.chains[2][i];
+	CHECK(c3 != NULL);
+	CHECK_INT(c3->members[2].state, ==, WEFT_MEMBER_SYNCING);
+	CHECK_INT(c3->version, ==, s0.chains[2][c3->id].version + 2);
+	meta_chain_set_free(&s0);
+	uint32_t cid = c3->id;
+	meta_chain_set_free(&s);
+
+	/* two members down in one chain: both at the end, in the order they failed */
+	a.step = 3;
+	a.id = ids[3];
+	CHECK_OK(meta_db_write(db, live_apply, &a));
+	CHECK_OK(meta_db_write(db, live_apply, &a)); /* already offline: no change */
+	struct meta_chain c;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_get(db, txn, 3, cid, &c));
+	mdb_txn_abort(txn);
+	bool has3 = false;
+	for (int m = 0; m < 3; m++)
+		has3 |= c.members[m].target == ids[3];
+	if (has3) {
+		CHECK_INT(c.members[2].target, ==, ids[3]);
+		CHECK_INT(c.members[2].state, ==, WEFT_MEMBER_OFFLINE);
+		CHECK_INT(c.members[1].target, ==, ids[1]);
+	}
+	tmeta_close(db, dir);
+}
+
+static int serving_apply(MDB_txn *txn, void *arg)
+{
+	uint32_t *v = arg;
+	struct meta_db *db = *(struct meta_db **)(v + 4);
+	return meta_chains_member_serving(db, txn, (uint8_t)v[0], v[1], v[2]);
+}
+
+static void test_member_serving(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 3, 3);
+	/* target 1 offline then back, then serving in chain 0 of R=2 (which holds it) */
+	struct live_arg a = { .db = db, .step = 3, .id = 1 };
+	CHECK_OK(meta_db_write(db, live_apply, &a));
+	a.step = 2;
+	CHECK_OK(meta_db_write(db, live_apply, &a));
+	struct meta_chain c;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
+	mdb_txn_abort(txn);
+	int pos = -1;
+	for (int m = 0; m < 2; m++)
+		if (c.members[m].target == 1)
+			pos = m;
+	CHECK(pos >= 0);
+	CHECK_INT(c.members[pos].state, ==, WEFT_MEMBER_SYNCING);
+	uint32_t v[6] = { 2, 0, 1, 0 };
+	memcpy(v + 4, &db, sizeof(db));
+	CHECK_OK(meta_db_write(db, serving_apply, v));
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	struct meta_chain c2;
+	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c2));
+	mdb_txn_abort(txn);
+	CHECK_INT(c2.members[pos].state, ==, WEFT_MEMBER_SERVING);
+	CHECK_INT(c2.version, ==, c.version + 1);
+	v[2] = 99;
+	CHECK_INT(meta_db_write(db, serving_apply, v), ==, -ENOENT);
+	v[1] = 1000;
+	CHECK_INT(meta_db_write(db, serving_apply, v), ==, -ENOENT);
+	tmeta_close(db, dir);
+}
+
+static void test_codec(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_chain_set s, d;
+	struct wbuf w;
+	struct rbuf r;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 5, 5);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	wbuf_init(&w);
+	meta_chain_set_encode(&s, &w);
+	CHECK_OK(w.err);
+	CHECK_INT(w.len, ==, 1 + 8 + 4 + 5 * (4 + 1 + 2 + 5 + 2 + 14) + 3 * 4 + 5 * (13 + 5) +
+				 5 * (13 + 10) + 5 * (13 + 15));
+	rbuf_init(&r, w.data, w.len);
+	CHECK_OK(meta_chain_set_decode(&r, &d));
+	CHECK_INT(rbuf_left(&r), ==, 0);
+	CHECK_INT(d.epoch, ==, s.epoch);
+	CHECK_INT(d.ntargets, ==, 5);
+	CHECK_STR(d.targets[4].node, "node4");
+	CHECK_STR(d.targets[4].addr, "127.0.0.1:9004");
+	for (int k = 0; k < 3; k++) {
+		CHECK_INT(d.nchains[k], ==, 5);
+		for (uint32_t i = 0; i < 5; i++) {
+			CHECK_INT(d.chains[k][i].version, ==, s.chains[k][i].version);
+			for (int m = 0; m <= k; m++)
+				CHECK_INT(d.chains[k][i].members[m].target, ==,
+					  s.chains[k][i].members[m].target);
+		}
+	}
+	const struct meta_chain *c = meta_chain_set_get(&d, 3, 4);
+	CHECK(c && c->id == 4 && c->replicas == 3);
+	CHECK(meta_chain_set_get(&d, 3, 5) == NULL);
+	CHECK(meta_chain_set_get(&d, 4, 0) == NULL);
+	meta_chain_set_free(&d);
+	meta_chain_set_free(&d); /* idempotent */
+
+	/* every truncation is refused, never read past the end */
+	for (size_t len = 0; len < w.len; len++) {
+		uint8_t *copy = malloc(len ? len : 1);
+		memcpy(copy, w.data, len);
+		rbuf_init(&r, copy, len);
+		CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+		CHECK(r.why != NULL);
+		CHECK(d.targets == NULL && d.chains[0] == NULL);
+		free(copy);
+	}
+	/* huge counts are refused before allocating */
+	uint8_t evil[1 + 8 + 4] = { 1 };
+	put_le32(evil + 9, 0xffffffffu);
+	rbuf_init(&r, evil, sizeof(evil));
+	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	/* bad state, bad member count, bad version */
+	uint8_t *bad = malloc(w.len);
+	memcpy(bad, w.data, w.len);
+	bad[0] = 2;
+	rbuf_init(&r, bad, w.len);
+	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	memcpy(bad, w.data, w.len);
+	bad[1 + 8 + 4 + 4] = 7; /* first target's state */
+	rbuf_init(&r, bad, w.len);
+	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	free(bad);
+	wbuf_free(&w);
+	meta_chain_set_free(&s);
+	tmeta_close(db, dir);
+}
+
+/* Once files name chains of a table, those chains keep their members; a new target
+ * adds chains and the tables no file uses yet are rebuilt balanced. */
+static void test_growth_after_use(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_chain_set a, b;
+	struct weft_layout l;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 2);
+	tmeta_targets(db, 4, 4);
+	void *arg[] = { db, "f", &l };
+	CHECK_OK(meta_db_write(db, create_f, arg));
+	CHECK_INT(l.chain_count, ==, 4);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &a));
+	mdb_txn_abort(txn);
+	reg(db, 100, "node9", "h:9");
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &b));
+	mdb_txn_abort(txn);
+	CHECK_INT(b.nchains[1], ==, 5);
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK_INT(b.chains[1][i].version, ==, a.chains[1][i].version);
+		CHECK(memcmp(b.chains[1][i].members, a.chains[1][i].members,
+			     sizeof(a.chains[1][i].members)) == 0);
+	}
+	CHECK_INT(check_table(&b, 2, true), <=, 2);
+	CHECK_INT(check_table(&b, 3, true), <=, 1);
+	CHECK(b.epoch > a.epoch);
+	meta_chain_set_free(&a);
+	meta_chain_set_free(&b);
+	/* the old file's layout still names 4 chains; new files see 5 */
+	arg[1] = "g";
+	CHECK_OK(meta_db_write(db, create_f, arg));
+	CHECK_INT(l.chain_count, ==, 5);
+	tmeta_close(db, dir);
+}
+
+int main(void)
+{
+	test_balance(4, 4);
+	test_balance(5, 5);
+	test_balance(8, 8);
+	test_balance(8, 4);  /* two targets per node */
+	test_balance(12, 3); /* four per node */
+	test_too_few_nodes();
+	test_growth_after_use();
+	test_liveness();
+	test_member_serving();
+	test_codec();
+	printf("meta_chains: ok\n");
+	return 0;
+}
