@@ -38,8 +38,7 @@ static struct meta_mutation *take(struct meta_commit *gc, unsigned *n)
 	return first;
 }
 
-/* Runs one batch; returns the number of failed mutations. Results are stored by
- * overwriting nothing: we keep them in a local array. */
+/* Runs one batch: nested txn per mutation, one commit, one sync, then completions. */
 static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsigned n)
 {
 	int *res = calloc(n, sizeof(*res));
@@ -72,20 +71,21 @@ static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsign
 	}
 
 	unsigned failed = 0;
-	i = 0;
-	for (struct meta_mutation *m = list, *next; m; m = next, i++) {
-		next = m->next; /* done() may free m */
-		int rc = err ? err : res[i];
-		failed += rc != 0;
-		m->done(m->arg, rc);
-	}
-	free(res);
+	for (i = 0; i < n; i++)
+		failed += (err ? err : res[i]) != 0;
+	/* stats first: a waiter woken by done() sees its own op counted */
 	pthread_mutex_lock(&gc->lock);
 	gc->st.ops += n;
 	gc->st.failed += failed;
 	gc->st.batches += err == 0;
 	gc->st.syncs += synced;
 	pthread_mutex_unlock(&gc->lock);
+	i = 0;
+	for (struct meta_mutation *m = list, *next; m; m = next, i++) {
+		next = m->next; /* done() may free m */
+		m->done(m->arg, err ? err : res[i]);
+	}
+	free(res);
 }
 
 static void *writer(void *arg)
