@@ -795,6 +795,29 @@ int main(void)
 	test_xattr();
 	test_access_statfs_stripe();
 	tmeta_close(db, dir);
+
+	/* mkfs --force replaces a file system; open of an empty dir is ENOENT */
+	db = tmeta_open(dir, sizeof(dir), 1);
+	struct weft_attr x;
+	tmeta_targets(db, 1, 1);
+	TX_BEGIN(db);
+	mkfile(ROOT, "old", 0644);
+	TX_END();
+	meta_db_close(db);
+	struct meta_mkfs_opts o = { .force = true, .mapsize = 64ULL << 20, .stripe_unit = 1000 };
+	CHECK_INT(meta_mkfs(dir, &o), ==, -EINVAL);
+	o.stripe_unit = 4 << 20;
+	CHECK_OK(meta_mkfs(dir, &o));
+	CHECK_OK(meta_db_open(dir, 64ULL << 20, &db));
+	TX_BEGIN(db);
+	CHECK_INT(meta_ns_lookup(&C, ROOT, S("old"), &x), ==, -ENOENT);
+	struct weft_layout rl;
+	CHECK_OK(meta_ns_getlayout(&C, ROOT, &rl));
+	CHECK_INT(rl.stripe_unit, ==, 4 << 20);
+	TX_END();
+	tmeta_close(db, dir);
+	struct meta_db *none;
+	CHECK_INT(meta_db_open("/nonexistent-weft-dir", 0, &none), ==, -ENOENT);
 	printf("meta_ns: ok\n");
 	return 0;
 }
