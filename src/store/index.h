@@ -49,7 +49,8 @@ struct store_index_rec {
 /* An object found torn at open, and what recovery found (filled by object.c). */
 struct store_torn {
 	struct store_index_rec rec;  /* record as found */
-	uint64_t size;               /* object file size; 0 if missing */
+	uint64_t size;               /* object size after recovery; 0 if missing */
+	uint64_t cut_from;           /* size before a torn tail was cut off; 0: not cut */
 	uint64_t nbad;               /* chunks that failed verification (left bad) */
 	uint64_t first_bad;          /* first bad chunk, valid when nbad > 0 */
 	uint64_t nrepaired;          /* chunks whose CRC was a zero-extension: fixed */

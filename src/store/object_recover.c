@@ -1,16 +1,25 @@
 /* Verification of whole objects (scrub) and recovery of objects torn by a crash.
  *
  * Recovery runs once in store_obj_open, before any other operation, for every object
- * whose index record says pending != committed: it verifies every chunk; a chunk
- * whose stored CRC matches a shorter coverage followed only by zeros was zero-extended
- * by a write or truncate that the crash interrupted between data and sidecar, and its
- * entry is rewritten; any other mismatch is left in place (the chunk fails every read
- * until it is rewritten or resynced) and counted. Then the record is settled
- * (committed = pending, length = file size), or removed if the files are gone. */
+ * whose index record says pending != committed. A write stores data before CRCs and
+ * acknowledges after both, so data without a matching CRC was never acknowledged:
+ *  1. Torn tail: trailing chunks that fail with entry 0 (data where no CRC was ever
+ *     written) are cut off; if the chunk before them (or the last chunk) matches its
+ *     stored CRC over a prefix of l bytes, the object is cut to that prefix. This
+ *     undoes an interrupted append, aligned or not, and keeps every acknowledged byte.
+ *  2. Every remaining chunk is verified; one whose stored CRC matches a shorter
+ *     coverage followed only by zeros was zero-extended by the interrupted mutation,
+ *     and its entry is rewritten. Any other mismatch is left in place (the chunk fails
+ *     every read until it is rewritten or resynced) and counted.
+ * Then the record is settled (committed = pending, length = file size), or removed if
+ * the files are gone. A prefix match could be a coincidence with probability about
+ * 2^-16 per torn chunk (65536 candidate lengths, 32-bit CRC); only torn objects are
+ * examined this way. */
 #include "store/object_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +44,57 @@ static bool zero_extension_matches(const uint8_t *buf, size_t cov, uint32_t entr
 		crc = weft_crc32c(crc, &zero, 1);
 	}
 	return false;
+}
+
+/* Length l < cov such that entry is the CRC of buf[0..l), or -1. */
+static long prefix_match(const uint8_t *buf, size_t cov, uint32_t entry)
+{
+	uint32_t crc = 0;
+	for (size_t l = 0; l < cov; l++) {
+		if (store_crc_to_entry(crc, (uint32_t)l) == entry)
+			return (long)l;
+		crc = weft_crc32c(crc, buf + l, 1);
+	}
+	return -1;
+}
+
+/* Step 1 of recovery: cuts off a torn tail (see top of file). */
+static int cut_torn_tail(struct store_objs *s, struct store_fdc_entry *e, struct store_torn *t)
+{
+	uint64_t S = e->size, cut = S, nc = store_crc_nchunks(S);
+	uint8_t *buf = malloc(STORE_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	for (uint64_t c = nc; c-- > 0;) {
+		uint64_t cs = c * STORE_CHUNK;
+		size_t cov = (size_t)((cs + STORE_CHUNK < S ? cs + STORE_CHUNK : S) - cs);
+		uint32_t ent;
+		rc = obj_pread(e->fd, buf, cov, cs);
+		if (rc == 0)
+			rc = store_crc_read(e->crc_fd, c, 1, &ent);
+		if (rc)
+			break;
+		if (store_crc_to_entry(weft_crc32c(0, buf, cov), (uint32_t)cov) == ent)
+			break;
+		if (ent == 0) {
+			cut = cs;
+			continue;
+		}
+		long l = prefix_match(buf, cov, ent);
+		if (l >= 0)
+			cut = cs + (uint64_t)l;
+		break;
+	}
+	free(buf);
+	if (rc || cut == S)
+		return rc;
+	if (ftruncate(e->fd, (off_t)cut) < 0 ||
+	    ftruncate(e->crc_fd, (off_t)(store_crc_nchunks(cut) * 4)) < 0)
+		return -errno;
+	t->cut_from = S;
+	e->size = cut;
+	return 0;
 }
 
 /* Verifies all chunks of an open object. With repair, fixes zero-extended chunks.
@@ -122,23 +182,25 @@ int obj_recover(struct store_objs *s)
 		}
 		if (rc)
 			return rc;
+		if (s->checksums)
+			rc = cut_torn_tail(s, e, t);
 		t->size = e->size;
-		rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
+		if (rc == 0)
+			rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
 		store_fdc_put(s->fdc, e);
 		if (rc) {
 			log_error("recover objects/%s: %s", path, strerror(-rc));
 			return rc;
 		}
+		char cut[64] = "", bad[96] = "";
+		if (t->cut_from)
+			snprintf(cut, sizeof(cut), ", unacknowledged tail cut from %" PRIu64, t->cut_from);
 		if (t->nbad)
-			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
-				 ", size %" PRIu64 "): %" PRIu64 " bad chunks from chunk %" PRIu64
-				 ", %" PRIu64 " repaired; bad chunks fail reads until rewritten",
-				 path, t->rec.committed, t->rec.pending, t->size, t->nbad,
-				 t->first_bad, t->nrepaired);
-		else
-			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
-				 ", size %" PRIu64 "): all chunks verify, %" PRIu64 " repaired",
-				 path, t->rec.committed, t->rec.pending, t->size, t->nrepaired);
+			snprintf(bad, sizeof(bad), ", %" PRIu64 " bad chunks from chunk %" PRIu64
+				 " (they fail reads until rewritten)", t->nbad, t->first_bad);
+		log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64 "): size %" PRIu64
+			 "%s%s, %" PRIu64 " CRCs repaired", path, t->rec.committed, t->rec.pending,
+			 t->size, cut, bad, t->nrepaired);
 		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, false);
 		if (rc)
 			return rc;
