@@ -106,6 +106,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const struct cli_verb *v = cli_find(verb);
+	if (!v && strchr(verb, ':') && argc >= 3 && argv[2][0] != '-') {
+		/* mount(8) runs "weft HOST:PORT MOUNTPOINT -o OPTIONS" for fuse.weft entries */
+		argv[0] = "mount";
+		return cli_find("mount")->run(argc, argv);
+	}
 	if (!v) {
 		fprintf(stderr, "weft: unknown verb '%s' (see weft --help)\n", verb);
 		return EXIT_USAGE;

@@ -6,7 +6,10 @@
 
 #define WEFT_VERBS(X) \
 	X(keygen) \
-	X(ping)
+	X(ping) \
+	X(mount) \
+	X(up) \
+	X(down)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

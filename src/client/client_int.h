@@ -1,0 +1,158 @@
+/* libweft internals shared by its files: the client, the per-inode write state, the
+ * store data path. See include/weft/client.h for the contract.
+ *
+ * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
+ * their own threads on replies. A background thread sends session heartbeats and refreshes
+ * the chain tables when a store reported a stale version. Open files of one inode share a
+ * struct winode (write-behind state, known size) kept in a table by inode number, so every
+ * handle of this client sees the same bytes. */
+#ifndef WEFT_CLIENT_INT_H
+#define WEFT_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "client/stripe.h"
+#include "common/rpc.h"
+#include "meta/chains_codec.h"
+#include "proto/proto.h"
+#include "weft/client.h"
+
+#define CLIENT_META_TIMEOUT_MS  60000
+#define CLIENT_STORE_TIMEOUT_MS 60000
+
+struct store_ep {
+	uint32_t target;
+	char addr[WEFT_ADDR_MAX + 1];
+	struct rpc *rpc;
+};
+
+struct weft_client {
+	struct loop *loop;
+	struct weft_key key;
+	struct rpc *meta;
+	char node[WEFT_NODE_MAX + 1];
+	bool checksums;
+	uint32_t readahead_units;
+	uint64_t session;
+	uint32_t lease_ms;
+
+	pthread_rwlock_t chains_lock;  /* guards chains and stores */
+	struct meta_chain_set chains;
+	struct store_ep *stores;
+	size_t nstores;
+	atomic_bool chains_stale;
+
+	pthread_mutex_t pool_lock;     /* guards pool_used; pool_cond signals releases */
+	pthread_cond_t pool_cond;
+	uint64_t pool_used, pool_max;
+
+	pthread_mutex_t inodes_lock;   /* guards the winode table */
+	struct winode **inodes;
+	size_t inodes_cap;
+
+	pthread_t beat_thread;
+	pthread_mutex_t beat_lock;
+	pthread_cond_t beat_cond;
+	bool stopping;
+
+	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
+};
+
+/* A stripe-unit buffer being gathered or written behind. */
+struct wblock {
+	struct wblock *next;
+	struct winode *wi;
+	uint64_t file_off;   /* start of the dirty range in the file */
+	uint32_t len;        /* dirty bytes */
+	uint32_t cap;        /* buffer size (the stripe unit) */
+	uint64_t block;      /* file block index */
+	int status;          /* result of the last send */
+	uint8_t *data;
+};
+
+struct winode {
+	struct winode *next;      /* hash chain, inodes_lock */
+	struct weft_client *c;
+	uint64_t ino;
+	int refs;                 /* open handles, inodes_lock */
+	struct weft_layout layout;
+
+	pthread_mutex_t lock;     /* guards everything below */
+	pthread_cond_t cond;      /* in-flight writes completing */
+	uint64_t size;            /* size as this client knows it */
+	bool size_dirty;          /* written since the last report to meta */
+	int64_t mtime_ns;
+	struct wblock *dirty;     /* blocks being gathered (not sent yet) */
+	struct wblock *inflight;  /* blocks sent, reply pending */
+	struct wblock *retry;     /* blocks whose send failed with a retryable error */
+	int ninflight;
+	int error;                /* first error not yet reported */
+
+	/* readahead: one cached window of prefetched data */
+	uint64_t ra_next;         /* where a sequential reader is expected next */
+	uint64_t ra_off;          /* cached window [ra_off, ra_off + ra_len) */
+	uint32_t ra_len;
+	uint8_t *ra_buf;
+	uint32_t ra_cap;
+	bool ra_busy;
+};
+
+struct weft_file {
+	struct weft_client *c;
+	struct winode *wi;
+	struct weft_cred cred;
+	int flags;
+};
+
+/* session.c */
+int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
+		     const struct iovec *bulk, int nbulk, struct frame **reply);
+/* Fetches the chain tables from meta and (re)builds the store table. */
+int client_refresh_chains(struct weft_client *c);
+/* Returns a ready connection to target (new reference) or -errno. */
+int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out);
+/* Copies chain (replicas, id) out of the table under the lock; -ESTALE if unknown. */
+int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */
+void client_pool_take(struct weft_client *c, uint64_t bytes);
+void client_pool_give(struct weft_client *c, uint64_t bytes);
+
+/* winode table (file.c) */
+/* The winode of ino if this client has the file open, with a reference; NULL if not. */
+struct winode *winode_find(struct weft_client *c, uint64_t ino);
+void winode_put(struct weft_client *c, struct winode *w);
+/* Before a size change by setattr: sends and waits for buffered writes, then records
+ * the new size locally. Returns the first write error. */
+int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size);
+
+/* data.c: store I/O for pieces of a file */
+struct io_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int outstanding;
+	int first_err;
+};
+void io_batch_init(struct io_batch *b);
+void io_batch_wait(struct io_batch *b);
+
+/* Reads one piece into dst (zero-filling what the object does not hold), trying each
+ * serving member of the chain in turn. Synchronous. Returns 0 or -errno. */
+int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    const struct stripe_piece *p, uint8_t *dst);
+/* Reads [off, off+len) of a file into dst with every piece in flight at once; zeros
+ * beyond what objects hold. Returns 0 or -errno. */
+int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    uint64_t off, uint64_t len, uint8_t *dst);
+/* Sends a block asynchronously; done(b) runs on the loop thread with b->status set. */
+int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
+		     void (*done)(struct wblock *b));
+/* Truncates every stripe object of the file to match size `size` (synchronous). */
+int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size);
+/* Asks every object of the file to be made durable (synchronous). */
+int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
+
+/* ns.c */
+void client_fix_size(struct weft_client *c, struct weft_attr *a);
+
+#endif

@@ -1,0 +1,423 @@
+/* libweft data path: reading and writing pieces of files on the stores, with CRC32C on
+ * every piece, every piece of a request in flight at once, and replica failover on read. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "common/crc.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+void io_batch_init(struct io_batch *b)
+{
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	b->outstanding = 0;
+	b->first_err = 0;
+}
+
+void io_batch_wait(struct io_batch *b)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->outstanding > 0)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void batch_done(struct io_batch *b, int err)
+{
+	pthread_mutex_lock(&b->lock);
+	if (err && !b->first_err)
+		b->first_err = err;
+	b->outstanding--;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* CRCs of data at object offset off, one per piece cut at chunk boundaries. */
+static void crcs_compute(const uint8_t *data, uint32_t len, uint64_t off, struct weft_crcs *out)
+{
+	out->n = 0;
+	while (len) {
+		uint32_t n = WEFT_CHUNK_SIZE - (uint32_t)(off % WEFT_CHUNK_SIZE);
+		if (n > len)
+			n = len;
+		out->v[out->n++] = weft_crc32c(0, data, n);
+		data += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const struct weft_crcs *got)
+{
+	static _Thread_local struct weft_crcs want;
+	crcs_compute(data, len, off, &want);
+	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
+}
+
+/* ---- reads ----
+ * Replies complete on the loop thread, which must never block (connecting to a store
+ * does), so a piece that failed is parked on its batch and the waiting caller retries it
+ * on the next serving member. */
+
+struct read_batch {
+	struct io_batch b;
+	struct read_call *failed; /* guarded by b.lock */
+};
+
+struct read_call {
+	struct read_call *next;
+	struct weft_client *c;
+	struct read_batch *batch;
+	uint64_t ino;
+	struct weft_layout layout;
+	struct stripe_piece p;
+	struct meta_chain chain;
+	int member;      /* index of the member asked */
+	int tries;       /* members tried */
+	int err;         /* last error */
+	uint8_t *dst;
+};
+
+/* Checks and copies a read reply into dst; returns 0 or -errno. */
+static int take_read_reply(struct read_call *k, struct frame *f)
+{
+	struct weft_msg_obj_data m;
+	const char *why = NULL;
+	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		log_warn("read reply from target %u: %s", k->chain.members[k->member].target, why);
+		return -EIO;
+	}
+	uint32_t got = f->h.bulk_len;
+	if (got > k->p.len)
+		return -EIO;
+	if (k->c->checksums && !crcs_match(f->bulk, got, k->p.obj_off, &m.crcs)) {
+		atomic_fetch_add(&k->c->checksum_retries, 1);
+		log_warn("checksum mismatch reading ino %llu stripe %u at %llu from target %u",
+			 (unsigned long long)k->ino, k->p.stripe, (unsigned long long)k->p.obj_off,
+			 k->chain.members[k->member].target);
+		return -WEFT_ECHECKSUM;
+	}
+	memcpy(k->dst, f->bulk, got);
+	if (got < k->p.len)
+		memset(k->dst + got, 0, k->p.len - got); /* hole or past the object's end */
+	atomic_fetch_add(&k->c->bytes_read, got);
+	return 0;
+}
+
+static void read_finish(struct read_call *k, int err)
+{
+	if (err == -ENOENT) { /* the object was never written: a hole */
+		memset(k->dst, 0, k->p.len);
+		err = 0;
+	}
+	if (err == -WEFT_ECHECKSUM || err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ||
+	    err == -ENOTCONN || err == -ECONNREFUSED || err == -ECONNRESET)
+		err = -EIO;
+	batch_done(&k->batch->b, err);
+	free(k);
+}
+
+static void read_done(void *arg, int status, struct frame *f)
+{
+	struct read_call *k = arg;
+	int err = status ? status : take_read_reply(k, f);
+	frame_free(f);
+	if (err == -WEFT_ESTALECHAIN)
+		atomic_store(&k->c->chains_stale, true);
+	if (err && err != -ENOENT) {
+		k->err = err;
+		struct io_batch *b = &k->batch->b;
+		pthread_mutex_lock(&b->lock);
+		k->next = k->batch->failed;
+		k->batch->failed = k;
+		b->outstanding--;
+		pthread_cond_broadcast(&b->cond);
+		pthread_mutex_unlock(&b->lock);
+		return;
+	}
+	read_finish(k, err);
+}
+
+/* Sends to the current member or the next serving one. Caller's thread (may connect).
+ * Returns 0 if a request is in flight, else the last error. */
+static int send_read(struct read_call *k)
+{
+	int err = k->err ? k->err : -EIO;
+	for (; k->tries < k->chain.nmembers;
+	     k->tries++, k->member = (k->member + 1) % k->chain.nmembers) {
+		const struct meta_chain_member *mem = &k->chain.members[k->member];
+		if (mem->state != WEFT_MEMBER_SERVING)
+			continue;
+		struct conn *cn;
+		err = client_store_conn(k->c, mem->target, &cn);
+		if (err)
+			continue;
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
+					      .replicas = k->layout.replicas, .chain = k->p.chain,
+					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
+					      .len = k->p.len};
+		weft_obj_read_encode(&w, &m);
+		pthread_mutex_lock(&k->batch->b.lock);
+		k->batch->b.outstanding++;
+		pthread_mutex_unlock(&k->batch->b.lock);
+		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, read_done, k);
+		conn_put(cn);
+		if (err == 0)
+			return 0;
+		pthread_mutex_lock(&k->batch->b.lock);
+		k->batch->b.outstanding--;
+		pthread_mutex_unlock(&k->batch->b.lock);
+	}
+	return err;
+}
+
+static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino,
+		      const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
+{
+	struct read_call *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst};
+	int err = client_chain(c, l->replicas, p->chain, &k->chain);
+	if (err) {
+		free(k);
+		return err;
+	}
+	/* spread readers of one chain over its members */
+	k->member = (int)((ino + p->block) % k->chain.nmembers);
+	atomic_fetch_add(&c->ops_read, 1);
+	err = send_read(k);
+	if (err) {
+		/* read_finish accounts for one outstanding piece */
+		pthread_mutex_lock(&rb->b.lock);
+		rb->b.outstanding++;
+		pthread_mutex_unlock(&rb->b.lock);
+		read_finish(k, err);
+	}
+	return 0;
+}
+
+/* Waits for every piece; retries failed ones on the next member from this thread. */
+static int read_batch_finish(struct read_batch *rb)
+{
+	for (;;) {
+		io_batch_wait(&rb->b);
+		pthread_mutex_lock(&rb->b.lock);
+		struct read_call *k = rb->failed;
+		rb->failed = NULL;
+		pthread_mutex_unlock(&rb->b.lock);
+		if (!k)
+			break;
+		while (k) {
+			struct read_call *next = k->next;
+			if (k->err == -WEFT_ESTALECHAIN) {
+				client_refresh_chains(k->c);
+				client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+			}
+			k->tries++;
+			k->member = (k->member + 1) % k->chain.nmembers;
+			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
+			if (err) {
+				pthread_mutex_lock(&rb->b.lock);
+				rb->b.outstanding++;
+				pthread_mutex_unlock(&rb->b.lock);
+				read_finish(k, err);
+			}
+			k = next;
+		}
+	}
+	return rb->b.first_err;
+}
+
+int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    uint64_t off, uint64_t len, uint8_t *dst)
+{
+	struct read_batch rb = {.failed = NULL};
+	io_batch_init(&rb.b);
+	int err = 0;
+	while (len && !err) {
+		struct stripe_piece p;
+		uint32_t n = stripe_map(l, off, len, &p);
+		err = start_read(c, &rb, ino, l, &p, dst);
+		off += n;
+		len -= n;
+		dst += n;
+	}
+	int e2 = read_batch_finish(&rb);
+	return err ? err : e2;
+}
+
+int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    const struct stripe_piece *p, uint8_t *dst)
+{
+	struct read_batch rb = {.failed = NULL};
+	io_batch_init(&rb.b);
+	int err = start_read(c, &rb, ino, l, p, dst);
+	int e2 = read_batch_finish(&rb);
+	return err ? err : e2;
+}
+
+/* ---- writes ---- */
+
+struct write_call {
+	struct weft_client *c;
+	struct wblock *b;
+	void (*done)(struct wblock *b);
+};
+
+static void write_done(void *arg, int status, struct frame *f)
+{
+	struct write_call *k = arg;
+	if (status) {
+		char detail[256];
+		uint32_t target = conn_error_detail(f, detail, sizeof(detail));
+		if (status == -WEFT_ESTALECHAIN)
+			atomic_store(&k->c->chains_stale, true);
+		else
+			log_warn("write of ino %llu at %llu failed: %s%s%s (target %u)",
+				 (unsigned long long)k->b->wi->ino, (unsigned long long)k->b->file_off,
+				 weft_strerror(status), detail[0] ? ": " : "", detail, target);
+	} else {
+		atomic_fetch_add(&k->c->bytes_written, k->b->len);
+	}
+	frame_free(f);
+	k->b->status = status;
+	k->done(k->b);
+	free(k);
+}
+
+int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
+		     void (*done)(struct wblock *b))
+{
+	struct stripe_piece p;
+	stripe_map(l, b->file_off, b->len, &p);
+	struct meta_chain ch;
+	int err = client_chain(c, l->replicas, p.chain, &ch);
+	if (err)
+		return err;
+	int head = -1;
+	for (int i = 0; i < ch.nmembers; i++) {
+		if (ch.members[i].state == WEFT_MEMBER_SERVING) {
+			head = i;
+			break;
+		}
+	}
+	if (head < 0)
+		return -EIO;
+	struct conn *cn;
+	err = client_store_conn(c, ch.members[head].target, &cn);
+	if (err)
+		return err;
+	struct write_call *k = malloc(sizeof(*k));
+	struct weft_msg_obj_write *m = malloc(sizeof(*m));
+	if (!k || !m) {
+		free(k);
+		free(m);
+		conn_put(cn);
+		return -ENOMEM;
+	}
+	*k = (struct write_call){.c = c, .b = b, .done = done};
+	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
+					 .replicas = l->replicas, .chain = p.chain,
+					 .chain_ver = ch.version, .offset = p.obj_off};
+	uint8_t *data = b->data + (b->file_off - b->block * l->stripe_unit);
+	if (c->checksums)
+		crcs_compute(data, b->len, p.obj_off, &m->crcs);
+	else
+		m->crcs.n = 0;
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_obj_write_encode(&w, m);
+	free(m);
+	struct iovec v = {data, b->len};
+	atomic_fetch_add(&c->ops_written, 1);
+	err = conn_call(cn, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, write_done, k);
+	conn_put(cn);
+	if (err)
+		free(k);
+	return err;
+}
+
+/* ---- truncate and fsync: one request per stripe, all in flight ---- */
+
+struct stripe_call {
+	struct io_batch *batch;
+};
+
+static void stripe_done(void *arg, int status, struct frame *f)
+{
+	struct io_batch *b = arg;
+	frame_free(f);
+	batch_done(b, status == -ENOENT ? 0 : status);
+}
+
+static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		      uint16_t op, uint64_t size)
+{
+	struct io_batch b;
+	io_batch_init(&b);
+	int err = 0;
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	for (uint32_t s = 0; s < sc && !err; s++) {
+		struct meta_chain ch;
+		err = client_chain(c, l->replicas, stripe_chain(l, s), &ch);
+		if (err)
+			break;
+		int head = -1;
+		for (int i = 0; i < ch.nmembers && head < 0; i++)
+			if (ch.members[i].state == WEFT_MEMBER_SERVING)
+				head = i;
+		if (head < 0) {
+			err = -EIO;
+			break;
+		}
+		struct conn *cn;
+		err = client_store_conn(c, ch.members[head].target, &cn);
+		if (err)
+			break;
+		struct wbuf w;
+		wbuf_init(&w);
+		if (op == WEFT_OP_OBJ_TRUNCATE) {
+			struct weft_msg_obj_truncate m = {.ino = ino, .stripe = s, .replicas = l->replicas,
+							  .chain = ch.id, .chain_ver = ch.version,
+							  .size = stripe_object_len(l, s, size)};
+			weft_obj_truncate_encode(&w, &m);
+		} else {
+			struct weft_msg_obj_id m = {.ino = ino, .stripe = s};
+			weft_obj_id_encode(&w, &m);
+		}
+		pthread_mutex_lock(&b.lock);
+		b.outstanding++;
+		pthread_mutex_unlock(&b.lock);
+		err = conn_call(cn, op, &w, NULL, 0, NULL, NULL, stripe_done, &b);
+		if (err)
+			batch_done(&b, 0);
+		conn_put(cn);
+	}
+	io_batch_wait(&b);
+	err = err ? err : b.first_err;
+	if (err == -WEFT_ESTALECHAIN)
+		atomic_store(&c->chains_stale, true);
+	return err;
+}
+
+int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size)
+{
+	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
+	if (err == -WEFT_ESTALECHAIN)
+		err = per_stripe(c, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
+	return err;
+}
+
+int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
+{
+	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_FSYNC, 0);
+	if (err == -WEFT_ESTALECHAIN)
+		err = per_stripe(c, ino, l, WEFT_OP_OBJ_FSYNC, 0);
+	return err;
+}

@@ -1,0 +1,516 @@
+/* libweft open files: write-behind in stripe-unit blocks bounded by the pagepool,
+ * readahead windows for sequential readers, size tracking, flush, fsync, release.
+ *
+ * Locking: wi->lock guards a winode's state and is never held while waiting for the
+ * network (replies complete on the loop thread, and their callbacks take wi->lock). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+#define DIRTY_BLOCKS_MAX 4   /* unsent blocks gathered per inode before the oldest is sent */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the inode table ---- */
+
+static size_t slot(struct weft_client *c, uint64_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % c->inodes_cap;
+}
+
+struct winode *winode_find(struct weft_client *c, uint64_t ino)
+{
+	pthread_mutex_lock(&c->inodes_lock);
+	struct winode *w = c->inodes[slot(c, ino)];
+	while (w && w->ino != ino)
+		w = w->next;
+	if (w)
+		w->refs++;
+	pthread_mutex_unlock(&c->inodes_lock);
+	return w;
+}
+
+/* Finds or creates the winode of ino, taking a reference. */
+static struct winode *winode_get(struct weft_client *c, const struct weft_attr *a,
+				 const struct weft_layout *l)
+{
+	pthread_mutex_lock(&c->inodes_lock);
+	struct winode **pp = &c->inodes[slot(c, a->ino)];
+	struct winode *w = *pp;
+	while (w && w->ino != a->ino)
+		w = w->next;
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (!w) {
+			pthread_mutex_unlock(&c->inodes_lock);
+			return NULL;
+		}
+		w->c = c;
+		w->ino = a->ino;
+		w->layout = *l;
+		w->size = a->size;
+		w->mtime_ns = a->mtime_ns;
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		w->next = *pp;
+		*pp = w;
+	}
+	w->refs++;
+	pthread_mutex_unlock(&c->inodes_lock);
+	return w;
+}
+
+void winode_put(struct weft_client *c, struct winode *w)
+{
+	pthread_mutex_lock(&c->inodes_lock);
+	if (--w->refs > 0) {
+		pthread_mutex_unlock(&c->inodes_lock);
+		return;
+	}
+	struct winode **pp = &c->inodes[slot(c, w->ino)];
+	while (*pp != w)
+		pp = &(*pp)->next;
+	*pp = w->next;
+	pthread_mutex_unlock(&c->inodes_lock);
+	free(w->ra_buf);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
+}
+
+/* ---- write-behind ---- */
+
+static void block_free(struct weft_client *c, struct wblock *b)
+{
+	client_pool_give(c, b->cap);
+	free(b->data);
+	free(b);
+}
+
+static bool retryable(int err)
+{
+	return err == -WEFT_ESTALECHAIN || err == -ENOTCONN || err == -ECONNRESET ||
+	       err == -ECONNREFUSED || err == -ETIMEDOUT;
+}
+
+/* Completion of a block's send (loop thread). */
+static void block_sent(struct wblock *b)
+{
+	struct winode *wi = b->wi;
+	struct weft_client *c = wi->c;
+	pthread_mutex_lock(&wi->lock);
+	struct wblock **pp = &wi->inflight;
+	while (*pp && *pp != b)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = b->next;
+	wi->ninflight--;
+	bool keep = false;
+	if (b->status && retryable(b->status)) {
+		b->next = wi->retry;
+		wi->retry = b;
+		keep = true;
+	} else if (b->status && !wi->error) {
+		wi->error = b->status == -WEFT_ECHECKSUM || b->status == -WEFT_ETARGETDOWN ||
+				    b->status == -WEFT_ENOTSERVING
+			    ? -EIO
+			    : b->status;
+	}
+	pthread_cond_broadcast(&wi->cond);
+	pthread_mutex_unlock(&wi->lock);
+	if (!keep)
+		block_free(c, b);
+}
+
+/* Sends block b (already unlinked from the dirty list); wi->lock held on entry and exit,
+ * dropped while sending. Waits first for an in-flight block of the same file block, so
+ * that overlapping writes reach the store in order. */
+static void block_submit(struct weft_client *c, struct winode *wi, struct wblock *b)
+{
+	for (;;) {
+		bool busy = false;
+		for (struct wblock *x = wi->inflight; x; x = x->next)
+			if (x->block == b->block)
+				busy = true;
+		if (!busy)
+			break;
+		pthread_cond_wait(&wi->cond, &wi->lock);
+	}
+	b->next = wi->inflight;
+	wi->inflight = b;
+	wi->ninflight++;
+	pthread_mutex_unlock(&wi->lock);
+	int err = data_write_block(c, &wi->layout, b, block_sent);
+	if (err) {
+		b->status = err;
+		block_sent(b);
+	}
+	pthread_mutex_lock(&wi->lock);
+}
+
+/* Sends every gathered block; wi->lock held. */
+static void submit_dirty(struct weft_client *c, struct winode *wi)
+{
+	while (wi->dirty) {
+		struct wblock *b = wi->dirty;
+		wi->dirty = b->next;
+		block_submit(c, wi, b);
+	}
+}
+
+/* Sends everything and waits until nothing is in flight, resending blocks that failed
+ * for a retryable reason (a stale chain table, a dropped connection) up to 3 times.
+ * wi->lock held. Returns the first error, which it clears. */
+static int drain(struct weft_client *c, struct winode *wi)
+{
+	for (int round = 0;; round++) {
+		submit_dirty(c, wi);
+		while (wi->ninflight > 0)
+			pthread_cond_wait(&wi->cond, &wi->lock);
+		if (!wi->retry)
+			break;
+		struct wblock *r = wi->retry;
+		wi->retry = NULL;
+		if (round >= 3) {
+			while (r) {
+				struct wblock *next = r->next;
+				if (!wi->error)
+					wi->error = -EIO;
+				block_free(c, r);
+				r = next;
+			}
+			break;
+		}
+		pthread_mutex_unlock(&wi->lock);
+		client_refresh_chains(c);
+		pthread_mutex_lock(&wi->lock);
+		while (r) {
+			struct wblock *next = r->next;
+			r->next = wi->dirty;
+			wi->dirty = r;
+			r = next;
+		}
+	}
+	int err = wi->error;
+	wi->error = 0;
+	return err;
+}
+
+/* Sends and waits for blocks overlapping [off, off+len) so a read sees this client's
+ * writes. wi->lock held. */
+static void drain_range(struct weft_client *c, struct winode *wi, uint64_t off, uint64_t len)
+{
+	uint64_t su = wi->layout.stripe_unit;
+	uint64_t first = off / su, last = (off + len - 1) / su;
+	bool overlap = false;
+	for (struct wblock *b = wi->dirty; b; b = b->next)
+		overlap |= b->block >= first && b->block <= last;
+	for (struct wblock *b = wi->inflight; b; b = b->next)
+		overlap |= b->block >= first && b->block <= last;
+	if (overlap || wi->retry) {
+		int err = drain(c, wi);
+		if (err && !wi->error)
+			wi->error = err; /* keep it for flush/close */
+	}
+}
+
+ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64_t off)
+{
+	struct weft_client *c = f->c;
+	struct winode *wi = f->wi;
+	if (len == 0)
+		return 0;
+	if (off > (uint64_t)WEFT_FILE_SIZE_MAX || len > (uint64_t)WEFT_FILE_SIZE_MAX - off)
+		return -EFBIG;
+	const uint8_t *src = buf;
+	uint64_t su = wi->layout.stripe_unit;
+	pthread_mutex_lock(&wi->lock);
+	if (wi->error) {
+		int err = wi->error;
+		pthread_mutex_unlock(&wi->lock);
+		return err;
+	}
+	if (wi->ra_len && off < wi->ra_off + wi->ra_len && off + len > wi->ra_off)
+		wi->ra_len = 0; /* the readahead window no longer holds the file's bytes */
+	size_t done = 0;
+	while (done < len) {
+		uint64_t pos = off + done;
+		uint64_t block = pos / su, bstart = block * su;
+		uint32_t n = (uint32_t)(su - (pos - bstart));
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		/* the gathering block of this file block, if the write continues it */
+		struct wblock **pp = &wi->dirty, *b = NULL;
+		int ndirty = 0;
+		for (; *pp; pp = &(*pp)->next, ndirty++) {
+			if ((*pp)->block == block) {
+				b = *pp;
+				break;
+			}
+		}
+		if (b && !(pos >= b->file_off && pos <= b->file_off + b->len)) {
+			*pp = b->next; /* not contiguous: send what it has, start anew */
+			block_submit(c, wi, b);
+			b = NULL;
+		}
+		if (!b) {
+			if (ndirty >= DIRTY_BLOCKS_MAX) {
+				struct wblock *old = wi->dirty;
+				wi->dirty = old->next;
+				block_submit(c, wi, old);
+			}
+			pthread_mutex_unlock(&wi->lock);
+			client_pool_take(c, su);
+			b = calloc(1, sizeof(*b));
+			uint8_t *data = b ? malloc(su) : NULL;
+			pthread_mutex_lock(&wi->lock);
+			if (!data) {
+				free(b);
+				client_pool_give(c, su);
+				pthread_mutex_unlock(&wi->lock);
+				return done ? (ssize_t)done : -ENOMEM;
+			}
+			*b = (struct wblock){.wi = wi, .file_off = pos, .len = 0, .cap = (uint32_t)su,
+					     .block = block, .data = data};
+			b->next = wi->dirty;
+			wi->dirty = b;
+		}
+		memcpy(b->data + (pos - bstart), src + done, n);
+		uint64_t end = pos + n;
+		if (end > b->file_off + b->len)
+			b->len = (uint32_t)(end - b->file_off);
+		if (b->file_off + b->len == bstart + su) {
+			/* the block is complete: send it now */
+			struct wblock **q = &wi->dirty;
+			while (*q != b)
+				q = &(*q)->next;
+			*q = b->next;
+			block_submit(c, wi, b);
+		}
+		done += n;
+	}
+	if (off + len > wi->size)
+		wi->size = off + len;
+	wi->size_dirty = true;
+	wi->mtime_ns = now_ns();
+	pthread_mutex_unlock(&wi->lock);
+	return (ssize_t)len;
+}
+
+/* ---- reads ---- */
+
+ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
+{
+	struct weft_client *c = f->c;
+	struct winode *wi = f->wi;
+	pthread_mutex_lock(&wi->lock);
+	if (off >= wi->size || len == 0) {
+		pthread_mutex_unlock(&wi->lock);
+		return 0;
+	}
+	if (len > wi->size - off)
+		len = (size_t)(wi->size - off);
+	drain_range(c, wi, off, len);
+	uint64_t size = wi->size;
+	/* served from the readahead window? */
+	while (wi->ra_busy)
+		pthread_cond_wait(&wi->cond, &wi->lock);
+	if (wi->ra_len && off >= wi->ra_off && off + len <= wi->ra_off + wi->ra_len) {
+		memcpy(buf, wi->ra_buf + (off - wi->ra_off), len);
+		wi->ra_next = off + len;
+		pthread_mutex_unlock(&wi->lock);
+		return (ssize_t)len;
+	}
+	bool sequential = off == wi->ra_next && c->readahead_units > 0;
+	wi->ra_next = off + len;
+	if (!sequential) {
+		pthread_mutex_unlock(&wi->lock);
+		int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
+		return err ? err : (ssize_t)len;
+	}
+	/* a sequential reader: fetch this read and the next stripe units in parallel */
+	uint64_t want = (uint64_t)c->readahead_units * wi->layout.stripe_unit;
+	if (want < len)
+		want = len;
+	if (want > size - off)
+		want = size - off;
+	if (wi->ra_cap < want) {
+		uint8_t *nb = realloc(wi->ra_buf, want);
+		if (!nb) {
+			pthread_mutex_unlock(&wi->lock);
+			int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
+			return err ? err : (ssize_t)len;
+		}
+		wi->ra_buf = nb;
+		wi->ra_cap = (uint32_t)want;
+	}
+	wi->ra_busy = true;
+	wi->ra_len = 0;
+	uint8_t *win = wi->ra_buf;
+	pthread_mutex_unlock(&wi->lock);
+	int err = data_read_range(c, wi->ino, &wi->layout, off, want, win);
+	pthread_mutex_lock(&wi->lock);
+	wi->ra_busy = false;
+	if (!err) {
+		memcpy(buf, win, len);
+		wi->ra_off = off;
+		wi->ra_len = (uint32_t)want;
+	}
+	pthread_cond_broadcast(&wi->cond);
+	pthread_mutex_unlock(&wi->lock);
+	return err ? err : (ssize_t)len;
+}
+
+/* ---- open, flush, fsync, release ---- */
+
+static int report_size(struct weft_client *c, struct weft_file *f, struct winode *wi)
+{
+	pthread_mutex_lock(&wi->lock);
+	bool dirty = wi->size_dirty;
+	uint64_t size = wi->size;
+	int64_t mtime = wi->mtime_ns;
+	wi->size_dirty = false;
+	pthread_mutex_unlock(&wi->lock);
+	if (!dirty)
+		return 0;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = size, .mtime_ns = mtime};
+	weft_extend_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_EXTEND, &w, NULL, 0, NULL);
+	if (err) {
+		pthread_mutex_lock(&wi->lock);
+		wi->size_dirty = true;
+		pthread_mutex_unlock(&wi->lock);
+	}
+	return err;
+}
+
+int weft_file_flush(struct weft_file *f)
+{
+	struct winode *wi = f->wi;
+	pthread_mutex_lock(&wi->lock);
+	int err = drain(f->c, wi);
+	pthread_mutex_unlock(&wi->lock);
+	int e2 = report_size(f->c, f, wi);
+	return err ? err : e2;
+}
+
+int weft_file_fsync(struct weft_file *f)
+{
+	int err = weft_file_flush(f);
+	if (err)
+		return err;
+	return data_fsync(f->c, f->wi->ino, &f->wi->layout);
+}
+
+int weft_file_release(struct weft_file *f)
+{
+	int err = weft_file_flush(f);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0, .session = f->c->session};
+	weft_release_encode(&w, &m);
+	client_meta_call(f->c, WEFT_OP_RELEASE, &w, NULL, 0, NULL);
+	winode_put(f->c, f->wi);
+	free(f);
+	return err;
+}
+
+uint64_t weft_file_size(struct weft_file *f)
+{
+	pthread_mutex_lock(&f->wi->lock);
+	uint64_t s = f->wi->size;
+	pthread_mutex_unlock(&f->wi->lock);
+	return s;
+}
+
+int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
+		   struct weft_file **out, struct weft_attr *attr)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags,
+				  .session = c->session};
+	weft_open_encode(&w, &m);
+	struct frame *fr;
+	int err = client_meta_call(c, WEFT_OP_OPEN, &w, NULL, 0, &fr);
+	if (err) {
+		frame_free(fr);
+		return err;
+	}
+	struct weft_msg_opened o;
+	err = weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL);
+	frame_free(fr);
+	if (err)
+		return -EIO;
+	if (o.layout.stripe_unit == 0)
+		o.layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	struct weft_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->c = c;
+	f->cred = *cr;
+	f->flags = flags;
+	f->wi = winode_get(c, &o.attr, &o.layout);
+	if (!f->wi) {
+		free(f);
+		return -ENOMEM;
+	}
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(o.attr.mode)) {
+		struct weft_attr in = {.size = 0};
+		err = weft_setattr(c, cr, ino, WEFT_SET_SIZE, &in, &o.attr);
+		if (err) {
+			weft_file_release(f);
+			return err;
+		}
+	}
+	client_fix_size(c, &o.attr);
+	if (attr)
+		*attr = o.attr;
+	*out = f;
+	return 0;
+}
+
+int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
+{
+	struct winode *wi = winode_find(c, ino);
+	if (!wi)
+		return 0;
+	pthread_mutex_lock(&wi->lock);
+	int err = drain(c, wi);
+	wi->size = size;
+	wi->ra_len = 0;
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+	return err;
+}
+
+void client_fix_size(struct weft_client *c, struct weft_attr *a)
+{
+	struct winode *wi = winode_find(c, a->ino);
+	if (!wi)
+		return;
+	pthread_mutex_lock(&wi->lock);
+	if (wi->size_dirty || wi->dirty || wi->inflight) {
+		a->size = wi->size;
+		if (wi->mtime_ns > a->mtime_ns)
+			a->mtime_ns = wi->mtime_ns;
+	}
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+	if (a->size / 512 > a->blocks)
+		a->blocks = (a->size + 511) / 512;
+}

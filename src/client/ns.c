@@ -1,0 +1,419 @@
+/* libweft namespace calls: each encodes one request to meta and decodes its reply. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+static struct weft_str name_of(const char *s)
+{
+	return weft_str_of(s, strlen(s));
+}
+
+/* Names longer than the protocol carries are refused here with the errno Linux gives. */
+static int check_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n > WEFT_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Calls meta and decodes an ENTRY reply (attr + layout). */
+static int call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
+		      struct weft_layout *layout)
+{
+	struct frame *f;
+	int err = client_meta_call(c, op, w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_entry e;
+		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
+			err = -EIO;
+		} else {
+			client_fix_size(c, &e.attr);
+			if (attr)
+				*attr = e.attr;
+			if (layout)
+				*layout = e.layout;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		const char *name, struct weft_attr *attr)
+{
+	int err = check_name(name);
+	if (err)
+		return err;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_lookup m = {.cred = *cr, .parent = parent, .name = name_of(name)};
+	weft_lookup_encode(&w, &m);
+	return call_entry(c, WEFT_OP_LOOKUP, &w, attr, NULL);
+}
+
+static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			  struct weft_attr *attr, struct weft_layout *layout)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	weft_ino_encode(&w, &m);
+	return call_entry(c, WEFT_OP_GETATTR, &w, attr, layout);
+}
+
+int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 struct weft_attr *attr)
+{
+	return getattr_layout(c, cr, ino, attr, NULL);
+}
+
+int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
+{
+	int err;
+	if (valid & WEFT_SET_SIZE) {
+		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
+			return -EFBIG;
+		struct weft_attr cur;
+		struct weft_layout layout;
+		err = getattr_layout(c, cr, ino, &cur, &layout);
+		if (err)
+			return err;
+		if (S_ISDIR(cur.mode))
+			return -EISDIR;
+		if (!S_ISREG(cur.mode))
+			return -EINVAL;
+		/* buffered writes land first; then objects shrink before meta records the
+		 * size, so a crash in between never exposes stale bytes past the new end */
+		err = file_truncate_local(c, ino, cur.size);
+		if (err)
+			return err;
+		if (in->size < cur.size && layout.stripe_unit) {
+			err = data_truncate(c, ino, &layout, in->size);
+			if (err)
+				return err;
+		}
+	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_setattr m = {.cred = *cr, .ino = ino, .valid = valid, .mode = in->mode,
+				     .uid = in->uid, .gid = in->gid, .size = in->size,
+				     .atime_ns = in->atime_ns, .mtime_ns = in->mtime_ns,
+				     .ctime_ns = in->ctime_ns};
+	weft_setattr_encode(&w, &m);
+	struct frame *f;
+	err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_attr a;
+		if (weft_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {
+			err = -EIO;
+		} else {
+			if (valid & WEFT_SET_SIZE)
+				file_truncate_local(c, ino, a.attr.size);
+			client_fix_size(c, &a.attr);
+			if (out)
+				*out = a.attr;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+static int create_like(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
+		       uint64_t parent, const char *name, uint32_t mode, uint32_t rdev,
+		       uint32_t flags, struct weft_attr *attr)
+{
+	int err = check_name(name);
+	if (err)
+		return err;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_create m = {.cred = *cr, .parent = parent, .name = name_of(name),
+				    .mode = mode, .rdev = rdev, .flags = flags};
+	weft_create_encode(&w, &m);
+	return call_entry(c, op, &w, attr, NULL);
+}
+
+int weft_mknod(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+	       const char *name, uint32_t mode, uint32_t rdev, bool excl, struct weft_attr *attr)
+{
+	return create_like(c, WEFT_OP_CREATE, cr, parent, name, mode, rdev,
+			   excl ? WEFT_CREATE_EXCL : 0, attr);
+}
+
+int weft_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+	       const char *name, uint32_t mode, struct weft_attr *attr)
+{
+	return create_like(c, WEFT_OP_MKDIR, cr, parent, name, (mode & 07777) | S_IFDIR, 0,
+			   WEFT_CREATE_EXCL, attr);
+}
+
+static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
+		   uint64_t parent, const char *name)
+{
+	int err = check_name(name);
+	if (err)
+		return err;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
+	weft_name_encode(&w, &m);
+	return client_meta_call(c, op, &w, NULL, 0, NULL);
+}
+
+int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		const char *name)
+{
+	return name_op(c, WEFT_OP_UNLINK, cr, parent, name);
+}
+
+int weft_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+	       const char *name)
+{
+	return name_op(c, WEFT_OP_RMDIR, cr, parent, name);
+}
+
+int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		const char *name, uint64_t newparent, const char *newname, uint32_t flags)
+{
+	int err = check_name(name);
+	if (!err)
+		err = check_name(newname);
+	if (err)
+		return err;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_rename m = {.cred = *cr, .parent = parent, .name = name_of(name),
+				    .newparent = newparent, .newname = name_of(newname),
+				    .flags = flags};
+	weft_rename_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
+}
+
+int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+	      uint64_t newparent, const char *newname, struct weft_attr *attr)
+{
+	int err = check_name(newname);
+	if (err)
+		return err;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_link m = {.cred = *cr, .ino = ino, .newparent = newparent,
+				  .newname = name_of(newname)};
+	weft_link_encode(&w, &m);
+	return call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
+}
+
+int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		 const char *name, const char *target, struct weft_attr *attr)
+{
+	int err = check_name(name);
+	if (err)
+		return err;
+	if (strlen(target) >= WEFT_PATH_MAX)
+		return -ENAMETOOLONG;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_symlink m = {.cred = *cr, .parent = parent, .name = name_of(name),
+				     .target = name_of(target)};
+	weft_symlink_encode(&w, &m);
+	return call_entry(c, WEFT_OP_SYMLINK, &w, attr, NULL);
+}
+
+int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, char *buf,
+		  size_t cap)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	weft_ino_encode(&w, &m);
+	struct frame *f;
+	int err = client_meta_call(c, WEFT_OP_READLINK, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_path p;
+		if (weft_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
+			err = -EIO;
+		else
+			err = weft_str_copy(buf, cap, p.path);
+	}
+	frame_free(f);
+	return err;
+}
+
+int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 uint64_t cookie, bool plus, size_t max_bytes,
+		 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
+{
+	for (;;) {
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
+					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
+					     .plus = plus};
+		weft_readdir_encode(&w, &m);
+		struct frame *f;
+		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
+		if (err) {
+			frame_free(f);
+			return err;
+		}
+		struct weft_msg_dirlist dl;
+		if (weft_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
+			frame_free(f);
+			return -EIO;
+		}
+		struct rbuf r;
+		rbuf_init(&r, f->bulk, f->h.bulk_len);
+		struct weft_dirent d;
+		int rc, stop = 0;
+		uint32_t n = 0;
+		while (!stop && (rc = weft_dirent_next(&r, &d)) == 0) {
+			char name[WEFT_NAME_MAX + 1];
+			weft_str_copy(name, sizeof(name), d.name);
+			if (d.has_attr)
+				client_fix_size(c, &d.attr);
+			struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
+						    .type = d.type, .next_cookie = d.next_cookie,
+						    .attr = d.has_attr ? &d.attr : NULL};
+			cookie = d.next_cookie;
+			stop = fn(arg, &o);
+			n++;
+		}
+		frame_free(f);
+		if (rc < 0)
+			return -EIO;
+		if (stop || dl.eof || n == 0)
+			return 0;
+	}
+}
+
+int weft_statfs(struct weft_client *c, struct weft_statfs *st)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct frame *f;
+	int err = client_meta_call(c, WEFT_OP_STATFS, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_statfs_reply s;
+		if (weft_statfs_reply_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+			err = -EIO;
+		} else {
+			*st = (struct weft_statfs){.blocks = s.blocks, .bfree = s.bfree,
+						   .bavail = s.bavail, .files = s.files,
+						   .ffree = s.ffree, .bsize = s.bsize,
+						   .namemax = s.namemax};
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+static ssize_t xattr_call(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
+			  uint64_t ino, const char *name, const void *value, size_t size,
+			  uint32_t flags, void *out, size_t cap)
+{
+	if (name && strlen(name) > WEFT_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (value && size > WEFT_XATTR_SIZE_MAX)
+		return -E2BIG;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_xattr m = {.cred = *cr, .ino = ino, .name = name_of(name ? name : ""),
+				   .flags = flags, .size = (uint32_t)(out ? cap : size)};
+	weft_xattr_encode(&w, &m);
+	struct iovec v = {(void *)value, size};
+	struct frame *f;
+	int err = client_meta_call(c, op, &w, value ? &v : NULL, value ? 1 : 0, &f);
+	ssize_t rc = err;
+	if (err == 0 && out) {
+		struct weft_msg_size s;
+		if (weft_size_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+			rc = -EIO;
+		} else if (cap == 0) {
+			rc = s.size;
+		} else if (s.size > cap || f->h.bulk_len != s.size) {
+			rc = -ERANGE;
+		} else {
+			memcpy(out, f->bulk, s.size);
+			rc = s.size;
+		}
+	}
+	frame_free(f);
+	return rc;
+}
+
+int weft_setxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		  const char *name, const void *value, size_t size, uint32_t flags)
+{
+	static const char empty;
+	return (int)xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
+			       flags, NULL, 0);
+}
+
+ssize_t weft_getxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		      const char *name, void *buf, size_t cap)
+{
+	static char dummy;
+	return xattr_call(c, WEFT_OP_GETXATTR, cr, ino, name, NULL, 0, 0, cap ? buf : &dummy, cap);
+}
+
+ssize_t weft_listxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		       void *buf, size_t cap)
+{
+	static char dummy;
+	return xattr_call(c, WEFT_OP_LISTXATTR, cr, ino, NULL, NULL, 0, 0, cap ? buf : &dummy, cap);
+}
+
+int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		     const char *name)
+{
+	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
+}
+
+int weft_access(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, uint32_t mask)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_access m = {.cred = *cr, .ino = ino, .mask = mask};
+	weft_access_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_ACCESS, &w, NULL, 0, NULL);
+}
+
+int weft_getstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		   struct weft_layout *l, bool *is_default)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	weft_ino_encode(&w, &m);
+	struct frame *f;
+	int err = client_meta_call(c, WEFT_OP_GETSTRIPE, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_layout lm;
+		if (weft_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
+			err = -EIO;
+		} else {
+			*l = lm.layout;
+			if (is_default)
+				*is_default = lm.is_default;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+int weft_setstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		   const struct weft_layout *l)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_setstripe m = {.cred = *cr, .ino = ino, .layout = *l};
+	weft_setstripe_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_SETSTRIPE, &w, NULL, 0, NULL);
+}

@@ -1,0 +1,298 @@
+/* libweft session: connecting to meta, the session and its heartbeats, the chain tables
+ * and the connections to stores, the pagepool budget. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
+		     const struct iovec *bulk, int nbulk, struct frame **reply)
+{
+	return rpc_call(c->meta, op, payload, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+}
+
+static struct store_ep *find_store(struct weft_client *c, uint32_t target)
+{
+	for (size_t i = 0; i < c->nstores; i++)
+		if (c->stores[i].target == target)
+			return &c->stores[i];
+	return NULL;
+}
+
+int client_refresh_chains(struct weft_client *c)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_chains_get m = {.known_version = 0};
+	weft_chains_get_encode(&w, &m);
+	struct frame *f;
+	int err = client_meta_call(c, WEFT_OP_CHAINS_GET, &w, NULL, 0, &f);
+	if (err) {
+		frame_free(f);
+		return err;
+	}
+	struct meta_chain_set set;
+	struct rbuf r;
+	rbuf_init(&r, f->bulk, f->h.bulk_len);
+	err = meta_chain_set_decode(&r, &set);
+	frame_free(f);
+	if (err) {
+		log_warn("chain tables from meta: %s", r.why ? r.why : weft_strerror(err));
+		return err;
+	}
+	pthread_rwlock_wrlock(&c->chains_lock);
+	/* keep connections to targets whose address did not change */
+	struct store_ep *eps = calloc(set.ntargets ? set.ntargets : 1, sizeof(*eps));
+	if (!eps) {
+		pthread_rwlock_unlock(&c->chains_lock);
+		meta_chain_set_free(&set);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < set.ntargets; i++) {
+		eps[i].target = set.targets[i].id;
+		snprintf(eps[i].addr, sizeof(eps[i].addr), "%s", set.targets[i].addr);
+		struct store_ep *old = find_store(c, eps[i].target);
+		if (old && strcmp(old->addr, eps[i].addr) == 0) {
+			eps[i].rpc = old->rpc;
+			old->rpc = NULL;
+		}
+	}
+	for (size_t i = 0; i < c->nstores; i++)
+		rpc_free(c->stores[i].rpc);
+	free(c->stores);
+	c->stores = eps;
+	c->nstores = set.ntargets;
+	meta_chain_set_free(&c->chains);
+	c->chains = set;
+	atomic_store(&c->chains_stale, false);
+	pthread_rwlock_unlock(&c->chains_lock);
+	return 0;
+}
+
+int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
+{
+	if (atomic_load(&c->chains_stale))
+		client_refresh_chains(c);
+	pthread_rwlock_rdlock(&c->chains_lock);
+	const struct meta_chain *ch = meta_chain_set_get(&c->chains, replicas, id);
+	if (ch)
+		*out = *ch;
+	pthread_rwlock_unlock(&c->chains_lock);
+	return ch ? 0 : -ESTALE;
+}
+
+int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
+{
+	pthread_rwlock_wrlock(&c->chains_lock);
+	struct store_ep *ep = find_store(c, target);
+	if (!ep) {
+		pthread_rwlock_unlock(&c->chains_lock);
+		return -ENXIO;
+	}
+	if (!ep->rpc) {
+		struct rpc_params p = {.loop = c->loop, .key = &c->key, .addr = ep->addr,
+				       .role = WEFT_ROLE_CLIENT, .name = c->node,
+				       .connect_timeout_ms = 3000};
+		int err = rpc_new(&p, &ep->rpc);
+		if (err) {
+			pthread_rwlock_unlock(&c->chains_lock);
+			return err;
+		}
+	}
+	struct rpc *r = ep->rpc;
+	pthread_rwlock_unlock(&c->chains_lock);
+	/* rpc objects live until the next refresh swaps them out; refresh runs under the
+	 * write lock and keeps the rpc when the address is unchanged. */
+	return rpc_conn(r, out);
+}
+
+void client_pool_take(struct weft_client *c, uint64_t bytes)
+{
+	pthread_mutex_lock(&c->pool_lock);
+	while (c->pool_used && c->pool_used + bytes > c->pool_max)
+		pthread_cond_wait(&c->pool_cond, &c->pool_lock);
+	c->pool_used += bytes;
+	pthread_mutex_unlock(&c->pool_lock);
+}
+
+void client_pool_give(struct weft_client *c, uint64_t bytes)
+{
+	pthread_mutex_lock(&c->pool_lock);
+	c->pool_used -= bytes;
+	pthread_cond_broadcast(&c->pool_cond);
+	pthread_mutex_unlock(&c->pool_lock);
+}
+
+static int open_session(struct weft_client *c)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_open m = {.node = weft_str_of(c->node, strlen(c->node))};
+	weft_session_open_encode(&w, &m);
+	struct frame *f;
+	int err = client_meta_call(c, WEFT_OP_SESSION_OPEN, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_session s;
+		err = weft_session_decode(f->payload, f->h.payload_len, &s, NULL);
+		if (err == 0) {
+			c->session = s.session;
+			c->lease_ms = s.lease_ms ? s.lease_ms : 10000;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+static void *beat_main(void *arg)
+{
+	struct weft_client *c = arg;
+	pthread_mutex_lock(&c->beat_lock);
+	while (!c->stopping) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
+		dl.tv_sec += period / 1000;
+		dl.tv_nsec += (long)(period % 1000) * 1000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->beat_cond, &c->beat_lock, &dl);
+		if (c->stopping)
+			break;
+		pthread_mutex_unlock(&c->beat_lock);
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_session_id m = {.session = c->session};
+		weft_session_id_encode(&w, &m);
+		int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL);
+		if (err == -ENOENT || err == -ESTALE) {
+			log_warn("session %llu expired at meta; opening a new one",
+				 (unsigned long long)c->session);
+			open_session(c);
+		} else if (err) {
+			log_debug("session heartbeat: %s", weft_strerror(err));
+		}
+		if (atomic_load(&c->chains_stale))
+			client_refresh_chains(c);
+		pthread_mutex_lock(&c->beat_lock);
+	}
+	pthread_mutex_unlock(&c->beat_lock);
+	return NULL;
+}
+
+int weft_client_open(const struct weft_client_opts *o, struct weft_client **out, char *errbuf,
+		     size_t errlen)
+{
+	char tmp[512];
+	if (!errbuf) {
+		errbuf = tmp;
+		errlen = sizeof(tmp);
+	}
+	struct weft_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	int err = auth_key_load(o->key_file, &c->key, errbuf, errlen);
+	if (err)
+		goto fail_free;
+	if (o->node_name)
+		snprintf(c->node, sizeof(c->node), "%s", o->node_name);
+	else
+		gethostname(c->node, sizeof(c->node) - 1);
+	c->checksums = !o->checksums_off;
+	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
+	c->readahead_units = o->readahead_units ? o->readahead_units : 8;
+	pthread_rwlock_init(&c->chains_lock, NULL);
+	pthread_mutex_init(&c->pool_lock, NULL);
+	pthread_cond_init(&c->pool_cond, NULL);
+	pthread_mutex_init(&c->inodes_lock, NULL);
+	pthread_mutex_init(&c->beat_lock, NULL);
+	pthread_cond_init(&c->beat_cond, NULL);
+	c->inodes_cap = 1024;
+	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
+	err = loop_new(&c->loop);
+	if (err || !c->inodes) {
+		snprintf(errbuf, errlen, "out of memory");
+		err = -ENOMEM;
+		goto fail_free;
+	}
+	err = loop_start(c->loop);
+	if (err) {
+		snprintf(errbuf, errlen, "cannot start event loop: %s", strerror(-err));
+		goto fail_loop;
+	}
+	struct rpc_params rp = {.loop = c->loop, .key = &c->key, .addr = o->meta_addr,
+				.default_port = 7070, .role = WEFT_ROLE_CLIENT, .name = c->node};
+	err = rpc_new(&rp, &c->meta);
+	if (err) {
+		snprintf(errbuf, errlen, "meta address %s: not HOST:PORT", o->meta_addr);
+		goto fail_loop;
+	}
+	err = open_session(c);
+	if (err) {
+		snprintf(errbuf, errlen, "meta %s: %s", o->meta_addr, weft_strerror(err));
+		goto fail_rpc;
+	}
+	err = client_refresh_chains(c);
+	if (err) {
+		snprintf(errbuf, errlen, "chain tables from meta %s: %s", o->meta_addr,
+			 weft_strerror(err));
+		goto fail_rpc;
+	}
+	err = pthread_create(&c->beat_thread, NULL, beat_main, c);
+	if (err) {
+		err = -err;
+		snprintf(errbuf, errlen, "cannot start heartbeat thread");
+		goto fail_rpc;
+	}
+	*out = c;
+	return 0;
+fail_rpc:
+	rpc_free(c->meta);
+fail_loop:
+	loop_free(c->loop);
+fail_free:
+	free(c->inodes);
+	free(c);
+	return err;
+}
+
+void weft_client_close(struct weft_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->beat_lock);
+	c->stopping = true;
+	pthread_cond_signal(&c->beat_cond);
+	pthread_mutex_unlock(&c->beat_lock);
+	pthread_join(c->beat_thread, NULL);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = c->session};
+	weft_session_id_encode(&w, &m);
+	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
+	for (size_t i = 0; i < c->nstores; i++)
+		rpc_free(c->stores[i].rpc);
+	free(c->stores);
+	rpc_free(c->meta);
+	loop_free(c->loop);
+	meta_chain_set_free(&c->chains);
+	free(c->inodes);
+	pthread_rwlock_destroy(&c->chains_lock);
+	free(c);
+}
+
+void weft_client_stats(struct weft_client *c, struct weft_client_stats *st)
+{
+	st->bytes_read = atomic_load(&c->bytes_read);
+	st->bytes_written = atomic_load(&c->bytes_written);
+	st->ops_read = atomic_load(&c->ops_read);
+	st->ops_written = atomic_load(&c->ops_written);
+	st->checksum_retries = atomic_load(&c->checksum_retries);
+}

@@ -1,0 +1,790 @@
+/* weft mount: FUSE low-level operations mapped onto libweft.
+ *
+ * DESIGN: libfuse's multithreaded loop calls these handlers from its worker threads; each
+ * handler makes blocking libweft calls (libweft's own loop thread carries the network).
+ * FUSE inode numbers are weft inode numbers (the root is 1 in both), so no table is
+ * kept here and forget is a no-op. Attributes and entries may be cached by the kernel
+ * for attr_timeout seconds; file data is cached by the kernel's page cache while a file
+ * is open and dropped at open (keep_cache off), which gives close-to-open consistency
+ * between mounts. Every request runs with the caller's uid, gid, umask and groups, and
+ * meta checks permissions. */
+#define FUSE_USE_VERSION 312
+
+#include "mount/mount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proto/proto.h"
+#include "weft/client.h"
+#include "weft/err.h"
+
+static struct weft_client *wc;
+static double attr_timeout = 1.0;
+static bool read_only;
+
+/* ---- credentials ---- */
+
+/* Supplementary groups cost a read of /proc/PID/status per request; cache them per pid
+ * for a second. */
+#define GCACHE 64
+static struct {
+	pid_t pid;
+	time_t at;
+	uint32_t n;
+	uint32_t groups[WEFT_GROUPS_MAX];
+} gcache[GCACHE];
+static pthread_mutex_t gcache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cred_of(fuse_req_t req, struct weft_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = ctx->uid;
+	cr->gid = ctx->gid;
+	cr->umask = ctx->umask;
+	if (ctx->uid == 0)
+		return;
+	time_t now = time(NULL);
+	unsigned slot = (unsigned)ctx->pid % GCACHE;
+	pthread_mutex_lock(&gcache_lock);
+	if (gcache[slot].pid == ctx->pid && gcache[slot].at == now) {
+		cr->ngroups = gcache[slot].n;
+		memcpy(cr->groups, gcache[slot].groups, sizeof(cr->groups));
+		pthread_mutex_unlock(&gcache_lock);
+		return;
+	}
+	pthread_mutex_unlock(&gcache_lock);
+	gid_t g[WEFT_GROUPS_MAX];
+	int n = fuse_req_getgroups(req, WEFT_GROUPS_MAX, g);
+	if (n > WEFT_GROUPS_MAX)
+		n = WEFT_GROUPS_MAX;
+	for (int i = 0; i < n; i++)
+		cr->groups[i] = g[i];
+	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+	pthread_mutex_lock(&gcache_lock);
+	gcache[slot].pid = ctx->pid;
+	gcache[slot].at = now;
+	gcache[slot].n = cr->ngroups;
+	memcpy(gcache[slot].groups, cr->groups, sizeof(cr->groups));
+	pthread_mutex_unlock(&gcache_lock);
+}
+
+/* ---- conversions ---- */
+
+static void to_stat(const struct weft_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = a->blksize ? a->blksize : 1 << 20;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_atim.tv_sec = a->atime_ns / 1000000000;
+	st->st_atim.tv_nsec = a->atime_ns % 1000000000;
+	st->st_mtim.tv_sec = a->mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = a->mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = a->ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
+}
+
+static void fill_entry(const struct weft_attr *a, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = a->ino;
+	e->generation = a->gen;
+	e->attr_timeout = attr_timeout;
+	e->entry_timeout = attr_timeout;
+	to_stat(a, &e->attr);
+}
+
+/* weft errors become the errno an application understands */
+static int sys_err(int err)
+{
+	if (err >= 0)
+		return 0;
+	if (-err >= WEFT_ERR_BASE)
+		return EIO;
+	return -err;
+}
+
+static void reply_entry(fuse_req_t req, int err, const struct weft_attr *a)
+{
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct fuse_entry_param e;
+	fill_entry(a, &e);
+	fuse_reply_entry(req, &e);
+}
+
+#define CHECK_RW(req) \
+	do { \
+		if (read_only) { \
+			fuse_reply_err(req, EROFS); \
+			return; \
+		} \
+	} while (0)
+
+/* ---- operations ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	conn->max_write = 1u << 20;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u",
+		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_read,
+		 conn->max_readahead);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	int err = weft_lookup(wc, &cr, parent, name, &a);
+	if (err == -ENOENT) {
+		/* a negative entry the kernel may cache for attr_timeout */
+		struct fuse_entry_param e = {.ino = 0, .entry_timeout = attr_timeout};
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry(req, err, &a);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	int err = weft_getattr(wc, &cr, ino, &a);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct stat st;
+	to_stat(&a, &st);
+	fuse_reply_attr(req, &st, attr_timeout);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
+		       struct fuse_file_info *fi)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	uint32_t valid = 0;
+	struct weft_attr in = {0}, out;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		valid |= WEFT_SET_MODE;
+		in.mode = st->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		valid |= WEFT_SET_UID;
+		in.uid = st->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		valid |= WEFT_SET_GID;
+		in.gid = st->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		valid |= WEFT_SET_SIZE;
+		in.size = (uint64_t)st->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		valid |= WEFT_SET_ATIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME) {
+		valid |= WEFT_SET_ATIME;
+		in.atime_ns = (int64_t)st->st_atim.tv_sec * 1000000000 + st->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		valid |= WEFT_SET_MTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME) {
+		valid |= WEFT_SET_MTIME;
+		in.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		valid |= WEFT_SET_CTIME;
+		in.ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	}
+	int err = weft_setattr(wc, &cr, ino, valid, &in, &out);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct stat o;
+	to_stat(&out, &o);
+	fuse_reply_attr(req, &o, attr_timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct weft_cred cr;
+	char buf[WEFT_PATH_MAX];
+	cred_of(req, &cr);
+	int err = weft_readlink(wc, &cr, ino, buf, sizeof(buf));
+	if (err)
+		fuse_reply_err(req, sys_err(err));
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	int err = weft_mknod(wc, &cr, parent, name, mode, (uint32_t)rdev, true, &a);
+	reply_entry(req, err, &a);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	reply_entry(req, weft_mkdir(wc, &cr, parent, name, mode, &a), &a);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_unlink(wc, &cr, parent, name)));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_rmdir(wc, &cr, parent, name)));
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	reply_entry(req, weft_symlink(wc, &cr, parent, name, link, &a), &a);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_rename(wc, &cr, parent, name, newparent, newname, flags)));
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	reply_entry(req, weft_link(wc, &cr, ino, newparent, newname, &a), &a);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (read_only && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	struct weft_cred cr;
+	struct weft_file *f;
+	cred_of(req, &cr);
+	int err = weft_file_open(wc, &cr, ino, fi->flags, &f, NULL);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = 0; /* close-to-open: another mount may have changed the file */
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		weft_file_release(f); /* the opener was interrupted */
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	struct weft_attr a;
+	struct weft_file *f;
+	cred_of(req, &cr);
+	int err = weft_mknod(wc, &cr, parent, name, (mode & 07777) | S_IFREG, 0,
+			     (fi->flags & O_EXCL) != 0, &a);
+	if (!err)
+		err = weft_file_open(wc, &cr, a.ino, fi->flags & ~O_TRUNC & ~O_CREAT & ~O_EXCL, &f, &a);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	struct fuse_entry_param e;
+	fill_entry(&a, &e);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		weft_file_release(f);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	char *buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = weft_file_read(f, buf, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, sys_err((int)n));
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	ssize_t n = weft_file_write(f, buf, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, sys_err((int)n));
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	fuse_reply_err(req, sys_err(weft_file_flush(f)));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	int err = weft_file_release(f);
+	if (err)
+		log_warn("release of inode %llu: %s (reported at close)", (unsigned long long)ino,
+			 weft_strerror(err));
+	fuse_reply_err(req, sys_err(err));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	fuse_reply_err(req, sys_err(weft_file_fsync(f)));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	CHECK_RW(req);
+	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+		fuse_reply_err(req, EOPNOTSUPP); /* no hole punching or zero ranges */
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	if (end > (uint64_t)WEFT_FILE_SIZE_MAX) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	int err = 0;
+	/* space is not reserved ahead (objects grow as they are written); without
+	 * KEEP_SIZE the file grows, as posix_fallocate promises */
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > weft_file_size(f)) {
+		struct weft_cred cr;
+		cred_of(req, &cr);
+		struct weft_attr in = {.size = end}, out;
+		err = weft_setattr(wc, &cr, ino, WEFT_SET_SIZE, &in, &out);
+	}
+	fuse_reply_err(req, sys_err(err));
+}
+
+/* Directory handles keep the last batch of entries fetched from meta, so successive
+ * readdir calls of one listing cost one round trip per 64 KiB of entries. */
+struct dent {
+	char *name;
+	uint64_t ino, next;
+	uint8_t type;
+	bool has_attr;
+	struct weft_attr attr;
+};
+
+struct dirh {
+	pthread_mutex_t lock;
+	struct dent *ents;
+	size_t n, cap;
+	uint64_t from;     /* cookie the batch started at */
+	bool eof;
+	bool plus;
+};
+
+static void dirh_clear(struct dirh *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	d->n = 0;
+}
+
+static int collect(void *arg, const struct weft_dirent_out *o)
+{
+	struct dirh *d = arg;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct dent *n = realloc(d->ents, cap * sizeof(*n));
+		if (!n)
+			return 1;
+		d->ents = n;
+		d->cap = cap;
+	}
+	struct dent *e = &d->ents[d->n];
+	e->name = strndup(o->name, o->namelen);
+	if (!e->name)
+		return 1;
+	e->ino = o->ino;
+	e->next = o->next_cookie;
+	e->type = o->type;
+	e->has_attr = o->attr != NULL;
+	if (o->attr)
+		e->attr = *o->attr;
+	d->n++;
+	return d->n >= 512; /* one batch */
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct weft_cred cr;
+	struct weft_attr a;
+	cred_of(req, &cr);
+	int err = weft_getattr(wc, &cr, ino, &a);
+	if (!err && !S_ISDIR(a.mode))
+		err = -ENOTDIR;
+	if (!err)
+		err = weft_access(wc, &cr, ino, R_OK);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct dirh *d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	d->from = UINT64_MAX;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t used = 0;
+	pthread_mutex_lock(&d->lock);
+	uint64_t cookie = (uint64_t)off;
+	for (;;) {
+		/* find cookie in the cached batch: at its start or after one of its entries */
+		size_t i = SIZE_MAX;
+		if (d->plus == plus && d->from != UINT64_MAX) {
+			if (cookie == d->from)
+				i = 0;
+			for (size_t k = 0; k < d->n && i == SIZE_MAX; k++)
+				if (d->ents[k].next == cookie)
+					i = k + 1;
+		}
+		if (i == SIZE_MAX || (i == d->n && !d->eof)) {
+			dirh_clear(d);
+			d->from = cookie;
+			d->plus = plus;
+			d->eof = false;
+			int err = weft_readdir(wc, &cr, ino, cookie, plus, 65536, collect, d);
+			if (err) {
+				d->from = UINT64_MAX;
+				pthread_mutex_unlock(&d->lock);
+				free(buf);
+				fuse_reply_err(req, sys_err(err));
+				return;
+			}
+			d->eof = d->n < 512;
+			i = 0;
+		}
+		bool full = false;
+		for (; i < d->n; i++) {
+			struct dent *e = &d->ents[i];
+			size_t need;
+			if (plus) {
+				struct fuse_entry_param ep;
+				if (e->has_attr) {
+					fill_entry(&e->attr, &ep);
+				} else {
+					memset(&ep, 0, sizeof(ep));
+					ep.attr.st_ino = e->ino;
+					ep.attr.st_mode = (mode_t)e->type << 12;
+				}
+				need = fuse_add_direntry_plus(req, buf + used, size - used, e->name, &ep,
+							      (off_t)e->next);
+			} else {
+				struct stat st = {.st_ino = e->ino, .st_mode = (mode_t)e->type << 12};
+				need = fuse_add_direntry(req, buf + used, size - used, e->name, &st,
+							 (off_t)e->next);
+			}
+			if (need > size - used) {
+				full = true;
+				break;
+			}
+			used += need;
+			cookie = e->next;
+		}
+		if (full || d->eof || d->n == 0)
+			break;
+	}
+	pthread_mutex_unlock(&d->lock);
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	dirh_clear(d);
+	free(d->ents);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0); /* every namespace change is durable at meta before its reply */
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct weft_statfs s;
+	int err = weft_statfs(wc, &s);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct statvfs st = {.f_bsize = s.bsize, .f_frsize = s.bsize, .f_blocks = s.blocks,
+			     .f_bfree = s.bfree, .f_bavail = s.bavail, .f_files = s.files,
+			     .f_ffree = s.ffree, .f_favail = s.ffree, .f_namemax = s.namemax};
+	fuse_reply_statfs(req, &st);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_setxattr(wc, &cr, ino, name, value, size, (uint32_t)flags)));
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n = weft_getxattr(wc, &cr, ino, name, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, sys_err((int)n));
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n = weft_listxattr(wc, &cr, ino, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, sys_err((int)n));
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	CHECK_RW(req);
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_removexattr(wc, &cr, ino, name)));
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	if (read_only && (mask & W_OK)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_access(wc, &cr, ino, (uint32_t)mask)));
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.access = op_access,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};
+
+/* Raises the kernel's read-ahead for this mount (root only; best effort). */
+static void set_readahead(const char *mnt, uint32_t kb)
+{
+	struct stat st;
+	if (!kb || stat(mnt, &st) < 0)
+		return;
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
+		 minor(st.st_dev));
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		log_debug("cannot set %s: %s", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "%u\n", kb);
+	fclose(f);
+}
+
+int mount_run(const struct mount_opts *o, void (*ready)(int status))
+{
+	char err[512];
+	attr_timeout = o->attr_timeout;
+	read_only = o->read_only;
+	struct weft_client_opts co = {.meta_addr = o->meta, .key_file = o->key_file,
+				      .node_name = o->node_name, .pagepool = o->pagepool,
+				      .checksums_off = o->checksums_off};
+	int rc = weft_client_open(&co, &wc, err, sizeof(err));
+	if (rc) {
+		log_error("mount %s: %s", o->mountpoint, err);
+		ready(1);
+		return 1;
+	}
+	char fsname[128], opts[1024];
+	snprintf(fsname, sizeof(fsname), "-ofsname=weft:%s,subtype=weft", o->meta);
+	snprintf(opts, sizeof(opts), "-o%s%s%s%s", o->read_only ? "ro" : "rw",
+		 o->allow_other ? ",allow_other" : "", o->fuse_opts ? "," : "",
+		 o->fuse_opts ? o->fuse_opts : "");
+	char *argv[] = {"weft", fsname, opts, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	if (!se) {
+		log_error("mount %s: cannot create FUSE session (options %s)", o->mountpoint, opts + 2);
+		weft_client_close(wc);
+		ready(1);
+		return 1;
+	}
+	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o->mountpoint) != 0) {
+		log_error("mount %s: FUSE mount failed (is it a directory? is /dev/fuse there?)",
+			  o->mountpoint);
+		fuse_session_destroy(se);
+		weft_client_close(wc);
+		ready(1);
+		return 1;
+	}
+	set_readahead(o->mountpoint, o->readahead_kb);
+	log_info("mounted weft from %s at %s", o->meta, o->mountpoint);
+	ready(0);
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(cfg, 64);
+	fuse_loop_cfg_set_idle_threads(cfg, 16);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	weft_client_close(wc);
+	log_info("unmounted %s", o->mountpoint);
+	return rc ? 1 : 0;
+}

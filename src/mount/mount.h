@@ -1,0 +1,27 @@
+/* weft mount: the FUSE low-level adapter over libweft. */
+#ifndef WEFT_MOUNT_H
+#define WEFT_MOUNT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mount_opts {
+	const char *meta;         /* HOST:PORT */
+	const char *mountpoint;
+	const char *key_file;
+	const char *node_name;
+	uint64_t pagepool;        /* 0: default */
+	bool checksums_off;
+	bool read_only;
+	bool allow_other;
+	double attr_timeout;      /* seconds the kernel may cache attributes and entries */
+	uint32_t readahead_kb;    /* kernel read-ahead of the mount (bdi read_ahead_kb) */
+	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
+};
+
+/* Connects, mounts and serves until unmounted or signalled (SIGTERM/SIGINT unmount).
+ * ready(status) is called once the mount is live (status 0) or failed. Returns 0 or an
+ * exit status; prints a one-line reason on failure. */
+int mount_run(const struct mount_opts *o, void (*ready)(int status));
+
+#endif
