@@ -12,6 +12,8 @@ ALLOWED_ERRORS=${ALLOWED_ERRORS:-}
 
 cleanup() {
 	local rc=$?
+	# a test may define pre_cleanup (unmount, stop a cluster) to run first
+	if declare -F pre_cleanup >/dev/null; then pre_cleanup || true; fi
 	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
 	if [ $rc -ne 0 ]; then

@@ -1,0 +1,248 @@
+/* weft setstripe / getstripe PATH: a directory's default layout or a file's layout, as
+ * lfs setstripe/getstripe show them. PATH is on a weft mount; meta is found from the
+ * mount (its source is weft:HOST:PORT) unless --meta or --dir says otherwise. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/cluster.h"
+#include "common/log.h"
+#include "common/rpc.h"
+#include "weft/err.h"
+
+/* meta's address from the weft mount holding path. */
+static int meta_of_path(const char *path, char *out, size_t cap)
+{
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return -errno;
+	FILE *f = fopen("/proc/self/mounts", "r");
+	if (!f)
+		return -errno;
+	char line[4096];
+	size_t best = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char dev[1024], dir[PATH_MAX], type[64];
+		if (sscanf(line, "%1023s %4095s %63s", dev, dir, type) != 3 ||
+		    strcmp(type, "fuse.weft") != 0 || strncmp(dev, "weft:", 5) != 0)
+			continue;
+		size_t n = strlen(dir);
+		if (strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1) &&
+		    n >= best) {
+			if (strlen(dev + 5) >= cap)
+				continue;
+			best = n;
+			memcpy(out, dev + 5, strlen(dev + 5) + 1);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -ENOENT;
+}
+
+struct stripe_args {
+	struct cluster_opts co;
+	uint64_t unit;
+	long count, replicas;
+	const char *path;
+};
+
+static int parse(const char *verb, int argc, char **argv, struct stripe_args *a, bool set)
+{
+	static const struct option opts[] = {
+		{"stripe-unit", required_argument, NULL, 'u'}, {"stripe-count", required_argument, NULL, 'c'},
+		{"replicas", required_argument, NULL, 'r'}, {"key", required_argument, NULL, 'k'},
+		{"meta", required_argument, NULL, 'm'}, {"dir", required_argument, NULL, 'd'}, {0}};
+	int ch;
+	opterr = 0;
+	a->count = a->replicas = -1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'u':
+			if (!set || cli_parse_size(optarg, &a->unit) || a->unit < WEFT_STRIPE_UNIT_MIN ||
+			    a->unit > WEFT_STRIPE_UNIT_MAX || (a->unit & (a->unit - 1)))
+				return cli_usage_error(verb, "--stripe-unit %s: a power of two from 64K to 16M", optarg);
+			break;
+		case 'c':
+			a->count = strtol(optarg, NULL, 10);
+			if (!set || a->count < 0 || a->count > 65536)
+				return cli_usage_error(verb, "--stripe-count %s: 0 (all chains) or a count", optarg);
+			break;
+		case 'r':
+			a->replicas = strtol(optarg, NULL, 10);
+			if (!set || a->replicas < 1 || a->replicas > 3)
+				return cli_usage_error(verb, "--replicas %s: 1, 2 or 3", optarg);
+			break;
+		case 'k': a->co.key = optarg; break;
+		case 'm': a->co.meta = optarg; break;
+		case 'd': a->co.dir = optarg; break;
+		default: return cli_usage_error(verb, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error(verb, "expects one PATH");
+	a->path = argv[optind];
+	return 0;
+}
+
+static int call(const char *verb, struct stripe_args *a, uint16_t op, struct wbuf *w,
+		struct frame **reply)
+{
+	char meta[256];
+	if (!a->co.meta && !a->co.dir) {
+		if (meta_of_path(a->path, meta, sizeof(meta)) < 0) {
+			wbuf_free(w);
+			return cli_fail(verb, "%s: not on a weft mount (give --meta or --dir)", a->path);
+		}
+	} else {
+		cluster_meta_addr(&a->co, meta, sizeof(meta));
+	}
+	struct weft_key key;
+	if (cluster_load_key(verb, &a->co, &key)) {
+		wbuf_free(w);
+		return 1;
+	}
+	log_init(verb, LOG_WARN);
+	struct loop *loop;
+	struct rpc *r;
+	if (loop_new(&loop) || loop_start(loop))
+		return cli_fail(verb, "cannot start event loop");
+	struct rpc_params p = {.loop = loop, .key = &key, .addr = meta, .role = WEFT_ROLE_ADMIN,
+			       .name = verb};
+	if (rpc_new(&p, &r)) {
+		loop_free(loop);
+		return cli_usage_error(verb, "bad meta address '%s'", meta);
+	}
+	int err = rpc_call(r, op, w, NULL, 0, 10000, reply);
+	char detail[256] = "";
+	if (err && *reply)
+		conn_error_detail(*reply, detail, sizeof(detail));
+	rpc_free(r);
+	loop_free(loop);
+	if (err)
+		return cli_fail(verb, "%s: %s%s%s", a->path, weft_strerror(err), detail[0] ? ": " : "",
+				detail);
+	return 0;
+}
+
+static void cred_self(struct weft_cred *cr)
+{
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = getuid();
+	cr->gid = getgid();
+	gid_t g[WEFT_GROUPS_MAX];
+	int n = getgroups(WEFT_GROUPS_MAX, g);
+	for (int i = 0; i < n; i++)
+		cr->groups[i] = g[i];
+	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+}
+
+static int get_layout(const char *verb, struct stripe_args *a, uint64_t ino,
+		      struct weft_layout *l, bool *is_default)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.ino = ino};
+	cred_self(&m.cred);
+	weft_ino_encode(&w, &m);
+	struct frame *f = NULL;
+	int rc = call(verb, a, WEFT_OP_GETSTRIPE, &w, &f);
+	if (rc == 0) {
+		struct weft_msg_layout lm;
+		if (weft_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
+			rc = cli_fail(verb, "malformed reply from meta");
+		} else {
+			*l = lm.layout;
+			*is_default = lm.is_default;
+		}
+	}
+	frame_free(f);
+	return rc;
+}
+
+static int getstripe_run(int argc, char **argv)
+{
+	struct stripe_args a = {0};
+	int rc = parse("getstripe", argc, argv, &a, false);
+	if (rc)
+		return rc;
+	struct stat st;
+	if (stat(a.path, &st) < 0)
+		return cli_fail("getstripe", "%s: %s", a.path, strerror(errno));
+	struct weft_layout l;
+	bool def;
+	rc = get_layout("getstripe", &a, st.st_ino, &l, &def);
+	if (rc)
+		return rc;
+	printf("%s\n", a.path);
+	if (S_ISDIR(st.st_mode))
+		printf("  default layout of new files:\n");
+	printf("  stripe_unit:  %u (%u KiB)\n", l.stripe_unit, l.stripe_unit >> 10);
+	if (l.stripe_count)
+		printf("  stripe_count: %u\n", l.stripe_count);
+	else
+		printf("  stripe_count: 0 (all chains)\n");
+	printf("  replicas:     %u\n", l.replicas);
+	if (!S_ISDIR(st.st_mode))
+		printf("  first_chain:  %u of %u\n", l.first_chain, l.chain_count);
+	return 0;
+}
+
+static int setstripe_run(int argc, char **argv)
+{
+	struct stripe_args a = {0};
+	int rc = parse("setstripe", argc, argv, &a, true);
+	if (rc)
+		return rc;
+	if (!a.unit && a.count < 0 && a.replicas < 0)
+		return cli_usage_error("setstripe", "give --stripe-unit, --stripe-count or --replicas");
+	struct stat st;
+	if (stat(a.path, &st) < 0)
+		return cli_fail("setstripe", "%s: %s", a.path, strerror(errno));
+	struct weft_layout l;
+	bool def;
+	rc = get_layout("setstripe", &a, st.st_ino, &l, &def);
+	if (rc)
+		return rc;
+	if (a.unit)
+		l.stripe_unit = (uint32_t)a.unit;
+	if (a.count >= 0)
+		l.stripe_count = (uint32_t)a.count;
+	if (a.replicas > 0)
+		l.replicas = (uint8_t)a.replicas;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_setstripe m = {.ino = st.st_ino, .layout = l};
+	cred_self(&m.cred);
+	weft_setstripe_encode(&w, &m);
+	struct frame *f = NULL;
+	rc = call("setstripe", &a, WEFT_OP_SETSTRIPE, &w, &f);
+	frame_free(f);
+	return rc;
+}
+
+const struct cli_verb cmd_getstripe = {
+	.name = "getstripe",
+	.summary = "show the layout of a file or a directory's default",
+	.usage = "weft getstripe PATH [--meta HOST:PORT | --dir STATE] [--key FILE]\n\n"
+		 "Shows stripe unit, stripe count and replicas of a file (and its first chain),\n"
+		 "or the default layout a directory gives new files.",
+	.run = getstripe_run,
+};
+
+const struct cli_verb cmd_setstripe = {
+	.name = "setstripe",
+	.summary = "set a directory's default layout, or an empty file's",
+	.usage = "weft setstripe PATH [--stripe-unit SIZE] [--stripe-count N] [--replicas R]\n"
+		 "                     [--meta HOST:PORT | --dir STATE] [--key FILE]\n\n"
+		 "On a directory, sets the layout new files in it get (and new subdirectories\n"
+		 "inherit). On a file, only while it is empty. SIZE is a power of two from 64K\n"
+		 "to 16M; N = 0 means as many chains as there are; R is 1, 2 or 3 and may not\n"
+		 "exceed the number of storage nodes.",
+	.run = setstripe_run,
+};

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The whole file system end to end through weft up and the FUSE mount: POSIX scenarios
+# compared with a local directory, fsx-style random I/O, two mounts, sparse files and
+# EFBIG, persistence across down/up, reads going on while a replica's store is killed.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+# a killed store makes its peers and meta log errors; those are expected here
+ALLOWED_ERRORS='did not answer|connection|Connection|target [0-9]+|offline|store[0-9]'
+
+cluster_up --stores 4 --replicas 2
+mountpoint -q "$MNT" || fail "not mounted"
+ok "weft up: 4 stores, mounted at $MNT"
+
+# --- POSIX scenarios, local vs weft
+mkdir "$T/local" "$MNT/posix"
+chmod 755 "$T" "$T/local" "$MNT/posix"
+"$BUILD/tests/integration/posix_diff" "$T/local" >"$T/posix.local" 2>&1
+"$BUILD/tests/integration/posix_diff" "$MNT/posix" >"$T/posix.weft" 2>&1
+diff -u "$T/posix.local" "$T/posix.weft" || fail "POSIX behaviour differs from the local file system"
+ok "POSIX scenarios: $(wc -l <"$T/posix.weft") results identical to the local file system"
+
+# --- fsx across stripe boundaries, default 1 MiB units and 64 KiB units
+"$BUILD/tests/integration/fsx" "$MNT/fsx1" 1500 $((12 << 20)) 7
+mkdir "$MNT/small-units"
+"$WEFT" setstripe "$MNT/small-units" --stripe-unit 64K --dir "$STATE" >/dev/null 2>&1 || true
+"$BUILD/tests/integration/fsx" "$MNT/small-units/fsx2" 1500 $((4 << 20)) 11
+ok "fsx"
+
+# --- a second mount sees what the first wrote and closed
+mkdir -p "$T/mnt2"
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$T/mnt2" --key "$STATE/cluster.key" \
+	-o attr_timeout=1 --log "$T/mount2.log"
+head -c $((5 << 20)) /dev/urandom >"$T/blob"
+cp "$T/blob" "$MNT/shared"
+[ "$(sha "$T/mnt2/shared")" = "$(sha "$T/blob")" ] || fail "second mount reads different data"
+mv "$MNT/shared" "$MNT/shared2"
+sleep 1.5
+[ -e "$T/mnt2/shared" ] && fail "rename not seen by the second mount"
+[ "$(sha "$T/mnt2/shared2")" = "$(sha "$T/blob")" ] || fail "renamed file differs on the second mount"
+echo "from mount 2" >"$T/mnt2/back"
+[ "$(cat "$MNT/back")" = "from mount 2" ] || fail "first mount does not see the second's file"
+rm "$T/mnt2/shared2"
+sleep 1.5
+[ -e "$MNT/shared2" ] && fail "unlink not seen by the first mount"
+umount "$T/mnt2"
+ok "two mounts"
+
+# --- sparse files: cost follows data, not length
+before=$(du -sk "$STATE" | cut -f1)
+printf 'x' | dd of="$MNT/sparse" bs=1 seek=$((4 << 50)) conv=notrunc status=none
+[ "$(stat -c %s "$MNT/sparse")" = $(((4 << 50) + 1)) ] || fail "sparse size"
+[ "$(dd if="$MNT/sparse" bs=1 skip=$((4 << 50)) count=1 status=none)" = x ] || fail "sparse byte"
+truncate -s 9223372036854775807 "$MNT/sparse-max" || fail "truncate to the largest size"
+after=$(du -sk "$STATE" | cut -f1)
+[ $((after - before)) -lt 20480 ] || fail "sparse files cost $((after - before)) KiB on the stores"
+if printf 'y' | dd of="$MNT/sparse-max" bs=1 seek=9223372036854775807 conv=notrunc status=none 2>"$T/efbig"; then
+	fail "a write past the largest file size succeeded"
+fi
+grep -q 'File too large' "$T/efbig" || fail "past the largest size: $(cat "$T/efbig")"
+ok "sparse files ($((after - before)) KiB used) and EFBIG"
+
+# --- persistence: down then up
+head -c $((20 << 20)) /dev/urandom >"$MNT/persist"
+want=$(sha "$MNT/persist")
+ls -laR "$MNT" | grep -v '^total' | awk '{print $1, $5, $NF}' >"$T/tree.before"
+cluster_down
+mountpoint -q "$MNT" && fail "still mounted after down"
+cluster_up
+[ "$(sha "$MNT/persist")" = "$want" ] || fail "content changed across down/up"
+ls -laR "$MNT" | grep -v '^total' | awk '{print $1, $5, $NF}' >"$T/tree.after"
+diff "$T/tree.before" "$T/tree.after" || fail "tree changed across down/up"
+ok "persistence across weft down / weft up"
+
+# --- a store killed during reads of a replicated file
+head -c $((200 << 20)) /dev/urandom >"$MNT/replicated"
+want=$(sha "$MNT/replicated")
+echo 3 >/proc/sys/vm/drop_caches
+( sha "$MNT/replicated" >"$T/read.sha" ) &
+reader=$!
+sleep 0.3
+kill -9 "$(cat "$STATE/store1.pid")"
+wait $reader || fail "read failed after a store was killed"
+[ "$(cat "$T/read.sha")" = "$want" ] || fail "read after a store was killed returned different data"
+ok "reads went on from the other replica after a store was killed"
+check_logs
