@@ -9,7 +9,11 @@
 	X(ping) \
 	X(mount) \
 	X(up) \
-	X(down)
+	X(down) \
+	X(setstripe) \
+	X(getstripe) \
+	X(mkfs) \
+	X(meta)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -156,12 +156,6 @@ int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,
 	bool root = c->cred->uid == 0;
 
 	if (v & META_SET_SIZE) {
-		if (sa->size < a->size && in.layout.chain_count) {
-			rc = meta_pending_add(c->db, c->txn, META_PENDING_TRUNCATE, a->ino,
-					      sa->size, &in.layout);
-			if (rc)
-				return rc;
-		}
 		if (!root)
 			kill_suid(a);
 		a->size = sa->size;

@@ -86,7 +86,9 @@ struct meta_setattr {
  *  - size: regular files only (-EISDIR directory, -EINVAL others); needs write
  *    permission unless META_SET_HANDLE (-EACCES); -EFBIG over WEFT_FILE_SIZE_MAX; sets
  *    mtime (unless given); a non-root caller's change clears S_ISUID (and S_ISGID if
- *    S_IXGRP). Shrinking queues a META_PENDING_TRUNCATE record.
+ *    S_IXGRP). Only the size is recorded: the client trims the objects
+ *    itself before it reports a smaller size (a queued trim would race with its later
+ *    writes), so nothing is queued for the stores.
  *  - atime/mtime explicit, ctime: owner or root (-EPERM); *_NOW: owner, root, or write
  *    permission (-EACCES).
  *  - ctime = now after any change.

@@ -159,6 +159,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_CHAINS(F) F(U64, version, 0)
 #define MSG_TARGET_FAILED(F) F(U32, reporter, 0) F(U32, target, 0) F(U32, chain, 0) \
 	F(U8, replicas, 0)
+/* reply to TARGETS_GET (weft status): count records in bulk, each: u32 id, u8 state
+ * (enum weft_member_state), u16 len + node, u16 len + addr, u64 capacity, u64 free,
+ * u64 bytes_read, u64 bytes_written, u64 ops_read, u64 ops_written, u64 silent_ms (time
+ * since the last heartbeat or registration) */
+#define MSG_TARGETS(F) F(U32, count, 0)
 
 /* ---- objects (client/store -> store) ---- */
 
@@ -218,6 +223,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(target_register, MSG_TARGET_REGISTER) X(target_registered, MSG_TARGET_REGISTERED) \
 	X(target_heartbeat, MSG_TARGET_HEARTBEAT) X(heartbeat_reply, MSG_HEARTBEAT_REPLY) \
 	X(chains_get, MSG_CHAINS_GET) X(chains, MSG_CHAINS) X(target_failed, MSG_TARGET_FAILED) \
+	X(targets, MSG_TARGETS) \
 	X(obj_write, MSG_OBJ_WRITE) X(obj_written, MSG_OBJ_WRITTEN) X(obj_read, MSG_OBJ_READ) \
 	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) \
 	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
@@ -263,6 +269,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(TARGET_HEARTBEAT, 0x0302, target_heartbeat, heartbeat_reply) \
 	X(CHAINS_GET,   0x0303, chains_get, chains) \
 	X(TARGET_FAILED, 0x0304, target_failed, empty) \
+	X(TARGETS_GET,  0x0305, empty, targets)  /* per-target records in bulk */ \
 	X(OBJ_WRITE,    0x0401, obj_write, obj_written) \
 	X(OBJ_READ,     0x0402, obj_read, obj_data) \
 	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \

@@ -1,0 +1,209 @@
+/* Session, target and chain request handlers (opcodes 0x02xx, 0x03xx). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "meta/chains.h"
+#include "meta/server_int.h"
+#include "meta/session.h"
+#include "meta/super.h"
+
+#define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
+
+static int node_name(const struct weft_str *s, char *out)
+{
+	if (s->len == 0 || s->len > WEFT_NODE_MAX || memchr(s->p, '\0', s->len))
+		return -EINVAL;
+	memcpy(out, s->p, s->len);
+	out[s->len] = '\0';
+	return 0;
+}
+
+/* SESSION_OPEN {node} -> SESSION {session, lease_ms, fsid}. Creates a session. */
+static int h_session_open(struct mreq *r, const struct meta_ctx *c)
+{
+	char node[WEFT_NODE_MAX + 1];
+	int rc = node_name(&MSG(session_open)->node, node);
+	if (rc)
+		return rc;
+	return meta_session_create(c->db, c->txn, node, meta_now_ns(), &r->u64);
+}
+
+static void rep_session(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_session m = {.session = r->u64, .lease_ms = r->s->session_timeout_ms};
+	memcpy(m.fsid, r->s->fsid, 16);
+	weft_session_encode(w, &m);
+}
+
+/* SESSION_BEAT {session} -> EMPTY. Errors: ENOENT unknown or expired session. */
+static int h_session_beat(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_session_heartbeat(c->db, c->txn, MSG(session_id)->session, meta_now_ns());
+}
+
+/* SESSION_CLOSE {session} -> EMPTY: releases its opens (freeing orphans). ENOENT. */
+static int h_session_close(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_session_close(c->db, c->txn, MSG(session_id)->session);
+}
+
+/* RECALL goes from meta to clients; a client sending it is refused. */
+static int h_recall(struct mreq *r, const struct meta_ctx *c)
+{
+	snprintf(r->detail, sizeof(r->detail), "RECALL is sent by meta, not to it");
+	return -EOPNOTSUPP;
+}
+
+/* TARGET_REGISTER {uuid, node, addr, capacity, free} -> TARGET_REGISTERED {target, fsid,
+ * lease_ms, checksums}. The same uuid always gets the same id; chain tables grow. */
+static int h_target_register(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_target_register *m = MSG(target_register);
+	char node[WEFT_NODE_MAX + 1], addr[WEFT_ADDR_MAX + 1];
+	int rc = node_name(&m->node, node);
+	if (rc) {
+		snprintf(r->detail, sizeof(r->detail), "node name must be 1..%d bytes",
+			 WEFT_NODE_MAX);
+		return rc;
+	}
+	if (m->addr.len == 0 || memchr(m->addr.p, '\0', m->addr.len)) {
+		snprintf(r->detail, sizeof(r->detail), "target address is empty");
+		return -EINVAL;
+	}
+	meta_fix_store_addr(m->addr.p, m->addr.len, conn_peer(r->c), addr, sizeof(addr));
+	int64_t now = meta_now_ns();
+	uint32_t id;
+	if ((rc = meta_chains_register(c->db, c->txn, m->uuid, node, addr, m->capacity, now, &id)))
+		return rc;
+	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free};
+	if ((rc = meta_chains_heartbeat(c->db, c->txn, id, &st, now)))
+		return rc;
+	r->u32 = id;
+	log_info("target %u registered: node %s at %s, %llu bytes", id, node, addr,
+		 (unsigned long long)m->capacity);
+	return 0;
+}
+
+static void rep_target_registered(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_target_registered m = {.target = r->u32,
+					       .lease_ms = r->s->target_timeout_ms,
+					       .checksums = r->s->checksums};
+	memcpy(m.fsid, r->s->fsid, 16);
+	weft_target_registered_encode(w, &m);
+}
+
+/* TARGET_HEARTBEAT {target, capacity, free, counters} -> HEARTBEAT_REPLY {lease_ms,
+ * chains_version}. An offline target comes back as syncing. ENOENT unknown target. */
+static int h_target_heartbeat(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_target_heartbeat *m = MSG(target_heartbeat);
+	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free,
+				       .read_bytes = m->bytes_read,
+				       .write_bytes = m->bytes_written, .read_ops = m->ops_read,
+				       .write_ops = m->ops_written};
+	int rc = meta_chains_heartbeat(c->db, c->txn, m->target, &st, meta_now_ns());
+	if (rc)
+		return rc;
+	struct meta_super sb;
+	if ((rc = meta_super_get(c->db, c->txn, &sb)))
+		return rc;
+	r->u64 = sb.chains_epoch;
+	return 0;
+}
+
+static void rep_heartbeat(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_heartbeat_reply m = {.lease_ms = r->s->target_timeout_ms,
+					     .chains_version = r->u64};
+	weft_heartbeat_reply_encode(w, &m);
+}
+
+/* CHAINS_GET {known_version} -> CHAINS {version}, the chain set in bulk. */
+static int h_chains_get(struct mreq *r, const struct meta_ctx *c)
+{
+	struct meta_chain_set set;
+	int rc = meta_chains_snapshot(c->db, c->txn, &set);
+	if (rc)
+		return rc;
+	meta_chain_set_encode(&set, &r->bulk);
+	r->u64 = set.epoch;
+	meta_chain_set_free(&set);
+	return r->bulk.err;
+}
+
+static void rep_chains(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_chains m = {.version = r->u64};
+	weft_chains_encode(w, &m);
+}
+
+/* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY: target goes offline in
+ * all its chains (versions bumped). ENOENT unknown target. */
+static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_target_failed *m = MSG(target_failed);
+	int rc = meta_chains_target_offline(c->db, c->txn, m->target);
+	if (rc == 0)
+		log_warn("target %u reported failed by target %u (chain %u of %u replicas)",
+			 m->target, m->reporter, m->chain, m->replicas);
+	return rc;
+}
+
+/* TARGETS_GET {} -> TARGETS {count}, per-target records in bulk (proto.h). */
+static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
+{
+	struct meta_super sb;
+	int rc = meta_super_get(c->db, c->txn, &sb);
+	if (rc)
+		return rc;
+	int64_t now = meta_now_ns();
+	uint32_t n = 0;
+	for (uint32_t id = 1; id < sb.next_target; id++) {
+		struct meta_target t;
+		rc = meta_chains_target_get(c->db, c->txn, id, &t);
+		if (rc == -ENOENT)
+			continue;
+		if (rc)
+			return rc;
+		wbuf_u32(&r->bulk, t.id);
+		wbuf_u8(&r->bulk, t.state);
+		wbuf_str(&r->bulk, t.node, strlen(t.node));
+		wbuf_str(&r->bulk, t.addr, strlen(t.addr));
+		wbuf_u64(&r->bulk, t.capacity);
+		wbuf_u64(&r->bulk, t.free);
+		wbuf_u64(&r->bulk, t.read_bytes);
+		wbuf_u64(&r->bulk, t.write_bytes);
+		wbuf_u64(&r->bulk, t.read_ops);
+		wbuf_u64(&r->bulk, t.write_ops);
+		int64_t silent = (now - t.last_seen_ns) / 1000000;
+		wbuf_u64(&r->bulk, silent > 0 ? (uint64_t)silent : 0);
+		n++;
+	}
+	r->u32 = n;
+	return r->bulk.err;
+}
+
+static void rep_targets(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_targets m = {.count = r->u32};
+	weft_targets_encode(w, &m);
+}
+
+#define H(op, write, del, fn, rep) {WEFT_OP_##op, write, false, del, false, fn, rep}
+
+const struct meta_handler meta_cluster_handlers[] = {
+	H(SESSION_OPEN, true, false, h_session_open, rep_session),
+	H(SESSION_BEAT, true, false, h_session_beat, NULL),
+	H(SESSION_CLOSE, true, true, h_session_close, NULL),
+	H(RECALL, false, false, h_recall, NULL),
+	H(TARGET_REGISTER, true, false, h_target_register, rep_target_registered),
+	H(TARGET_HEARTBEAT, true, false, h_target_heartbeat, rep_heartbeat),
+	H(CHAINS_GET, false, false, h_chains_get, rep_chains),
+	H(TARGET_FAILED, true, false, h_target_failed, NULL),
+	H(TARGETS_GET, false, false, h_targets_get, rep_targets),
+	{0},
+};

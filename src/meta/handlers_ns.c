@@ -1,0 +1,466 @@
+/* Namespace request handlers (opcodes 0x01xx): decode -> meta_ns_* -> reply.
+ *
+ * Each handler says what it may reply and what it changes. Writes run inside a nested
+ * txn of a group-commit batch (a failing op changes nothing), reads in a read txn on the
+ * loop thread. Replies by type: ENTRY (attr, layout: a regular file's layout, zeroes for
+ * other types), ATTR, EMPTY, or the handler's own reply function. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "meta/chains.h"
+#include "meta/layout.h"
+#include "meta/server_int.h"
+#include "meta/session.h"
+#include "meta/xattr.h"
+
+#define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
+#define NAME(s) (s).p, (s).len
+
+static struct meta_ref ref_of(uint64_t ino, uint64_t gen)
+{
+	return (struct meta_ref){ino, gen};
+}
+
+/* Fills r->layout for a regular file (ENTRY replies). */
+static int fill_layout(struct mreq *r, const struct meta_ctx *c)
+{
+	memset(&r->layout, 0, sizeof(r->layout));
+	if (!S_ISREG(r->attr.mode))
+		return 0;
+	int rc = meta_ns_getlayout(c, ref_of(r->attr.ino, 0), &r->layout);
+	return rc == -ENODATA ? 0 : rc;
+}
+
+/* LOOKUP {cred, parent, name} -> ENTRY. Errors: ENOENT, ENOTDIR, EACCES, ESTALE,
+ * EINVAL/ENAMETOOLONG bad name. Changes nothing. */
+static int h_lookup(struct mreq *r, const struct meta_ctx *c)
+{
+	int rc = meta_ns_lookup(c, ref_of(MSG(lookup)->parent, 0), NAME(MSG(lookup)->name),
+				&r->attr);
+	return rc ? rc : fill_layout(r, c);
+}
+
+/* GETATTR {cred, ino, gen} -> ENTRY. Errors: ESTALE. */
+static int h_getattr(struct mreq *r, const struct meta_ctx *c)
+{
+	int rc = meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
+	return rc ? rc : fill_layout(r, c);
+}
+
+/* SETATTR -> ATTR (the new attributes). Size changes only record the size: the client
+ * has already trimmed the objects, so nothing is queued for the stores. */
+static int h_setattr(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_setattr *m = MSG(setattr);
+	static const struct {
+		uint32_t wire, meta;
+	} bits[] = {
+		{WEFT_SET_MODE, META_SET_MODE}, {WEFT_SET_UID, META_SET_UID},
+		{WEFT_SET_GID, META_SET_GID}, {WEFT_SET_SIZE, META_SET_SIZE},
+		{WEFT_SET_ATIME, META_SET_ATIME}, {WEFT_SET_MTIME, META_SET_MTIME},
+		{WEFT_SET_ATIME_NOW, META_SET_ATIME_NOW}, {WEFT_SET_MTIME_NOW, META_SET_MTIME_NOW},
+		{WEFT_SET_CTIME, META_SET_CTIME},
+	};
+	struct meta_setattr sa = {.mode = m->mode, .uid = m->uid, .gid = m->gid,
+				  .size = m->size, .atime_ns = m->atime_ns,
+				  .mtime_ns = m->mtime_ns, .ctime_ns = m->ctime_ns};
+	uint32_t v = m->valid;
+	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+		if (v & bits[i].wire) {
+			sa.valid |= bits[i].meta;
+			v &= ~bits[i].wire;
+		}
+	if (v)
+		return -EINVAL;
+	return meta_ns_setattr(c, ref_of(m->ino, m->gen), &sa, &r->attr);
+}
+
+/* CREATE {cred, parent, name, mode, rdev, flags} -> ENTRY. A regular file (type 0 or
+ * S_IFREG) without WEFT_CREATE_EXCL returns an existing file (its open checks access);
+ * fifos, sockets, devices (root only) are mknod. Creates an inode and an entry. */
+static int h_create(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_create *m = MSG(create);
+	uint32_t type = m->mode & S_IFMT;
+	struct meta_ref dir = ref_of(m->parent, 0);
+	if (type == 0 || type == S_IFREG) {
+		if (m->flags & ~WEFT_CREATE_EXCL)
+			return -EINVAL;
+		return meta_ns_create(c, dir, NAME(m->name), m->mode,
+				      (m->flags & WEFT_CREATE_EXCL) ? META_CREATE_EXCL : 0,
+				      &r->attr, &r->layout, &r->flag);
+	}
+	int rc = meta_ns_mknod(c, dir, NAME(m->name), m->mode, m->rdev, &r->attr);
+	return rc ? rc : fill_layout(r, c);
+}
+
+/* MKDIR {cred, parent, name, mode} -> ENTRY. */
+static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_create *m = MSG(create);
+	return meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
+}
+
+/* UNLINK {cred, parent, name} -> EMPTY. The last link frees the inode (or leaves an
+ * orphan while open) and queues its objects for deletion. */
+static int h_unlink(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_ns_unlink(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+}
+
+/* RMDIR {cred, parent, name} -> EMPTY. */
+static int h_rmdir(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_ns_rmdir(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+}
+
+/* RENAME {cred, parent, name, newparent, newname, flags} -> EMPTY. */
+static int h_rename(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_rename *m = MSG(rename);
+	return meta_ns_rename(c, ref_of(m->parent, 0), NAME(m->name), ref_of(m->newparent, 0),
+			      NAME(m->newname), m->flags);
+}
+
+/* LINK {cred, ino, newparent, newname} -> ENTRY of the inode. */
+static int h_link(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_link *m = MSG(link);
+	int rc = meta_ns_link(c, ref_of(m->ino, 0), ref_of(m->newparent, 0), NAME(m->newname),
+			      &r->attr);
+	return rc ? rc : fill_layout(r, c);
+}
+
+/* SYMLINK {cred, parent, name, target} -> ENTRY. */
+static int h_symlink(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_symlink *m = MSG(symlink);
+	return meta_ns_symlink(c, ref_of(m->parent, 0), NAME(m->name), NAME(m->target),
+			       &r->attr);
+}
+
+/* READLINK {cred, ino} -> PATH. Errors: EINVAL not a symlink, ESTALE. */
+static int h_readlink(struct mreq *r, const struct meta_ctx *c)
+{
+	if (wbuf_reserve(&r->bulk, WEFT_PATH_MAX))
+		return -ENOMEM;
+	size_t len;
+	int rc = meta_ns_readlink(c, ref_of(MSG(ino)->ino, MSG(ino)->gen),
+				  (char *)r->bulk.data, WEFT_PATH_MAX, &len);
+	if (rc)
+		return rc;
+	r->u64 = len < WEFT_PATH_MAX ? len : WEFT_PATH_MAX - 1;
+	return 0;
+}
+
+static void rep_readlink(struct mreq *r, struct wbuf *w)
+{
+	/* the target travels in the payload: the bulk buffer only held it */
+	struct weft_msg_path m = {.path = weft_str_of((const char *)r->bulk.data, r->u64)};
+	weft_path_encode(w, &m);
+	wbuf_free(&r->bulk);
+	wbuf_init(&r->bulk);
+}
+
+/* READDIR {cred, ino, cookie, max_bytes, plus} -> DIRLIST {count, eof} with entries in
+ * bulk, never more than max(max_bytes, 4096) bytes (nor WEFT_BULK_MAX). */
+struct rd_state {
+	struct mreq *r;
+	size_t max;
+	uint32_t count;
+	bool plus, full;
+};
+
+static int rd_entry(void *arg, const struct meta_ns_dirent *e)
+{
+	struct rd_state *st = arg;
+	if (st->r->bulk.len + weft_dirent_size(e->len, st->plus) > st->max) {
+		st->full = true;
+		return 1;
+	}
+	struct weft_dirent d = {.name = weft_str_of(e->name, e->len), .ino = e->ino,
+				.next_cookie = e->cookie, .type = e->type,
+				.has_attr = st->plus && e->attr};
+	if (d.has_attr)
+		d.attr = *e->attr;
+	weft_dirent_encode(&st->r->bulk, &d);
+	st->count++;
+	return 0;
+}
+
+static int h_readdir(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_readdir *m = MSG(readdir);
+	size_t max = m->max_bytes < 4096 ? 4096 : m->max_bytes;
+	if (max > WEFT_BULK_MAX)
+		max = WEFT_BULK_MAX;
+	struct rd_state st = {.r = r, .max = max, .plus = m->plus != 0};
+	int rc = meta_ns_readdir(c, ref_of(m->ino, 0), m->cookie, st.plus, rd_entry, &st);
+	if (rc)
+		return rc;
+	if (r->bulk.err)
+		return -ENOMEM;
+	r->u32 = st.count;
+	r->flag = !st.full;
+	return 0;
+}
+
+static void rep_readdir(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_dirlist m = {.count = r->u32, .eof = r->flag};
+	weft_dirlist_encode(w, &m);
+}
+
+/* STATFS {} -> STATFS_REPLY: capacity of the targets that are up, inodes. */
+static int h_statfs(struct mreq *r, const struct meta_ctx *c)
+{
+	uint64_t total, free_b;
+	int rc = meta_chains_capacity(c->db, c->txn, &total, &free_b);
+	struct meta_statfs st;
+	if (rc || (rc = meta_ns_statfs(c, total, free_b, &st)))
+		return rc;
+	struct weft_msg_statfs_reply *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	*o = (struct weft_msg_statfs_reply){.blocks = st.blocks, .bfree = st.bfree,
+					    .bavail = st.bavail, .files = st.files,
+					    .ffree = st.ffree, .bsize = (uint32_t)st.bsize,
+					    .namemax = st.namemax};
+	wbuf_put(&r->bulk, o, sizeof(*o)); /* parked here until the reply is encoded */
+	free(o);
+	return r->bulk.err;
+}
+
+static void rep_statfs(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_statfs_reply o;
+	memcpy(&o, r->bulk.data, sizeof(o));
+	weft_statfs_reply_encode(w, &o);
+	wbuf_free(&r->bulk);
+	wbuf_init(&r->bulk);
+}
+
+/* xattr names arrive as counted strings; meta wants C strings without NUL inside. */
+static int xname(const struct weft_str *s, char *out)
+{
+	if (memchr(s->p, '\0', s->len))
+		return -EINVAL;
+	if (s->len == 0 || s->len > WEFT_XATTR_NAME_MAX)
+		return -ERANGE;
+	memcpy(out, s->p, s->len);
+	out[s->len] = '\0';
+	return 0;
+}
+
+/* SETXATTR {cred, ino, name, flags} + value in bulk -> EMPTY. Sets ctime. */
+static int h_setxattr(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_xattr *m = MSG(xattr);
+	char name[WEFT_XATTR_NAME_MAX + 1];
+	int rc = xname(&m->name, name);
+	if (rc)
+		return rc;
+	if (r->f->h.bulk_len > WEFT_XATTR_SIZE_MAX)
+		return -E2BIG;
+	return meta_xattr_set(c, ref_of(m->ino, 0), name, r->f->bulk, r->f->h.bulk_len,
+			      m->flags);
+}
+
+/* GETXATTR {cred, ino, name, size} -> SIZE {size}, value in bulk when size > 0.
+ * Errors: ENODATA, ERANGE (size too small), EACCES, ESTALE. */
+static int h_getxattr(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_xattr *m = MSG(xattr);
+	char name[WEFT_XATTR_NAME_MAX + 1];
+	int rc = xname(&m->name, name);
+	if (rc)
+		return rc;
+	size_t cap = m->size > WEFT_XATTR_SIZE_MAX ? WEFT_XATTR_SIZE_MAX : m->size;
+	if (cap && wbuf_reserve(&r->bulk, cap))
+		return -ENOMEM;
+	size_t len;
+	rc = meta_xattr_get(c, ref_of(m->ino, 0), name, cap ? r->bulk.data : NULL, cap, &len);
+	if (rc)
+		return rc;
+	r->u32 = (uint32_t)len;
+	r->bulk.len = cap ? len : 0;
+	return 0;
+}
+
+static void rep_size(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_size m = {.size = r->u32};
+	weft_size_encode(w, &m);
+}
+
+/* LISTXATTR {cred, ino, size} -> SIZE {size}, NUL-terminated names in bulk. */
+static int h_listxattr(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_xattr *m = MSG(xattr);
+	size_t cap = m->size > (1u << 20) ? (1u << 20) : m->size;
+	if (cap && wbuf_reserve(&r->bulk, cap))
+		return -ENOMEM;
+	size_t len;
+	int rc = meta_xattr_list(c, ref_of(m->ino, 0), cap ? (char *)r->bulk.data : NULL, cap,
+				 &len);
+	if (rc)
+		return rc;
+	r->u32 = (uint32_t)len;
+	r->bulk.len = cap ? len : 0;
+	return 0;
+}
+
+/* REMOVEXATTR {cred, ino, name} -> EMPTY. */
+static int h_removexattr(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_xattr *m = MSG(xattr);
+	char name[WEFT_XATTR_NAME_MAX + 1];
+	int rc = xname(&m->name, name);
+	return rc ? rc : meta_xattr_remove(c, ref_of(m->ino, 0), name);
+}
+
+/* ACCESS {cred, ino, mask} -> EMPTY or EACCES. */
+static int h_access(struct mreq *r, const struct meta_ctx *c)
+{
+	if (MSG(access)->mask & ~7u)
+		return -EINVAL;
+	return meta_ns_access(c, ref_of(MSG(access)->ino, 0), MSG(access)->mask);
+}
+
+/* OPEN {cred, ino, flags, session} -> OPENED {attr, layout, handle, lease}. Checks
+ * access for the open mode (O_TRUNC needs write; a directory opened for writing is
+ * EISDIR) and counts the open in the session (session 0: not recorded), so an unlinked
+ * file keeps its data until its last release. Errors: EACCES, EISDIR, ESTALE, ENOENT
+ * (unknown session), EINVAL (bad access mode). */
+static int h_open(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_open *m = MSG(open);
+	int rc = meta_ns_getattr(c, ref_of(m->ino, 0), &r->attr);
+	if (rc)
+		return rc;
+	uint32_t mask;
+	switch (m->flags & O_ACCMODE) {
+	case O_RDONLY: mask = 4; break;
+	case O_WRONLY: mask = 2; break;
+	case O_RDWR: mask = 6; break;
+	default: return -EINVAL;
+	}
+	if (m->flags & O_TRUNC)
+		mask |= 2;
+	if (S_ISDIR(r->attr.mode) && (mask & 2))
+		return -EISDIR;
+	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), mask)))
+		return rc;
+	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
+		return rc;
+	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
+	return fill_layout(r, c);
+}
+
+static void rep_open(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
+				    .lease = 0};
+	weft_opened_encode(w, &m);
+}
+
+/* RELEASE {ino, handle, session} -> EMPTY. The last release of an orphan frees it and
+ * queues its objects. Errors: ENOENT the session does not hold ino open. */
+static int h_release(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_release *m = MSG(release);
+	if (m->session == 0)
+		return 0; /* opens without a session were not recorded */
+	return meta_session_release(c->db, c->txn, m->session, m->ino);
+}
+
+/* FSYNC {cred, ino} -> EMPTY: every reply of meta is already durable. ESTALE if gone. */
+static int h_fsync(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
+}
+
+/* EXTEND {cred, ino, size, mtime} -> ATTR: size = max(size, new), mtime set. */
+static int h_extend(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_extend *m = MSG(extend);
+	return meta_ns_extend(c, ref_of(m->ino, 0), m->size, m->mtime_ns, &r->attr);
+}
+
+/* SETSTRIPE {cred, ino, layout} -> EMPTY. A directory's default, or an empty file's
+ * layout. Errors: EPERM not owner, EINVAL (detail says why), EBUSY file has data,
+ * ENOTSUP other types. */
+static int h_setstripe(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_setstripe *m = MSG(setstripe);
+	int rc = meta_layout_setstripe(c, ref_of(m->ino, 0), &m->layout, &r->layout);
+	if (rc == -EINVAL) {
+		uint32_t n = 0;
+		const struct weft_layout *l = &m->layout;
+		if (l->replicas < 1 || l->replicas > WEFT_REPLICAS_MAX)
+			snprintf(r->detail, sizeof(r->detail), "replicas %u: must be 1..%d",
+				 l->replicas, WEFT_REPLICAS_MAX);
+		else if (meta_chains_count(c->db, c->txn, l->replicas, &n) == 0 && n == 0)
+			snprintf(r->detail, sizeof(r->detail),
+				 "replicas %u: fewer than %u storage nodes have registered",
+				 l->replicas, l->replicas);
+		else
+			snprintf(r->detail, sizeof(r->detail),
+				 "stripe unit %u: must be a power of two in 64K..16M",
+				 l->stripe_unit);
+	}
+	return rc;
+}
+
+/* GETSTRIPE {cred, ino} -> LAYOUT {layout, is_default (a directory's default)}. */
+static int h_getstripe(struct mreq *r, const struct meta_ctx *c)
+{
+	struct meta_ref ref = ref_of(MSG(ino)->ino, MSG(ino)->gen);
+	int rc = meta_ns_getattr(c, ref, &r->attr);
+	if (rc)
+		return rc;
+	r->flag = S_ISDIR(r->attr.mode);
+	return meta_layout_getstripe(c, ref, &r->layout);
+}
+
+static void rep_layout(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_layout m = {.layout = r->layout, .is_default = r->flag};
+	weft_layout_encode(w, &m);
+}
+
+#define RD(op, fn, rep) {WEFT_OP_##op, false, true, false, true, fn, rep}
+#define WR(op, fn, rep, del) {WEFT_OP_##op, true, true, del, true, fn, rep}
+
+const struct meta_handler meta_ns_handlers[] = {
+	RD(LOOKUP, h_lookup, NULL),
+	RD(GETATTR, h_getattr, NULL),
+	WR(SETATTR, h_setattr, NULL, false),
+	WR(CREATE, h_create, NULL, false),
+	WR(MKDIR, h_mkdir, NULL, false),
+	WR(UNLINK, h_unlink, NULL, true),
+	WR(RMDIR, h_rmdir, NULL, false),
+	WR(RENAME, h_rename, NULL, true),
+	WR(LINK, h_link, NULL, false),
+	WR(SYMLINK, h_symlink, NULL, false),
+	RD(READLINK, h_readlink, rep_readlink),
+	RD(READDIR, h_readdir, rep_readdir),
+	{WEFT_OP_STATFS, false, false, false, false, h_statfs, rep_statfs},
+	WR(SETXATTR, h_setxattr, NULL, false),
+	RD(GETXATTR, h_getxattr, rep_size),
+	RD(LISTXATTR, h_listxattr, rep_size),
+	WR(REMOVEXATTR, h_removexattr, NULL, false),
+	RD(ACCESS, h_access, NULL),
+	WR(OPEN, h_open, rep_open, false),
+	{WEFT_OP_RELEASE, true, false, true, false, h_release, NULL},
+	RD(FSYNC, h_fsync, NULL),
+	WR(EXTEND, h_extend, NULL, false),
+	WR(SETSTRIPE, h_setstripe, NULL, false),
+	RD(GETSTRIPE, h_getstripe, rep_layout),
+	{0},
+};

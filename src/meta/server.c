@@ -1,0 +1,431 @@
+/* weft meta's RPC server: request dispatch (reads on the loop thread, mutations through
+ * the group commit), expiry timers, start and stop. See server.h for the design. */
+#include "meta/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/builtin.h"
+#include "common/log.h"
+#include "meta/chains.h"
+#include "meta/perm.h"
+#include "meta/server_int.h"
+#include "meta/session.h"
+#include "weft/err.h"
+
+/* ---- finishing a request ---- */
+
+static void bulk_release(void *p)
+{
+	free(p);
+}
+
+/* Sends the reply (success or error) and frees r. Any thread. */
+static void mreq_finish(struct mreq *r, int rc)
+{
+	struct conn *c = r->c;
+	if (rc) {
+		if (r->detail[0])
+			conn_reply_error(c, r->f, rc, r->err_target, "%s", r->detail);
+		else
+			conn_reply(c, r->f, rc, NULL, NULL, 0, NULL, NULL);
+	} else {
+		struct wbuf w;
+		wbuf_init(&w);
+		if (r->h->reply) {
+			r->h->reply(r, &w);
+		} else {
+			switch (weft_op_rep_type(r->h->op)) {
+			case WEFT_MSG_entry: {
+				struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout};
+				weft_entry_encode(&w, &m);
+				break;
+			}
+			case WEFT_MSG_attr: {
+				struct weft_msg_attr m = {.attr = r->attr};
+				weft_attr_encode(&w, &m);
+				break;
+			}
+			default:
+				break;
+			}
+		}
+		if (w.err || r->bulk.err) {
+			wbuf_free(&w);
+			conn_reply(c, r->f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
+		} else if (r->bulk.len) {
+			struct iovec v = {r->bulk.data, r->bulk.len};
+			/* the buffer moves to the send queue; released when sent */
+			r->bulk.data = NULL;
+			r->bulk.len = r->bulk.cap = 0;
+			conn_reply(c, r->f, 0, &w, &v, 1, bulk_release, v.iov_base);
+		} else {
+			conn_reply(c, r->f, 0, &w, NULL, 0, NULL, NULL);
+		}
+		wbuf_free(&w);
+	}
+	wbuf_free(&r->bulk);
+	frame_free(r->f);
+	conn_put(c);
+	free(r);
+}
+
+/* ---- mutations ---- */
+
+static int mut_apply(MDB_txn *txn, void *arg)
+{
+	struct mreq *r = arg;
+	struct meta_ctx ctx = {.db = r->s->db, .txn = txn, .cred = &r->cred};
+	return r->h->apply(r, &ctx);
+}
+
+static void mut_done(void *arg, int result)
+{
+	struct mreq *r = arg;
+	if (result == 0 && r->h->wakes_deleter)
+		meta_deleter_wake(r->s->del);
+	mreq_finish(r, result);
+}
+
+/* ---- reads on the loop thread ---- */
+
+static int run_read(struct mreq *r)
+{
+	struct meta_server *s = r->s;
+	int rc;
+	if (s->rtxn)
+		rc = meta_mdb_err(mdb_txn_renew(s->rtxn));
+	else
+		rc = meta_db_read_begin(s->db, &s->rtxn);
+	if (rc)
+		return rc;
+	struct meta_ctx ctx = {.db = s->db, .txn = s->rtxn, .cred = &r->cred};
+	rc = r->h->apply(r, &ctx);
+	mdb_txn_reset(s->rtxn);
+	return rc;
+}
+
+/* ---- dispatch ---- */
+
+static const struct meta_handler *find_handler(uint16_t op)
+{
+	for (const struct meta_handler *h = meta_ns_handlers; h->op; h++)
+		if (h->op == op)
+			return h;
+	for (const struct meta_handler *h = meta_cluster_handlers; h->op; h++)
+		if (h->op == op)
+			return h;
+	return NULL;
+}
+
+static void on_request(struct conn *c, struct frame *f)
+{
+	struct meta_server *s = conn_ctx(c);
+	uint16_t op = f->h.opcode;
+	if (builtin_handle(c, f))
+		return;
+	const struct meta_handler *h = find_handler(op);
+	if (!h) {
+		const char *name = weft_op_name(op);
+		conn_reply_error(c, f, -ENOSYS, 0, "opcode 0x%04x (%s) is not served by meta", op,
+				 name ? name : "unknown");
+		frame_free(f);
+		return;
+	}
+	if (s->stopping) {
+		conn_reply_error(c, f, -ESHUTDOWN, 0, "meta is shutting down");
+		frame_free(f);
+		return;
+	}
+	int t = weft_op_req_type(op);
+	size_t msz = weft_msg_size((enum weft_msg_type)t);
+	struct mreq *r = calloc(1, sizeof(*r) + msz);
+	if (!r) {
+		conn_reply(c, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
+		frame_free(f);
+		return;
+	}
+	const char *why = NULL;
+	if (weft_msg_decode_any((enum weft_msg_type)t, f->payload, f->h.payload_len, r->msg,
+				&why) < 0) {
+		if (h->name_errors && why && strcmp(why, "string over its limit") == 0)
+			conn_reply_error(c, f, -ENAMETOOLONG, 0, "%s: name over %d bytes",
+					 weft_op_name(op), WEFT_NAME_MAX);
+		else
+			conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
+					 why ? why : "malformed");
+		log_debug("malformed %s from %s: %s", weft_op_name(op), conn_peer(c),
+			  why ? why : "?");
+		frame_free(f);
+		free(r);
+		return;
+	}
+	r->s = s;
+	r->c = c;
+	r->f = f;
+	r->h = h;
+	wbuf_init(&r->bulk);
+	if (h->has_cred) {
+		memcpy(&r->cred, r->msg, sizeof(r->cred));
+		if (s->root_squash)
+			meta_perm_squash(&r->cred);
+	}
+	conn_get(c);
+	bool write = h->write;
+	if (op == WEFT_OP_OPEN && ((struct weft_msg_open *)(void *)r->msg)->session == 0)
+		write = false; /* nothing to record */
+	if (!write) {
+		mreq_finish(r, run_read(r));
+		return;
+	}
+	r->mut.apply = mut_apply;
+	r->mut.done = mut_done;
+	r->mut.arg = r;
+	int rc = meta_commit_submit(s->gc, &r->mut);
+	if (rc)
+		mreq_finish(r, rc);
+}
+
+/* The handlers rely on this to pick the credential out of any request that has one. */
+_Static_assert(offsetof(struct weft_msg_lookup, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_ino, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_setattr, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_create, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_name, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_rename, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_link, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_symlink, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_readdir, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_xattr, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_access, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_open, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_extend, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_setstripe, cred) == 0, "cred first");
+
+static const struct conn_ops meta_conn_ops = {.on_request = on_request};
+
+/* ---- expiry of silent targets and sessions ---- */
+
+struct expire_result {
+	unsigned targets, sessions;
+};
+static struct expire_result expire_res; /* written by the writer thread, one at a time */
+
+static int expire_apply(MDB_txn *txn, void *arg)
+{
+	struct meta_server *s = arg;
+	int64_t now = meta_now_ns();
+	uint64_t up = loop_now_ms() - s->started_ms;
+	int rc = 0;
+	expire_res = (struct expire_result){0};
+	/* after a restart everyone gets one full timeout to get back in touch */
+	if (up > s->target_timeout_ms)
+		rc = meta_chains_expire(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
+					&expire_res.targets);
+	if (!rc && up > s->session_timeout_ms)
+		rc = meta_session_expire(s->db, txn, now, (int64_t)s->session_timeout_ms * 1000000,
+					 &expire_res.sessions);
+	return rc;
+}
+
+static void expire_done(void *arg, int result)
+{
+	struct meta_server *s = arg;
+	if (result)
+		log_warn("expiry of targets and sessions: %s", weft_strerror(result));
+	else if (expire_res.targets || expire_res.sessions) {
+		log_info("expired %u silent target(s), %u silent session(s)", expire_res.targets,
+			 expire_res.sessions);
+		if (expire_res.sessions)
+			meta_deleter_wake(s->del);
+	}
+	atomic_store(&s->expiring, false);
+}
+
+static void expire_tick(void *arg)
+{
+	struct meta_server *s = arg;
+	if (s->stopping || atomic_exchange(&s->expiring, true))
+		return;
+	s->expire_mut = (struct meta_mutation){.apply = expire_apply, .done = expire_done, .arg = s};
+	if (meta_commit_submit(s->gc, &s->expire_mut))
+		atomic_store(&s->expiring, false);
+}
+
+/* ---- store addresses ---- */
+
+void meta_fix_store_addr(const char *given, size_t len, const char *peer, char *out, size_t cap)
+{
+	char g[WEFT_ADDR_MAX + 1];
+	snprintf(g, sizeof(g), "%.*s", (int)len, given);
+	const char *colon = strrchr(g, ':');
+	if (!colon) {
+		snprintf(out, cap, "%s", g);
+		return;
+	}
+	size_t hl = (size_t)(colon - g);
+	bool unspecified = hl == 0 || (hl == 7 && strncmp(g, "0.0.0.0", 7) == 0) ||
+			   (hl == 4 && strncmp(g, "[::]", 4) == 0);
+	if (!unspecified) {
+		snprintf(out, cap, "%s", g);
+		return;
+	}
+	/* peer is "a.b.c.d:port" or "[v6]:port": keep its host */
+	const char *pc = strrchr(peer, ':');
+	size_t pl = pc ? (size_t)(pc - peer) : strlen(peer);
+	snprintf(out, cap, "%.*s%s", (int)pl, peer, colon);
+}
+
+/* ---- start and stop ---- */
+
+static int read_super(struct meta_server *s)
+{
+	MDB_txn *txn;
+	struct meta_super sb;
+	int rc = meta_db_read_begin(s->db, &txn);
+	if (rc)
+		return rc;
+	rc = meta_super_get(s->db, txn, &sb);
+	mdb_txn_abort(txn);
+	if (rc)
+		return rc;
+	memcpy(s->fsid, sb.uuid, 16);
+	s->root_squash = (sb.options & META_OPT_ROOT_SQUASH) != 0;
+	s->checksums = (sb.options & META_OPT_CHECKSUMS) != 0;
+	return 0;
+}
+
+int meta_server_start(const struct meta_server_opts *o, struct meta_server **out, char *err,
+		      size_t errlen)
+{
+	struct meta_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->key = *o->key;
+	s->target_timeout_ms = o->target_timeout_ms ? o->target_timeout_ms : 10000;
+	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
+	atomic_init(&s->next_handle, 1);
+	int rc = meta_db_open(o->dir, 0, &s->db);
+	if (rc) {
+		if (rc == -ENOENT)
+			snprintf(err, errlen, "%s: no file system here (run weft mkfs --meta %s)",
+				 o->dir, o->dir);
+		else
+			snprintf(err, errlen, "open %s: %s", o->dir, weft_strerror(rc));
+		goto fail_free;
+	}
+	if ((rc = read_super(s))) {
+		snprintf(err, errlen, "%s: superblock: %s", o->dir, weft_strerror(rc));
+		goto fail_db;
+	}
+	if ((rc = meta_commit_start(s->db, o->sync_each ? 1 : 0, &s->gc))) {
+		snprintf(err, errlen, "start group commit: %s", weft_strerror(rc));
+		goto fail_db;
+	}
+	if ((rc = loop_new(&s->loop))) {
+		snprintf(err, errlen, "event loop: %s", weft_strerror(rc));
+		goto fail_gc;
+	}
+	if ((rc = meta_deleter_start(s, o->deleter_period_ms ? o->deleter_period_ms : 2000,
+				     &s->del))) {
+		snprintf(err, errlen, "start deleter: %s", weft_strerror(rc));
+		goto fail_loop;
+	}
+	s->started_ms = loop_now_ms();
+	struct server_params sp = {.loop = s->loop, .key = &s->key, .listen = o->listen,
+				   .default_port = o->default_port, .ops = &meta_conn_ops, .ctx = s};
+	if ((rc = server_new(&sp, &s->srv, err, errlen)))
+		goto fail_del;
+	/* the listen host with the bound port */
+	char host[64];
+	const char *l = o->listen ? o->listen : "";
+	const char *colon = strrchr(l, ':');
+	if (l[0] == '[' && (!colon || colon < strchr(l, ']')))
+		colon = NULL;
+	size_t hl = colon ? (size_t)(colon - l) : strlen(l);
+	snprintf(host, sizeof(host), "%.*s", (int)hl, l);
+	if (!colon && strspn(l, "0123456789") == strlen(l))
+		host[0] = '\0'; /* "7070" alone is a port */
+	snprintf(s->addr, sizeof(s->addr), "%s:%d", host[0] ? host : "0.0.0.0",
+		 server_port(s->srv));
+	loop_every(s->loop, 1000, expire_tick, s);
+	if ((rc = loop_start(s->loop))) {
+		snprintf(err, errlen, "start event loop: %s", weft_strerror(rc));
+		goto fail_srv;
+	}
+	*out = s;
+	return 0;
+fail_srv:
+	server_free(s->srv);
+fail_del:
+	meta_deleter_stop(s->del);
+fail_loop:
+	loop_free(s->loop);
+fail_gc:
+	meta_commit_stop(s->gc);
+fail_db:
+	meta_db_close(s->db);
+fail_free:
+	free(s);
+	return rc;
+}
+
+const char *meta_server_addr(const struct meta_server *s)
+{
+	return s->addr;
+}
+
+struct stop_sync {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	struct meta_server *s;
+};
+
+static void stop_on_loop(void *arg)
+{
+	struct stop_sync *st = arg;
+	st->s->stopping = true;
+	pthread_mutex_lock(&st->lock);
+	st->done = true;
+	pthread_cond_signal(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void free_server_on_loop(void *arg)
+{
+	struct meta_server *s = arg;
+	server_free(s->srv);
+	if (s->rtxn)
+		mdb_txn_abort(s->rtxn);
+	s->rtxn = NULL;
+}
+
+void meta_server_stop(struct meta_server *s)
+{
+	if (!s)
+		return;
+	/* 1. the loop stops taking requests (after this, it submits nothing) */
+	struct stop_sync st = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			       .cond = PTHREAD_COND_INITIALIZER, .s = s};
+	if (loop_post(s->loop, stop_on_loop, &st) == 0) {
+		pthread_mutex_lock(&st.lock);
+		while (!st.done)
+			pthread_cond_wait(&st.cond, &st.lock);
+		pthread_mutex_unlock(&st.lock);
+	}
+	/* 2. the deleter (it submits too), 3. the committer completes what is queued */
+	meta_deleter_stop(s->del);
+	meta_commit_stop(s->gc);
+	/* 4. connections, the loop, the file system */
+	loop_post(s->loop, free_server_on_loop, s);
+	loop_free(s->loop);
+	meta_db_close(s->db);
+	free(s);
+}

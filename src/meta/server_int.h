@@ -1,0 +1,90 @@
+/* Internals of weft meta's RPC server shared by server.c, handlers_*.c and deleter.c. */
+#ifndef WEFT_META_SERVER_INT_H
+#define WEFT_META_SERVER_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/conn.h"
+#include "common/server.h"
+#include "meta/commit.h"
+#include "meta/mdb.h"
+#include "meta/ns.h"
+#include "meta/server.h"
+#include "meta/super.h"
+
+struct meta_deleter;
+
+struct meta_server {
+	struct meta_db *db;
+	struct meta_commit *gc;
+	struct loop *loop;
+	struct server *srv;
+	struct meta_deleter *del;
+	struct weft_key key;
+	uint8_t fsid[16];
+	bool root_squash, checksums;
+	uint32_t target_timeout_ms, session_timeout_ms;
+	uint64_t started_ms;        /* loop_now_ms() at start: expiry grace period */
+	MDB_txn *rtxn;              /* loop thread's reusable read txn (reset between uses) */
+	bool stopping;              /* loop thread only: refuse new requests */
+	atomic_bool expiring;       /* an expiry mutation is queued */
+	struct meta_mutation expire_mut;
+	atomic_uint_fast64_t next_handle;
+	char addr[80];
+};
+
+struct mreq;
+/* Runs the request in c's txn (write txn nested in a batch, or a read txn); fills the
+ * mreq's result fields. Returns 0 or -errno (r->detail may explain). */
+typedef int (*mreq_apply_fn)(struct mreq *r, const struct meta_ctx *c);
+/* Encodes the success reply into *w (and r->bulk). */
+typedef void (*mreq_reply_fn)(struct mreq *r, struct wbuf *w);
+
+struct meta_handler {
+	uint16_t op;
+	bool write;          /* a mutation: runs in the group commit */
+	bool has_cred;       /* request message starts with a struct weft_cred */
+	bool wakes_deleter;  /* may queue object deletions */
+	bool name_errors;    /* a string over its limit is -ENAMETOOLONG, not -WEFT_EPROTO */
+	mreq_apply_fn apply;
+	mreq_reply_fn reply; /* NULL: by reply type (entry, attr, empty) */
+};
+
+/* One request being served: lives from decode to reply. */
+struct mreq {
+	struct meta_mutation mut;
+	struct meta_server *s;
+	struct conn *c;
+	struct frame *f;
+	const struct meta_handler *h;
+	struct weft_cred cred;      /* the request's, root-squashed if the fs says so */
+	/* results */
+	struct weft_attr attr;
+	struct weft_layout layout;
+	uint64_t u64;
+	uint32_t u32;
+	bool flag;
+	struct wbuf bulk;           /* reply bulk, if any */
+	uint32_t err_target;        /* ERROR.target of a failed reply */
+	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
+	_Alignas(16) unsigned char msg[]; /* the decoded request (weft_msg_size bytes) */
+};
+
+/* Handler tables (handlers_ns.c, handlers_cluster.c), terminated by op 0. */
+extern const struct meta_handler meta_ns_handlers[];
+extern const struct meta_handler meta_cluster_handlers[];
+
+/* Host part of a "host:port" the store gave when it is unspecified ("", 0.0.0.0, ::)
+ * replaced by the peer's address. */
+void meta_fix_store_addr(const char *given, size_t len, const char *peer, char *out,
+			 size_t cap);
+
+/* Deleter (deleter.c). */
+int meta_deleter_start(struct meta_server *s, uint32_t period_ms, struct meta_deleter **out);
+/* Wakes the deleter (any thread). NULL is a no-op. */
+void meta_deleter_wake(struct meta_deleter *d);
+void meta_deleter_stop(struct meta_deleter *d);
+
+#endif
