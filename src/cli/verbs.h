@@ -13,7 +13,8 @@
 	X(setstripe) \
 	X(getstripe) \
 	X(mkfs) \
-	X(meta)
+	X(meta) \
+	X(store)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -156,7 +156,10 @@ static int format(struct store_target *t, const struct store_target_opts *opts)
 	}
 	if (sodium_init() < 0)
 		return -EIO;
-	randombytes_buf(t->uuid, STORE_UUID_LEN);
+	if (opts && opts->uuid)
+		memcpy(t->uuid, opts->uuid, STORE_UUID_LEN);
+	else
+		randombytes_buf(t->uuid, STORE_UUID_LEN);
 	t->flags = opts && opts->no_checksums ? F_NO_CRC : 0;
 	int rc = write_identity(t);
 	if (rc == 0)
@@ -218,7 +221,7 @@ int store_target_open(const char *dir, const struct store_target_opts *opts,
 	if (rc)
 		goto fail;
 	bool want_nocrc = opts && opts->no_checksums;
-	if (want_nocrc != !!(t->flags & F_NO_CRC)) {
+	if (!(opts && opts->any_checksums) && want_nocrc != !!(t->flags & F_NO_CRC)) {
 		log_error("%s: formatted with checksums %s, opened with checksums %s", dir,
 			  (t->flags & F_NO_CRC) ? "off" : "on", want_nocrc ? "off" : "on");
 		rc = -EINVAL;

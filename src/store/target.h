@@ -31,6 +31,11 @@ struct store_target_opts {
 	/* Checksums on (the default for a new target). Recorded at format; a later open
 	 * asking for the other mode fails with -EINVAL. */
 	bool no_checksums;
+	/* Open a target whatever its recorded checksum mode (store_target_checksums says
+	 * which); no_checksums then only applies to a new format. */
+	bool any_checksums;
+	/* Target UUID to give a new target at format; NULL: a random one. */
+	const uint8_t *uuid;
 };
 
 struct store_counters {

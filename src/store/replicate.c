@@ -1,0 +1,481 @@
+/* Chain replication of mutations: OBJ_WRITE, OBJ_TRUNCATE and OBJ_FSYNC are applied
+ * locally and, at the same time, forwarded unchanged (same payload, same bulk buffer)
+ * to the next non-offline member of the chain; the reply goes out when both are done.
+ *
+ * A request's parts: the local operation (worker thread), and with a successor the
+ * forward's reply and the release of its bulk (loop thread). The last part to end
+ * completes the request; the received frame (whose bulk the forward sends from) is
+ * freed only then. A successor that refuses the connection, resets it, answers with
+ * an error or does not answer within forward_timeout_ms (its connection is closed) is
+ * reported to meta with TARGET_FAILED (from a worker: that call blocks) and the request
+ * fails with -WEFT_ETARGETDOWN naming it. */
+#include "store/server_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "store/iov.h"
+#include "weft/err.h"
+
+/* ---- hints: the chain of each object, for OBJ_FSYNC (which names no chain) ---- */
+
+static size_t hint_slot(uint64_t ino, uint32_t stripe)
+{
+	uint64_t h = (ino ^ ((uint64_t)stripe << 40)) * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h >> 40) % STORE_HINTS;
+}
+
+void hints_put(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+	       uint32_t chain)
+{
+	struct chain_hint *h = &s->hints[hint_slot(ino, stripe)];
+	pthread_mutex_lock(&s->hints_lock);
+	*h = (struct chain_hint){.ino = ino, .stripe = stripe, .chain = chain, .replicas = replicas};
+	pthread_mutex_unlock(&s->hints_lock);
+}
+
+bool hints_get(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
+	       uint32_t *chain)
+{
+	struct chain_hint *h = &s->hints[hint_slot(ino, stripe)];
+	pthread_mutex_lock(&s->hints_lock);
+	bool found = h->replicas && h->ino == ino && h->stripe == stripe;
+	if (found) {
+		*replicas = h->replicas;
+		*chain = h->chain;
+	}
+	pthread_mutex_unlock(&s->hints_lock);
+	return found;
+}
+
+/* ---- peers ---- */
+
+static struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
+{
+	pthread_mutex_lock(&s->peers_lock);
+	struct peer *p;
+	for (p = s->peers; p; p = p->next)
+		if (p->target == target && strcmp(p->addr, addr) == 0)
+			break;
+	if (!p) {
+		/* a target that moved gets a new entry; the old one is freed at stop */
+		p = calloc(1, sizeof(*p));
+		struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = addr,
+					.default_port = 7071, .role = WEFT_ROLE_STORE,
+					.name = s->node, .connect_timeout_ms = 3000};
+		if (!p || rpc_new(&rp, &p->rpc)) {
+			free(p);
+			pthread_mutex_unlock(&s->peers_lock);
+			return NULL;
+		}
+		p->target = target;
+		snprintf(p->addr, sizeof(p->addr), "%s", addr);
+		p->next = s->peers;
+		s->peers = p;
+	}
+	pthread_mutex_unlock(&s->peers_lock);
+	return p->rpc;
+}
+
+void repl_free_peers(struct store_server *s)
+{
+	pthread_mutex_lock(&s->peers_lock);
+	struct peer *p = s->peers;
+	s->peers = NULL;
+	pthread_mutex_unlock(&s->peers_lock);
+	while (p) {
+		struct peer *next = p->next;
+		rpc_free(p->rpc);
+		free(p);
+		p = next;
+	}
+}
+
+/* ---- completion ---- */
+
+static void reply_done(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	int rc = q->local_rc;
+	if (rc) {
+		if (rc == -WEFT_ECHECKSUM)
+			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s",
+					 s->target_id, q->local_detail[0] ? q->local_detail :
+					 "data does not match its checksum; nothing written");
+		else
+			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s: %s",
+					 s->target_id, weft_op_name(q->op), weft_strerror(rc));
+		return;
+	}
+	rc = q->fwd_rc;
+	if (rc == -WEFT_ESTALECHAIN) {
+		conn_reply_error(q->c, q->f, rc, q->fwd_target,
+				 "successor target %u has another version of chain %u",
+				 q->fwd_target, q->chain);
+		return;
+	}
+	if (rc == -WEFT_ETARGETDOWN && q->fwd_replied) {
+		/* a member further down failed; its predecessor reported it */
+		conn_reply_error(q->c, q->f, rc, q->fwd_detail_target, "%s", q->fwd_detail);
+		return;
+	}
+	if (rc) {
+		if (q->fwd_timed_out)
+			conn_reply_error(q->c, q->f, -WEFT_ETARGETDOWN, q->fwd_target,
+					 "target %u (%s) did not answer within %u ms", q->fwd_target,
+					 q->fwd_addr, s->forward_timeout_ms);
+		else if (q->fwd_replied)
+			conn_reply_error(q->c, q->f, -WEFT_ETARGETDOWN, q->fwd_target,
+					 "target %u (%s) failed: %s%s%s", q->fwd_target, q->fwd_addr,
+					 weft_strerror(rc), q->fwd_detail[0] ? ": " : "", q->fwd_detail);
+		else
+			conn_reply_error(q->c, q->f, -WEFT_ETARGETDOWN, q->fwd_target,
+					 "target %u (%s) did not answer: %s", q->fwd_target,
+					 q->fwd_addr, weft_strerror(rc));
+		return;
+	}
+	struct wbuf w;
+	wbuf_init(&w);
+	if (q->op == WEFT_OP_OBJ_WRITE) {
+		struct weft_msg_obj_written m = {.size = q->local_size};
+		weft_obj_written_encode(&w, &m);
+	} else if (q->op == WEFT_OP_OBJ_TRUNCATE) {
+		struct weft_msg_obj_size m = {.size = q->local_size};
+		weft_obj_size_encode(&w, &m);
+	}
+	conn_reply(q->c, q->f, w.err, &w, NULL, 0, NULL, NULL);
+	wbuf_free(&w);
+}
+
+static bool needs_report(const struct sreq *q)
+{
+	return q->fwd_rc && q->fwd_rc != -WEFT_ESTALECHAIN &&
+	       !(q->fwd_rc == -WEFT_ETARGETDOWN && q->fwd_replied);
+}
+
+/* TARGET_FAILED to meta, at most once a second per (target, chain). Blocking. */
+static void report_failure(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	uint64_t now = loop_now_ms();
+	pthread_mutex_lock(&s->report_lock);
+	bool dup = s->last_report_target == q->fwd_target && s->last_report_chain == q->chain &&
+		   now - s->last_report_ms < 1000;
+	if (!dup) {
+		s->last_report_target = q->fwd_target;
+		s->last_report_chain = q->chain;
+		s->last_report_ms = now;
+	}
+	pthread_mutex_unlock(&s->report_lock);
+	if (dup)
+		return;
+	log_error("successor target %u (%s) of chain %u/%u failed: %s; reporting it to meta",
+		  q->fwd_target, q->fwd_addr, q->replicas, q->chain,
+		  q->fwd_timed_out ? "no reply in time" : weft_strerror(q->fwd_rc));
+	struct weft_msg_target_failed m = {.reporter = s->target_id, .target = q->fwd_target,
+					   .chain = q->chain, .replicas = q->replicas};
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_target_failed_encode(&w, &m);
+	struct frame *rep = NULL;
+	int rc = rpc_call(s->meta, WEFT_OP_TARGET_FAILED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
+	frame_free(rep);
+	if (rc)
+		log_warn("TARGET_FAILED for target %u to meta %s: %s", q->fwd_target, s->meta_addr,
+			 weft_strerror(rc));
+}
+
+static void finish(struct sreq *q)
+{
+	reply_done(q);
+	sreq_free(q);
+}
+
+static void report_job(struct store_job *j)
+{
+	struct sreq *q = (struct sreq *)j;
+	if (!atomic_load(&q->s->stopping))
+		report_failure(q);
+	finish(q);
+}
+
+static void complete(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	if (needs_report(q) && !atomic_load(&s->stopping)) {
+		if (loop_in_thread(s->loop)) {
+			q->job.fn = report_job;
+			store_workers_push(s->workers, &q->job, STORE_JOB_ANY);
+			return;
+		}
+		report_failure(q);
+	}
+	finish(q);
+}
+
+static void part_done(struct sreq *q)
+{
+	if (atomic_fetch_sub(&q->parts, 1) == 1)
+		complete(q);
+}
+
+/* ---- forwarding ---- */
+
+static void fwd_unlink(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	pthread_mutex_lock(&s->fwd_lock);
+	if (q->fprev)
+		q->fprev->fnext = q->fnext;
+	else if (s->fwd_head == q)
+		s->fwd_head = q->fnext;
+	if (q->fnext)
+		q->fnext->fprev = q->fprev;
+	q->fprev = q->fnext = NULL;
+	pthread_mutex_unlock(&s->fwd_lock);
+}
+
+static void fwd_released(void *arg)
+{
+	part_done(arg);
+}
+
+static void fwd_done(void *arg, int status, struct frame *reply)
+{
+	struct sreq *q = arg;
+	fwd_unlink(q);
+	conn_put(q->fwd_conn);
+	q->fwd_conn = NULL;
+	q->fwd_rc = status;
+	q->fwd_replied = reply != NULL;
+	if (status && reply)
+		q->fwd_detail_target = conn_error_detail(reply, q->fwd_detail, sizeof(q->fwd_detail));
+	frame_free(reply);
+	part_done(q);
+}
+
+/* Sends q's frame to target. Accounts for its parts itself on failure. */
+static void fwd_start(struct sreq *q, uint32_t target, int nparts)
+{
+	struct store_server *s = q->s;
+	q->fwd_target = target;
+	q->fwd_sent = true;
+	int rc;
+	if (!chains_target_addr(s, target, q->fwd_addr, sizeof(q->fwd_addr))) {
+		snprintf(q->fwd_addr, sizeof(q->fwd_addr), "unknown address");
+		rc = -EHOSTUNREACH;
+		goto fail;
+	}
+	struct rpc *r = peer_rpc(s, target, q->fwd_addr);
+	struct conn *c;
+	if (!r) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = rpc_conn(r, &c);
+	if (rc)
+		goto fail;
+	struct wbuf w;
+	wbuf_init(&w);
+	wbuf_put(&w, q->f->payload, q->f->h.payload_len);
+	struct iovec v = {q->f->bulk, q->f->h.bulk_len};
+	bool bulk = q->f->h.bulk_len > 0;
+	q->fwd_conn = c; /* rpc_conn's reference, dropped in fwd_done */
+	q->fwd_start_ms = loop_now_ms();
+	pthread_mutex_lock(&s->fwd_lock);
+	q->fnext = s->fwd_head;
+	if (s->fwd_head)
+		s->fwd_head->fprev = q;
+	s->fwd_head = q;
+	pthread_mutex_unlock(&s->fwd_lock);
+	rc = conn_call(c, q->op, &w, bulk ? &v : NULL, bulk ? 1 : 0, bulk ? fwd_released : NULL,
+		       q, fwd_done, q);
+	if (rc == 0)
+		return;
+	/* release (if any) has run: one part gone; the reply will never come */
+	fwd_unlink(q);
+	q->fwd_conn = NULL;
+	conn_put(c);
+	q->fwd_rc = rc;
+	part_done(q);
+	return;
+fail:
+	q->fwd_rc = rc;
+	for (int i = 0; i < nparts; i++)
+		part_done(q);
+}
+
+void repl_check_timeouts(void *arg)
+{
+	struct store_server *s = arg;
+	uint64_t now = loop_now_ms();
+	struct conn *victims[16];
+	int n = 0;
+	pthread_mutex_lock(&s->fwd_lock);
+	for (struct sreq *q = s->fwd_head; q && n < 16; q = q->fnext) {
+		if (q->fwd_timed_out || now - q->fwd_start_ms < s->forward_timeout_ms)
+			continue;
+		q->fwd_timed_out = true;
+		bool seen = false;
+		for (int i = 0; i < n; i++)
+			seen |= victims[i] == q->fwd_conn;
+		if (!seen) {
+			conn_get(q->fwd_conn);
+			victims[n++] = q->fwd_conn;
+		}
+	}
+	pthread_mutex_unlock(&s->fwd_lock);
+	for (int i = 0; i < n; i++) {
+		log_warn("successor %s did not answer within %u ms: closing the connection",
+			 conn_peer(victims[i]), s->forward_timeout_ms);
+		conn_close(victims[i], -ETIMEDOUT);
+		conn_put(victims[i]);
+	}
+}
+
+/* ---- the request ---- */
+
+static int local_op(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	struct store_obj_result r = {0};
+	int rc = 0;
+	switch (q->op) {
+	case WEFT_OP_OBJ_WRITE: {
+		struct weft_msg_obj_write *m = &q->m.w;
+		struct iovec v = {q->f->bulk, q->f->h.bulk_len};
+		rc = store_obj_writev(s->objs, m->ino, m->stripe, m->offset, &v, 1,
+				      s->checksums ? m->crcs.v : NULL, s->checksums ? m->crcs.n : 0, &r);
+		if (rc == -WEFT_ECHECKSUM)
+			snprintf(q->local_detail, sizeof(q->local_detail), r.bad_piece >= 0 ?
+				 "piece %" PRId64 " of the write does not match its checksum; nothing written" :
+				 "stored chunk %" PRId64 " is damaged; partial write refused",
+				 r.bad_piece >= 0 ? r.bad_piece : r.bad_chunk);
+		if (rc == 0 && (m->flags & WEFT_WRITE_SYNC))
+			rc = store_obj_fsync(s->objs, m->ino, m->stripe);
+		q->local_size = r.size;
+		break;
+	}
+	case WEFT_OP_OBJ_TRUNCATE:
+		rc = store_obj_truncate(s->objs, q->m.t.ino, q->m.t.stripe, q->m.t.size, &r);
+		q->local_size = r.size;
+		break;
+	case WEFT_OP_OBJ_FSYNC:
+		rc = store_obj_fsync(s->objs, q->m.id.ino, q->m.id.stripe);
+		if (rc == -ENOENT)
+			rc = 0; /* nothing written: nothing to make durable */
+		break;
+	}
+	return rc;
+}
+
+/* Checks the piece CRCs before anything is forwarded or written. */
+static int check_crcs(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	struct weft_msg_obj_write *m = &q->m.w;
+	uint32_t len = q->f->h.bulk_len;
+	uint64_t np = store_crc_npieces(m->offset, len);
+	if (!s->checksums)
+		return 0;
+	struct iovec v = {q->f->bulk, len};
+	if (m->crcs.n == 0 && np > 0) {
+		/* the writer has checksums off: store them anyway */
+		if (np > WEFT_CRCS_MAX)
+			return -EINVAL;
+		store_obj_piece_crcs(m->offset, &v, 1, m->crcs.v);
+		m->crcs.n = (uint32_t)np;
+		return 0;
+	}
+	if (m->crcs.n != np) {
+		snprintf(q->local_detail, sizeof(q->local_detail), "%u CRCs for %" PRIu64 " pieces",
+			 m->crcs.n, np);
+		return -EINVAL;
+	}
+	size_t pos = 0;
+	for (uint64_t i = 0; i < np; i++) {
+		uint64_t a = m->offset + pos;
+		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
+		if (plen > len - pos)
+			plen = len - pos;
+		if (store_iov_crc(0, &v, 1, pos, plen) != m->crcs.v[i]) {
+			snprintf(q->local_detail, sizeof(q->local_detail),
+				 "piece %" PRIu64 " of the write does not match its checksum; "
+				 "nothing written", i);
+			return -WEFT_ECHECKSUM;
+		}
+		pos += plen;
+	}
+	return 0;
+}
+
+void repl_write(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	uint64_t ver = UINT64_MAX;
+	bool chained = true;
+	switch (q->op) {
+	case WEFT_OP_OBJ_WRITE:
+		q->replicas = q->m.w.replicas;
+		q->chain = q->m.w.chain;
+		ver = q->m.w.chain_ver;
+		break;
+	case WEFT_OP_OBJ_TRUNCATE:
+		q->replicas = q->m.t.replicas;
+		q->chain = q->m.t.chain;
+		ver = q->m.t.chain_ver;
+		break;
+	default: /* OBJ_FSYNC names no chain: use the one its last write named */
+		chained = hints_get(s, q->m.id.ino, q->m.id.stripe, &q->replicas, &q->chain);
+		break;
+	}
+	int succ = -1, nparts = 0;
+	if (chained) {
+		struct meta_chain ch;
+		int me;
+		int rc = chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
+		if (rc == 0 && conn_peer_role(q->c) != WEFT_ROLE_STORE) {
+			/* from a client: only the head (first serving member) takes it */
+			for (int i = 0; i < me; i++)
+				if (ch.members[i].state == WEFT_MEMBER_SERVING)
+					rc = -WEFT_ESTALECHAIN;
+		}
+		if (rc) {
+			if (rc == -WEFT_ESTALECHAIN)
+				conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: chain %u/%u "
+						 "version %" PRIu64 " is not current here", s->target_id,
+						 q->replicas, q->chain, ver);
+			else
+				srv_reply_status(q, rc);
+			sreq_free(q);
+			return;
+		}
+		for (int i = me + 1; i < ch.nmembers && succ < 0; i++)
+			if (ch.members[i].state != WEFT_MEMBER_OFFLINE)
+				succ = (int)ch.members[i].target;
+		if (q->op == WEFT_OP_OBJ_WRITE)
+			hints_put(s, q->m.w.ino, q->m.w.stripe, q->replicas, q->chain);
+		else if (q->op == WEFT_OP_OBJ_TRUNCATE)
+			hints_put(s, q->m.t.ino, q->m.t.stripe, q->replicas, q->chain);
+	}
+	if (q->op == WEFT_OP_OBJ_WRITE) {
+		int rc = check_crcs(q);
+		if (rc) {
+			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s", s->target_id,
+					 q->local_detail);
+			sreq_free(q);
+			return;
+		}
+	}
+	if (succ >= 0)
+		nparts = 1 + (q->f->h.bulk_len > 0 ? 1 : 0);
+	atomic_store(&q->parts, 1 + nparts);
+	if (succ >= 0)
+		fwd_start(q, (uint32_t)succ, nparts);
+	q->local_rc = local_op(q);
+	part_done(q);
+}

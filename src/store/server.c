@@ -1,0 +1,553 @@
+/* weft store's server: lifecycle, request decoding and dispatch to the workers, and the
+ * handlers that need no replication (read, stat, list, delete, stats). See server.h. */
+#include "store/server_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/builtin.h"
+#include "common/log.h"
+#include "store/iov.h"
+#include "weft/err.h"
+
+#define LIST_MAX 65536u
+
+bool srv_serving(struct store_server *s)
+{
+	if (!atomic_load(&s->ready))
+		return false;
+	uint64_t now = loop_now_ms();
+	if (now < atomic_load(&s->lease_until_ms)) {
+		if (atomic_exchange(&s->fenced_logged, false))
+			log_info("lease renewed: serving data requests again");
+		return true;
+	}
+	if (!atomic_exchange(&s->fenced_logged, true))
+		log_warn("no heartbeat answered by meta %s within the lease (%u ms): "
+			 "refusing data requests (fenced) until one is", s->meta_addr,
+			 atomic_load(&s->lease_ms));
+	return false;
+}
+
+void sreq_free(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	frame_free(q->f);
+	conn_put(q->c);
+	free(q);
+	atomic_fetch_sub(&s->pending, 1);
+}
+
+void srv_reply_status(struct sreq *q, int status)
+{
+	conn_reply(q->c, q->f, status, NULL, NULL, 0, NULL, NULL);
+}
+
+static void reply_msg(struct sreq *q, int status, struct wbuf *w)
+{
+	if (w->err) {
+		wbuf_free(w);
+		srv_reply_status(q, -ENOMEM);
+		return;
+	}
+	conn_reply(q->c, q->f, status, w, NULL, 0, NULL, NULL);
+	wbuf_free(w);
+}
+
+/* ---- handlers without replication (worker threads) ---- */
+
+static void do_read(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	struct weft_msg_obj_read *m = &q->m.r;
+	struct meta_chain ch;
+	int me;
+	int rc = chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
+	if (rc) {
+		srv_reply_status(q, rc);
+		return;
+	}
+	if (m->len > WEFT_BULK_MAX) {
+		conn_reply_error(q->c, q->f, -EINVAL, 0, "read of %" PRIu32 " bytes: more than %u",
+				 m->len, WEFT_BULK_MAX);
+		return;
+	}
+	uint8_t *buf = m->len ? malloc(m->len) : NULL;
+	struct weft_msg_obj_data *d = malloc(sizeof(*d));
+	if ((m->len && !buf) || !d) {
+		free(buf);
+		free(d);
+		srv_reply_status(q, -ENOMEM);
+		return;
+	}
+	size_t n = 0;
+	struct store_obj_result r;
+	uint64_t np = store_crc_npieces(m->offset, m->len);
+	rc = store_obj_read(s->objs, m->ino, m->stripe, m->offset, buf, m->len, d->crcs.v,
+			    (size_t)np, &n, &r);
+	if (rc) {
+		free(buf);
+		free(d);
+		if (rc == -WEFT_ECHECKSUM)
+			conn_reply_error(q->c, q->f, rc, s->target_id,
+					 "target %u: ino %" PRIu64 " stripe %" PRIu32
+					 " chunk %" PRId64 " does not match its checksum",
+					 s->target_id, m->ino, m->stripe, r.bad_chunk);
+		else
+			conn_reply_error(q->c, q->f, rc, s->target_id,
+					 "target %u: read ino %" PRIu64 " stripe %" PRIu32 ": %s",
+					 s->target_id, m->ino, m->stripe, weft_strerror(rc));
+		return;
+	}
+	d->crcs.n = (uint32_t)store_crc_npieces(m->offset, n);
+	if (!s->checksums)
+		memset(d->crcs.v, 0, d->crcs.n * sizeof(uint32_t));
+	d->size = m->offset + n;
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_obj_data_encode(&w, d);
+	free(d);
+	if (w.err) {
+		wbuf_free(&w);
+		free(buf);
+		srv_reply_status(q, -ENOMEM);
+		return;
+	}
+	struct iovec v = {buf, n};
+	/* the bulk is sent from buf and freed once the kernel has it */
+	if (n)
+		conn_reply(q->c, q->f, 0, &w, &v, 1, free, buf);
+	else
+		conn_reply(q->c, q->f, 0, &w, NULL, 0, NULL, NULL);
+	free(n ? NULL : buf);
+	wbuf_free(&w);
+}
+
+static void do_stat(struct sreq *q)
+{
+	struct store_obj_stat st;
+	int rc = store_obj_stat(q->s->objs, q->m.id.ino, q->m.id.stripe, &st);
+	if (rc) {
+		srv_reply_status(q, rc);
+		return;
+	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_obj_size m = {.size = st.size};
+	weft_obj_size_encode(&w, &m);
+	reply_msg(q, 0, &w);
+}
+
+static void do_list(struct sreq *q)
+{
+	struct weft_msg_obj_list *m = &q->m.l;
+	uint32_t max = m->max == 0 || m->max > LIST_MAX ? LIST_MAX : m->max;
+	struct store_index_rec *recs = malloc(max * sizeof(*recs));
+	if (!recs) {
+		srv_reply_status(q, -ENOMEM);
+		return;
+	}
+	size_t n = 0;
+	int rc = store_obj_list(q->s->objs, m->ino, m->stripe, recs, max, &n);
+	if (rc) {
+		free(recs);
+		srv_reply_status(q, rc);
+		return;
+	}
+	uint8_t *bulk = malloc(n * 20 + 1);
+	if (!bulk) {
+		free(recs);
+		srv_reply_status(q, -ENOMEM);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		put_le64(bulk + 20 * i, recs[i].ino);
+		put_le32(bulk + 20 * i + 8, recs[i].stripe);
+		put_le64(bulk + 20 * i + 12, recs[i].length);
+	}
+	free(recs);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_obj_list_reply r = {.count = (uint32_t)n, .eof = n < max};
+	weft_obj_list_reply_encode(&w, &r);
+	struct iovec v = {bulk, n * 20};
+	if (n)
+		conn_reply(q->c, q->f, w.err, &w, &v, 1, free, bulk);
+	else
+		conn_reply(q->c, q->f, w.err, &w, NULL, 0, NULL, NULL);
+	free(n ? NULL : bulk);
+	wbuf_free(&w);
+}
+
+static void do_delete(struct sreq *q)
+{
+	uint64_t n = 0;
+	int rc = store_obj_delete_inode(q->s->objs, q->m.d.ino, &n);
+	if (rc)
+		conn_reply_error(q->c, q->f, rc, q->s->target_id, "target %u: delete ino %" PRIu64
+				 ": %s", q->s->target_id, q->m.d.ino, weft_strerror(rc));
+	else
+		srv_reply_status(q, 0);
+}
+
+static void do_stats(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	struct weft_msg_store_stats m = {.target = s->target_id};
+	struct store_counters c;
+	store_target_counters(s->t, &c);
+	store_target_space(s->t, &m.capacity, &m.free);
+	m.bytes_read = c.bytes_read;
+	m.bytes_written = c.bytes_written;
+	m.ops_read = c.ops_read;
+	m.ops_written = c.ops_written;
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_store_stats_encode(&w, &m);
+	reply_msg(q, 0, &w);
+}
+
+static void run_job(struct store_job *j)
+{
+	struct sreq *q = (struct sreq *)j;
+	struct store_server *s = q->s;
+	if (q->op != WEFT_OP_STORE_STATS && !srv_serving(s)) {
+		conn_reply_error(q->c, q->f, -WEFT_ENOTSERVING, s->target_id,
+				 "target %u is not serving (no lease from meta)", s->target_id);
+		sreq_free(q);
+		return;
+	}
+	switch (q->op) {
+	case WEFT_OP_OBJ_WRITE:
+	case WEFT_OP_OBJ_TRUNCATE:
+	case WEFT_OP_OBJ_FSYNC:
+		repl_write(q); /* frees q */
+		return;
+	case WEFT_OP_OBJ_READ: do_read(q); break;
+	case WEFT_OP_OBJ_STAT: do_stat(q); break;
+	case WEFT_OP_OBJ_LIST: do_list(q); break;
+	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
+	case WEFT_OP_STORE_STATS: do_stats(q); break;
+	}
+	sreq_free(q);
+}
+
+/* ---- loop thread ---- */
+
+static uint64_t obj_key(uint64_t ino, uint32_t stripe)
+{
+	return ino * 0x100000001B3ULL ^ stripe;
+}
+
+static void on_request(struct conn *c, struct frame *f)
+{
+	struct store_server *s = conn_ctx(c);
+	if (builtin_handle(c, f))
+		return;
+	uint16_t op = f->h.opcode;
+	const char *why = NULL;
+	int rc = 0;
+	uint64_t key = STORE_JOB_ANY;
+	struct sreq *q = calloc(1, sizeof(*q));
+	if (!q) {
+		conn_reply(c, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
+		frame_free(f);
+		return;
+	}
+	const void *p = f->payload;
+	size_t len = f->h.payload_len;
+	switch (op) {
+	case WEFT_OP_OBJ_WRITE:
+		rc = weft_obj_write_decode(p, len, &q->m.w, &why);
+		key = obj_key(q->m.w.ino, q->m.w.stripe);
+		break;
+	case WEFT_OP_OBJ_READ:
+		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
+		break;
+	case WEFT_OP_OBJ_TRUNCATE:
+		rc = weft_obj_truncate_decode(p, len, &q->m.t, &why);
+		key = obj_key(q->m.t.ino, q->m.t.stripe);
+		break;
+	case WEFT_OP_OBJ_FSYNC:
+		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
+		key = obj_key(q->m.id.ino, q->m.id.stripe);
+		break;
+	case WEFT_OP_OBJ_STAT:
+		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
+		break;
+	case WEFT_OP_OBJ_DELETE:
+		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);
+		break;
+	case WEFT_OP_OBJ_LIST:
+		rc = weft_obj_list_decode(p, len, &q->m.l, &why);
+		break;
+	case WEFT_OP_STORE_STATS:
+		break;
+	default:
+		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
+				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
+		frame_free(f);
+		free(q);
+		return;
+	}
+	if (rc) {
+		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
+		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
+				 why ? why : "malformed");
+		frame_free(f);
+		free(q);
+		return;
+	}
+	q->s = s;
+	q->c = c;
+	conn_get(c);
+	q->f = f;
+	q->op = op;
+	q->job.fn = run_job;
+	atomic_fetch_add(&s->pending, 1);
+	store_workers_push(s->workers, &q->job, key);
+}
+
+static const struct conn_ops srv_ops = {.on_request = on_request};
+
+/* ---- lifecycle ---- */
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int advertised_addr(struct store_server *s, const struct store_server_opts *o, int port)
+{
+	if (o->advertise) {
+		snprintf(s->addr, sizeof(s->addr), "%s", o->advertise);
+		return 0;
+	}
+	char host[WEFT_ADDR_MAX + 1] = "";
+	const char *l = o->listen ? o->listen : "";
+	const char *colon = strrchr(l, ':');
+	size_t hl = colon ? (size_t)(colon - l) : strlen(l);
+	if (hl >= sizeof(host))
+		return -ENAMETOOLONG;
+	memcpy(host, l, hl);
+	host[hl] = 0;
+	if (host[0] == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
+		log_warn("listening on %s: registering 127.0.0.1:%d with meta as the address clients "
+			 "use (only local clients can reach it; pass --advertise HOST:PORT)",
+			 l[0] ? l : "all addresses", port);
+		snprintf(host, sizeof(host), "127.0.0.1");
+	}
+	if (snprintf(s->addr, sizeof(s->addr), "%s:%d", host, port) >= (int)sizeof(s->addr))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void free_server(struct store_server *s)
+{
+	pthread_rwlock_destroy(&s->chains_lock);
+	pthread_mutex_destroy(&s->refresh_lock);
+	pthread_mutex_destroy(&s->peers_lock);
+	pthread_mutex_destroy(&s->fwd_lock);
+	pthread_mutex_destroy(&s->hints_lock);
+	pthread_mutex_destroy(&s->report_lock);
+	pthread_mutex_destroy(&s->hb_lock);
+	pthread_cond_destroy(&s->hb_cond);
+	meta_chain_set_free(&s->chains);
+	free(s->hints);
+	free(s->dir);
+	free(s->meta_addr);
+	free(s->node);
+	free(s->listen);
+	free(s);
+}
+
+/* Opens (formatting on first start) the target once meta told us the file system. */
+static int open_target(struct store_server *s, bool formatted, uint8_t fs_checksums,
+		       char *err, size_t errlen)
+{
+	int rc;
+	if (!formatted) {
+		struct store_target_opts to = {.uuid = s->uuid, .no_checksums = !fs_checksums};
+		rc = store_target_open(s->dir, &to, &s->t);
+		if (rc)
+			return fail(err, errlen, rc, "format %s: %s", s->dir, weft_strerror(rc));
+	} else if (store_target_checksums(s->t) != !!fs_checksums) {
+		return fail(err, errlen, -EINVAL, "%s: target has checksums %s but file system "
+			    "has them %s", s->dir, store_target_checksums(s->t) ? "on" : "off",
+			    fs_checksums ? "on" : "off");
+	}
+	rc = store_target_set_identity(s->t, s->fsid, s->target_id);
+	if (rc)
+		return fail(err, errlen, rc, "%s: %s", s->dir, rc == -EXDEV ?
+			    "belongs to another file system" : weft_strerror(rc));
+	s->checksums = store_target_checksums(s->t);
+	struct store_obj_opts oo = {0};
+	rc = store_obj_open(s->t, &oo, &s->objs);
+	if (rc)
+		return fail(err, errlen, rc, "open objects of %s: %s", s->dir, weft_strerror(rc));
+	size_t ntorn = 0;
+	const struct store_torn *torn = store_obj_torn(s->objs, &ntorn);
+	for (size_t i = 0; i < ntorn; i++)
+		log_warn("torn object ino %" PRIu64 " stripe %" PRIu32 " recovered: size %" PRIu64
+			 "%s, %" PRIu64 " bad chunks", torn[i].rec.ino, torn[i].rec.stripe,
+			 torn[i].size, torn[i].cut_from ? " (unacknowledged tail cut)" : "",
+			 torn[i].nbad);
+	if (ntorn)
+		log_warn("%zu torn objects found at start (interrupted writes)", ntorn);
+	return 0;
+}
+
+int store_server_start(const struct store_server_opts *o, struct store_server **out,
+		       char *err, size_t errlen)
+{
+	struct store_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	int rc;
+	s->dir = strdup(o->dir);
+	s->meta_addr = strdup(o->meta);
+	s->node = strdup(o->node);
+	s->listen = strdup(o->listen ? o->listen : "0.0.0.0");
+	s->hints = calloc(STORE_HINTS, sizeof(*s->hints));
+	s->key = *o->key;
+	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 1000;
+	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
+	s->stop = o->stop;
+	pthread_rwlock_init(&s->chains_lock, NULL);
+	pthread_mutex_init(&s->refresh_lock, NULL);
+	pthread_mutex_init(&s->peers_lock, NULL);
+	pthread_mutex_init(&s->fwd_lock, NULL);
+	pthread_mutex_init(&s->hints_lock, NULL);
+	pthread_mutex_init(&s->report_lock, NULL);
+	pthread_mutex_init(&s->hb_lock, NULL);
+	pthread_cond_init(&s->hb_cond, NULL);
+	if (!s->dir || !s->meta_addr || !s->node || !s->listen || !s->hints) {
+		free_server(s);
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
+
+	/* An existing target is opened now (its UUID is registered); a new one is formatted
+	 * only once meta has answered, with the file system's checksum mode. */
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, STORE_TARGET_FILE);
+	bool formatted = access(path, F_OK) == 0;
+	if (formatted) {
+		struct store_target_opts to = {.any_checksums = true};
+		rc = store_target_open(s->dir, &to, &s->t);
+		if (rc) {
+			free_server(s);
+			return fail(err, errlen, rc, "open target %s: %s", o->dir, weft_strerror(rc));
+		}
+		store_target_uuid(s->t, s->uuid);
+	} else {
+		if (mkdir(s->dir, 0750) < 0 && errno != EEXIST) {
+			rc = -errno;
+			free_server(s);
+			return fail(err, errlen, rc, "mkdir %s: %s", o->dir, strerror(-rc));
+		}
+		auth_random(s->uuid, sizeof(s->uuid));
+	}
+
+	rc = loop_new(&s->loop);
+	if (rc == 0)
+		rc = loop_start(s->loop);
+	if (rc) {
+		snprintf(err, errlen, "event loop: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = store_workers_create(o->workers ? o->workers : 8, &s->workers);
+	if (rc) {
+		snprintf(err, errlen, "worker threads: %s", strerror(-rc));
+		goto fail;
+	}
+	struct server_params sp = {.loop = s->loop, .key = &s->key, .listen = s->listen,
+				   .default_port = o->default_port, .ops = &srv_ops, .ctx = s};
+	rc = server_new(&sp, &s->srv, err, errlen);
+	if (rc)
+		goto fail;
+	rc = advertised_addr(s, o, server_port(s->srv));
+	if (rc) {
+		snprintf(err, errlen, "address too long");
+		goto fail;
+	}
+	struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = s->meta_addr,
+				.default_port = 7070, .role = WEFT_ROLE_STORE, .name = s->node};
+	rc = rpc_new(&rp, &s->meta);
+	if (rc) {
+		snprintf(err, errlen, "bad meta address '%s'", s->meta_addr);
+		goto fail;
+	}
+	uint8_t fs_checksums = 1;
+	rc = hb_register(s, true, &fs_checksums);
+	if (rc) {
+		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
+			 weft_strerror(rc));
+		goto fail;
+	}
+	rc = open_target(s, formatted, fs_checksums, err, errlen);
+	if (rc)
+		goto fail;
+	rc = chains_refresh(s, true);
+	if (rc)
+		log_warn("fetching chain tables from meta %s: %s (will retry)", s->meta_addr,
+			 weft_strerror(rc));
+	loop_every(s->loop, 1000, repl_check_timeouts, s);
+	atomic_store(&s->ready, true);
+	rc = hb_start(s);
+	if (rc) {
+		snprintf(err, errlen, "heartbeat thread: %s", strerror(-rc));
+		goto fail;
+	}
+	log_info("target %u (%s) serving on %s, registered as %s with meta %s, checksums %s",
+		 s->target_id, s->dir, s->listen, s->addr, s->meta_addr,
+		 s->checksums ? "on" : "off");
+	*out = s;
+	return 0;
+
+fail:
+	atomic_store(&s->ready, false);
+	store_server_stop(s);
+	return rc;
+}
+
+const char *store_server_addr(const struct store_server *s) { return s->addr; }
+int store_server_port(const struct store_server *s) { return server_port(s->srv); }
+uint32_t store_server_target(const struct store_server *s) { return s->target_id; }
+
+void store_server_stop(struct store_server *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stopping, true);
+	atomic_store(&s->ready, false);
+	hb_stop(s);
+	if (s->srv)
+		server_free(s->srv);
+	s->srv = NULL;
+	/* Requests already queued run (and are refused: not ready); forwards in flight
+	 * complete when the successors' connections close. */
+	store_workers_destroy(s->workers);
+	s->workers = NULL;
+	repl_free_peers(s);
+	for (int i = 0; i < 500 && atomic_load(&s->pending) > 0; i++)
+		usleep(10000);
+	if (atomic_load(&s->pending) > 0)
+		log_warn("stopping with %d requests still pending", atomic_load(&s->pending));
+	rpc_free(s->meta);
+	loop_free(s->loop);
+	store_obj_close(s->objs);
+	store_target_close(s->t);
+	free_server(s);
+}

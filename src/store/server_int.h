@@ -1,0 +1,150 @@
+/* Internals of weft store's server shared by server.c, replicate.c and heartbeat.c.
+ * Not an API; see server.h for the threads and guarantees. */
+#ifndef WEFT_STORE_SERVER_INT_H
+#define WEFT_STORE_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/conn.h"
+#include "common/rpc.h"
+#include "common/server.h"
+#include "meta/chains_codec.h"
+#include "store/object.h"
+#include "store/server.h"
+#include "store/workers.h"
+
+#define STORE_META_TIMEOUT_MS 5000
+#define STORE_HINTS 65536u        /* remembered (object -> chain) for OBJ_FSYNC */
+
+/* A successor we forward to, by target id. */
+struct peer {
+	struct peer *next;
+	uint32_t target;
+	char addr[WEFT_ADDR_MAX + 1];
+	struct rpc *rpc;
+};
+
+/* Where an object was last written: OBJ_FSYNC names only (ino, stripe). */
+struct chain_hint {
+	uint64_t ino;
+	uint32_t stripe;
+	uint32_t chain;
+	uint8_t replicas;         /* 0: empty slot */
+};
+
+/* One request being served. Owned by the loop thread until queued, then by the job;
+ * with a forward in flight, by whichever of the local part and the forward ends last
+ * (`parts`). */
+struct sreq {
+	struct store_job job;
+	struct store_server *s;
+	struct conn *c;           /* referenced */
+	struct frame *f;
+	uint16_t op;
+	union {
+		struct weft_msg_obj_write w;
+		struct weft_msg_obj_read r;
+		struct weft_msg_obj_truncate t;
+		struct weft_msg_obj_id id;
+		struct weft_msg_obj_delete d;
+		struct weft_msg_obj_list l;
+	} m;
+	/* replication */
+	atomic_int parts;         /* local write + forward still running */
+	int local_rc;
+	char local_detail[160];   /* what the local operation found (checksum errors) */
+	uint64_t local_size;
+	int fwd_rc;               /* 0, the successor's error status, or a local error */
+	bool fwd_sent, fwd_timed_out, fwd_replied;
+	uint32_t fwd_target;
+	char fwd_addr[WEFT_ADDR_MAX + 1];
+	char fwd_detail[200];     /* ERROR detail the successor sent, if any */
+	uint32_t fwd_detail_target;
+	uint8_t replicas;
+	uint32_t chain;
+	struct conn *fwd_conn;    /* referenced while the forward is in flight */
+	uint64_t fwd_start_ms;
+	struct sreq *fprev, *fnext; /* list of forwards in flight, s->fwd_lock */
+};
+
+struct store_server {
+	char *dir, *meta_addr, *node, *listen;
+	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
+	struct weft_key key;
+	uint32_t heartbeat_ms, forward_timeout_ms;
+	const volatile int *stop;
+
+	struct loop *loop;
+	struct server *srv;
+	struct store_workers *workers;
+	struct store_target *t;
+	struct store_objs *objs;
+	struct rpc *meta;
+
+	uint8_t uuid[16], fsid[16];
+	uint32_t target_id;
+	bool checksums;                 /* the target's mode (== the file system's) */
+	atomic_bool ready;              /* registered, target open */
+	atomic_bool stopping;
+	atomic_uint_fast64_t lease_until_ms; /* fencing: serve data only before this */
+	atomic_uint lease_ms;
+	atomic_bool fenced_logged;
+	atomic_int pending;             /* requests alive (for stop) */
+
+	pthread_t hb_thread;
+	bool hb_started;
+	pthread_mutex_t hb_lock;        /* guards hb_stop; hb_cond wakes the thread */
+	pthread_cond_t hb_cond;
+	bool hb_stop;
+
+	pthread_rwlock_t chains_lock;   /* guards chains, have_chains */
+	struct meta_chain_set chains;
+	bool have_chains;
+	pthread_mutex_t refresh_lock;   /* one CHAINS_GET at a time */
+	atomic_uint_fast64_t meta_chains_version; /* last version meta announced */
+
+	pthread_mutex_t peers_lock;     /* guards peers */
+	struct peer *peers;
+
+	pthread_mutex_t fwd_lock;       /* guards the list of forwards in flight */
+	struct sreq *fwd_head;
+
+	pthread_mutex_t hints_lock;     /* guards hints */
+	struct chain_hint *hints;
+
+	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
+	uint32_t last_report_target, last_report_chain;
+	uint64_t last_report_ms;
+};
+
+/* server.c */
+void srv_reply_status(struct sreq *q, int status);
+void sreq_free(struct sreq *q);
+bool srv_serving(struct store_server *s);
+
+/* heartbeat.c: meta, leases, chain tables */
+int hb_register(struct store_server *s, bool first, uint8_t *checksums_out);
+int hb_start(struct store_server *s);
+void hb_stop(struct store_server *s);
+/* Fetches the chain tables if meta announced a newer version than ours or force. */
+int chains_refresh(struct store_server *s, bool force);
+/* Checks (replicas, chain, ver) for op; on success copies the chain and this target's
+ * index in it. Refetches the table (blocking: worker threads only) when the request is
+ * newer than ours. Errors: -WEFT_ESTALECHAIN, -WEFT_ENOTSERVING (read from a member
+ * that is not SERVING; write to an OFFLINE one). */
+int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
+		 bool is_read, struct meta_chain *out, int *me);
+/* Address of target id from the table into buf; false if unknown. */
+bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
+
+/* replicate.c */
+void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
+void repl_check_timeouts(void *arg);  /* loop timer */
+void repl_free_peers(struct store_server *s);
+void hints_put(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+	       uint32_t chain);
+bool hints_get(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
+	       uint32_t *chain);
+
+#endif
