@@ -1,0 +1,184 @@
+/* A minimal synchronous weft meta client for tests and benchmarks: an rpc endpoint and
+ * typed calls built from proto.h alone (no libweft). Header-only; each function is
+ * static so test programs and bench/bench_meta.c include it directly. */
+#ifndef WEFT_TEST_METACALL_H
+#define WEFT_TEST_METACALL_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/rpc.h"
+#include "proto/proto.h"
+#include "weft/err.h"
+
+struct mc {
+	struct loop *loop;
+	bool own_loop;
+	struct rpc *rpc;
+	char detail[256]; /* ERROR detail of the last failed call */
+};
+
+static inline struct weft_cred mc_cred(uint32_t uid, uint32_t gid)
+{
+	struct weft_cred c = {.uid = uid, .gid = gid};
+	return c;
+}
+
+/* loop may be NULL: the client gets its own loop thread. */
+static inline int mc_open(struct mc *m, struct loop *loop, const struct weft_key *key,
+			  const char *addr)
+{
+	memset(m, 0, sizeof(*m));
+	int rc;
+	if (!loop) {
+		if ((rc = loop_new(&m->loop)) || (rc = loop_start(m->loop)))
+			return rc;
+		m->own_loop = true;
+	} else {
+		m->loop = loop;
+	}
+	struct rpc_params p = {.loop = m->loop, .key = key, .addr = addr, .role = WEFT_ROLE_CLIENT,
+			       .name = "metatest", .default_port = 7070};
+	if ((rc = rpc_new(&p, &m->rpc)))
+		return rc;
+	struct conn *c;
+	if ((rc = rpc_conn(m->rpc, &c)))
+		return rc;
+	conn_put(c);
+	return 0;
+}
+
+static inline void mc_close(struct mc *m)
+{
+	rpc_free(m->rpc);
+	if (m->own_loop)
+		loop_free(m->loop);
+}
+
+/* Encodes msg of the opcode's request type, calls, returns the status; *rep (may be NULL)
+ * gets the reply frame. */
+static inline int mc_call(struct mc *m, uint16_t op, const void *msg, const void *bulk,
+			  size_t bulklen, struct frame **rep)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	if (msg && weft_msg_encode_any((enum weft_msg_type)weft_op_req_type(op), &w, msg)) {
+		wbuf_free(&w);
+		return -EINVAL;
+	}
+	struct iovec v = {(void *)bulk, bulklen};
+	struct frame *f = NULL;
+	int rc = rpc_call(m->rpc, op, &w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
+	m->detail[0] = '\0';
+	if (rc && f)
+		conn_error_detail(f, m->detail, sizeof(m->detail));
+	if (rep)
+		*rep = f;
+	else
+		frame_free(f);
+	return rc;
+}
+
+/* Sends a raw payload (no encoding): for malformed requests. */
+static inline int mc_call_raw(struct mc *m, uint16_t op, const void *p, size_t len,
+			      struct frame **rep)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	wbuf_put(&w, p, len);
+	struct frame *f = NULL;
+	int rc = rpc_call(m->rpc, op, &w, NULL, 0, 20000, &f);
+	m->detail[0] = '\0';
+	if (rc && f)
+		conn_error_detail(f, m->detail, sizeof(m->detail));
+	if (rep)
+		*rep = f;
+	else
+		frame_free(f);
+	return rc;
+}
+
+static inline int mc_entry(struct mc *m, uint16_t op, const void *msg, struct weft_attr *a,
+			   struct weft_layout *l)
+{
+	struct frame *f = NULL;
+	int rc = mc_call(m, op, msg, NULL, 0, &f);
+	if (rc == 0) {
+		struct weft_msg_entry e;
+		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL))
+			rc = -EIO;
+		else {
+			if (a)
+				*a = e.attr;
+			if (l)
+				*l = e.layout;
+		}
+	}
+	frame_free(f);
+	return rc;
+}
+
+#define MC_STR(s) weft_str_of((s), strlen(s))
+
+static inline int mc_lookup(struct mc *m, const struct weft_cred *cr, uint64_t parent,
+			    const char *name, struct weft_attr *a)
+{
+	struct weft_msg_lookup q = {.cred = *cr, .parent = parent, .name = MC_STR(name)};
+	return mc_entry(m, WEFT_OP_LOOKUP, &q, a, NULL);
+}
+
+static inline int mc_getattr(struct mc *m, const struct weft_cred *cr, uint64_t ino,
+			     uint64_t gen, struct weft_attr *a)
+{
+	struct weft_msg_ino q = {.cred = *cr, .ino = ino, .gen = gen};
+	return mc_entry(m, WEFT_OP_GETATTR, &q, a, NULL);
+}
+
+static inline int mc_create(struct mc *m, const struct weft_cred *cr, uint64_t parent,
+			    const char *name, uint32_t mode, uint32_t flags, struct weft_attr *a)
+{
+	struct weft_msg_create q = {.cred = *cr, .parent = parent, .name = MC_STR(name),
+				    .mode = mode, .flags = flags};
+	return mc_entry(m, S_ISDIR(mode) ? WEFT_OP_MKDIR : WEFT_OP_CREATE, &q, a, NULL);
+}
+
+static inline int mc_name_op(struct mc *m, uint16_t op, const struct weft_cred *cr,
+			     uint64_t parent, const char *name)
+{
+	struct weft_msg_name q = {.cred = *cr, .parent = parent, .name = MC_STR(name)};
+	return mc_call(m, op, &q, NULL, 0, NULL);
+}
+
+static inline int mc_rename(struct mc *m, const struct weft_cred *cr, uint64_t p,
+			    const char *name, uint64_t np, const char *newname, uint32_t flags)
+{
+	struct weft_msg_rename q = {.cred = *cr, .parent = p, .name = MC_STR(name),
+				    .newparent = np, .newname = MC_STR(newname), .flags = flags};
+	return mc_call(m, WEFT_OP_RENAME, &q, NULL, 0, NULL);
+}
+
+/* Registers a fake target so that regular files can be created. */
+static inline int mc_register(struct mc *m, uint8_t tag, const char *node, const char *addr,
+			      uint32_t *id)
+{
+	struct weft_msg_target_register q = {.node = MC_STR(node), .addr = MC_STR(addr),
+					     .capacity = 1ULL << 40, .free = 1ULL << 39};
+	memset(q.uuid, tag, 16);
+	struct frame *f = NULL;
+	int rc = mc_call(m, WEFT_OP_TARGET_REGISTER, &q, NULL, 0, &f);
+	if (rc == 0) {
+		struct weft_msg_target_registered r;
+		if (weft_target_registered_decode(f->payload, f->h.payload_len, &r, NULL))
+			rc = -EIO;
+		else if (id)
+			*id = r.target;
+	}
+	frame_free(f);
+	return rc;
+}
+
+#endif
