@@ -14,6 +14,8 @@
 	X(getstripe) \
 	X(mkfs) \
 	X(meta) \
+	X(status) \
+	X(df) \
 	X(store)
 
 #define X(name) extern const struct cli_verb cmd_##name;

@@ -444,7 +444,7 @@ int meta_ns_statfs(const struct meta_ctx *c, uint64_t total_bytes, uint64_t free
 	st->bsize = 4096;
 	st->blocks = total_bytes / st->bsize;
 	st->bfree = st->bavail = free_bytes / st->bsize;
-	st->files = files;
+	st->files = META_INODES_MAX; /* f_files is the total, as statfs(2) */
 	st->ffree = META_INODES_MAX > files ? META_INODES_MAX - files : 0;
 	st->namemax = WEFT_NAME_MAX;
 	return 0;

@@ -1,0 +1,253 @@
+/* weft status and weft df: the cluster's targets, chains and capacity, as meta sees them. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cluster.h"
+#include "common/log.h"
+#include "common/rpc.h"
+#include "meta/chains_codec.h"
+#include "weft/err.h"
+
+struct admin {
+	struct loop *loop;
+	struct rpc *rpc;
+	char addr[256];
+};
+
+static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
+{
+	struct cluster_opts co = {0};
+	static const struct option opts[] = {
+		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
+		{"key", required_argument, NULL, 'k'}, {0}};
+	int ch;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': co.dir = optarg; break;
+		case 'm': co.meta = optarg; break;
+		case 'k': co.key = optarg; break;
+		default: return cli_usage_error(verb, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(verb, "unexpected argument '%s'", argv[optind]);
+	static struct weft_key key;
+	if (cluster_load_key(verb, &co, &key))
+		return 1;
+	cluster_meta_addr(&co, a->addr, sizeof(a->addr));
+	log_init(verb, LOG_WARN);
+	if (loop_new(&a->loop) || loop_start(a->loop))
+		return cli_fail(verb, "cannot start event loop");
+	struct rpc_params p = {.loop = a->loop, .key = &key, .addr = a->addr,
+			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
+			       .name = "weft-status"};
+	if (rpc_new(&p, &a->rpc)) {
+		loop_free(a->loop);
+		return cli_usage_error(verb, "bad meta address '%s'", a->addr);
+	}
+	return 0;
+}
+
+static void admin_close(struct admin *a)
+{
+	rpc_free(a->rpc);
+	loop_free(a->loop);
+}
+
+static int statfs_get(struct admin *a, struct weft_msg_statfs_reply *s)
+{
+	struct frame *f = NULL;
+	int rc = rpc_call(a->rpc, WEFT_OP_STATFS, NULL, NULL, 0, 10000, &f);
+	if (rc == 0 && weft_statfs_reply_decode(f->payload, f->h.payload_len, s, NULL))
+		rc = -WEFT_EPROTO;
+	frame_free(f);
+	return rc;
+}
+
+static void human(uint64_t v, char *out, size_t cap)
+{
+	static const char *u[] = {"B", "K", "M", "G", "T", "P", "E"};
+	double d = (double)v;
+	int i = 0;
+	while (d >= 1024 && i < 6) {
+		d /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, cap, "%llu%s", (unsigned long long)v, u[i]);
+	else
+		snprintf(out, cap, d < 10 ? "%.1f%s" : "%.0f%s", d, u[i]);
+}
+
+static const char *state_name(uint8_t s)
+{
+	switch (s) {
+	case WEFT_MEMBER_SERVING: return "serving";
+	case WEFT_MEMBER_SYNCING: return "syncing";
+	case WEFT_MEMBER_OFFLINE: return "offline";
+	default: return "?";
+	}
+}
+
+static int print_targets(struct admin *a)
+{
+	struct frame *f = NULL;
+	int rc = rpc_call(a->rpc, WEFT_OP_TARGETS_GET, NULL, NULL, 0, 10000, &f);
+	struct weft_msg_targets tm;
+	if (rc == 0 && weft_targets_decode(f->payload, f->h.payload_len, &tm, NULL))
+		rc = -WEFT_EPROTO;
+	if (rc) {
+		frame_free(f);
+		return rc;
+	}
+	printf("targets: %u\n", tm.count);
+	if (tm.count)
+		printf("  %4s  %-16s %-22s %-5s %8s %8s %10s %10s %10s %10s %7s\n", "id", "node",
+		       "address", "state", "size", "free", "read", "written", "reads", "writes",
+		       "seen");
+	struct rbuf r;
+	rbuf_init(&r, f->bulk, f->h.bulk_len);
+	for (uint32_t i = 0; i < tm.count && rbuf_ok(&r); i++) {
+		uint32_t id = rbuf_u32(&r);
+		uint8_t st = rbuf_u8(&r);
+		uint16_t nl = rbuf_u16(&r);
+		const uint8_t *node = rbuf_ptr(&r, nl);
+		uint16_t al = rbuf_u16(&r);
+		const uint8_t *addr = rbuf_ptr(&r, al);
+		uint64_t v[7];
+		for (int k = 0; k < 7; k++)
+			v[k] = rbuf_u64(&r);
+		if (!rbuf_ok(&r))
+			break;
+		char cap[16], fr[16], rd[16], wr[16];
+		human(v[0], cap, sizeof(cap));
+		human(v[1], fr, sizeof(fr));
+		human(v[2], rd, sizeof(rd));
+		human(v[3], wr, sizeof(wr));
+		printf("  %4u  %-16.*s %-22.*s %-5s %8s %8s %10s %10s %10llu %10llu %6.1fs\n", id, nl,
+		       (const char *)node, al, (const char *)addr,
+		       st == WEFT_MEMBER_OFFLINE ? "down" : "up", cap, fr, rd, wr,
+		       (unsigned long long)v[4], (unsigned long long)v[5], (double)v[6] / 1000);
+	}
+	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
+	frame_free(f);
+	return rc;
+}
+
+static int print_chains(struct admin *a)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_chains_get q = {0};
+	weft_chains_get_encode(&w, &q);
+	struct frame *f = NULL;
+	int rc = rpc_call(a->rpc, WEFT_OP_CHAINS_GET, &w, NULL, 0, 10000, &f);
+	if (rc) {
+		frame_free(f);
+		return rc;
+	}
+	struct meta_chain_set set;
+	struct rbuf r;
+	rbuf_init(&r, f->bulk, f->h.bulk_len);
+	rc = meta_chain_set_decode(&r, &set);
+	frame_free(f);
+	if (rc)
+		return rc;
+	printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);
+	for (int rep = 1; rep <= WEFT_REPLICAS_MAX; rep++) {
+		uint32_t n = set.nchains[rep - 1], degraded = 0;
+		for (uint32_t i = 0; i < n; i++)
+			for (int m = 0; m < set.chains[rep - 1][i].nmembers; m++)
+				degraded += set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
+		printf("  %d replica%s: %u chain%s%s\n", rep, rep > 1 ? "s" : "", n,
+		       n == 1 ? "" : "s", n ? "" : " (needs more storage nodes)");
+		for (uint32_t i = 0; i < n; i++) {
+			const struct meta_chain *c = &set.chains[rep - 1][i];
+			printf("    chain %-4u v%-4llu", c->id, (unsigned long long)c->version);
+			for (int m = 0; m < c->nmembers; m++)
+				printf(" %s%u(%s)", m ? "-> " : "", c->members[m].target,
+				       state_name(c->members[m].state));
+			printf("\n");
+		}
+	}
+	meta_chain_set_free(&set);
+	return 0;
+}
+
+static int run_status(int argc, char **argv)
+{
+	struct admin a;
+	int rc = admin_open("status", argc, argv, &a);
+	if (rc)
+		return rc;
+	struct weft_msg_statfs_reply s;
+	rc = statfs_get(&a, &s);
+	if (rc == 0) {
+		char t[16], u[16], fr[16];
+		human(s.blocks * s.bsize, t, sizeof(t));
+		human((s.blocks - s.bfree) * s.bsize, u, sizeof(u));
+		human(s.bfree * s.bsize, fr, sizeof(fr));
+		printf("meta %s: capacity %s, used %s, free %s, inodes %llu used\n", a.addr, t, u, fr,
+		       (unsigned long long)(s.files - s.ffree));
+		rc = print_targets(&a);
+	}
+	if (rc == 0)
+		rc = print_chains(&a);
+	admin_close(&a);
+	if (rc)
+		return cli_fail("status", "meta %s: %s", a.addr, weft_strerror(rc));
+	return 0;
+}
+
+static int run_df(int argc, char **argv)
+{
+	struct admin a;
+	int rc = admin_open("df", argc, argv, &a);
+	if (rc)
+		return rc;
+	struct weft_msg_statfs_reply s;
+	rc = statfs_get(&a, &s);
+	admin_close(&a);
+	if (rc)
+		return cli_fail("df", "meta %s: %s", a.addr, weft_strerror(rc));
+	char t[16], u[16], fr[16];
+	uint64_t used = s.blocks - s.bfree;
+	human(s.blocks * s.bsize, t, sizeof(t));
+	human(used * s.bsize, u, sizeof(u));
+	human(s.bavail * s.bsize, fr, sizeof(fr));
+	uint64_t denom = used + s.bavail;
+	printf("%-24s %8s %8s %8s %5s %12s %12s\n", "Filesystem", "Size", "Used", "Avail", "Use%",
+	       "Inodes", "IUsed");
+	char name[300];
+	snprintf(name, sizeof(name), "weft@%s", a.addr);
+	printf("%-24s %8s %8s %8s %4.0f%% %12llu %12llu\n", name, t, u, fr,
+	       denom ? 100.0 * (double)used / (double)denom : 0.0, (unsigned long long)s.files,
+	       (unsigned long long)(s.files - s.ffree));
+	return 0;
+}
+
+const struct cli_verb cmd_status = {
+	.name = "status",
+	.summary = "targets, chains and capacity of a cluster",
+	.usage = "weft status [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
+		 "Asks meta for its storage targets (id, node, address, up/down, size, free,\n"
+		 "bytes and operations read and written, time since the last heartbeat), its\n"
+		 "chain tables per replica count (members in order and their states), and the\n"
+		 "file system's capacity.",
+	.run = run_status,
+};
+
+const struct cli_verb cmd_df = {
+	.name = "df",
+	.summary = "capacity, used and free space, like df",
+	.usage = "weft df [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
+		 "Prints the file system's size, used and available space (summed over the\n"
+		 "storage targets that are up) and inodes, in human units.",
+	.run = run_df,
+};
