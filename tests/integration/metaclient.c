@@ -1257,7 +1257,7 @@ static int run_verify(struct mc *m, const char *log)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: metaclient KEYFILE ADDR proto|squash|bad|crash LOG R T|verify LOG\n");
+		fprintf(stderr, "usage: metaclient KEYFILE ADDR proto|squash|bad|register|crash LOG R T|verify LOG\n");
 		return 2;
 	}
 	log_init("metaclient", LOG_WARN);
@@ -1286,6 +1286,8 @@ int main(int argc, char **argv)
 		run_proto(&m, strcmp(mode, "squash") == 0);
 	else if (strcmp(mode, "bad") == 0)
 		run_bad(&m);
+	else if (strcmp(mode, "register") == 0) /* a fake target, for benchmarks */
+		OK(mc_register(&m, 0xe5, "bench-node", "127.0.0.1:1", NULL));
 	else if (strcmp(mode, "verify") == 0 && argc == 5)
 		run_verify(&m, argv[4]);
 	else
