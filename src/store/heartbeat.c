@@ -61,6 +61,8 @@ static void set_lease(struct store_server *s, uint64_t sent_ms, uint32_t lease_m
 		lease_ms = 5000;
 	atomic_store(&s->lease_ms, lease_ms);
 	atomic_store(&s->lease_until_ms, sent_ms + lease_ms);
+	if (atomic_exchange(&s->fenced_logged, false))
+		log_info("lease renewed by meta %s: serving data requests again", s->meta_addr);
 }
 
 /* One TARGET_REGISTER round trip. */

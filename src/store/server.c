@@ -23,11 +23,8 @@ bool srv_serving(struct store_server *s)
 	if (!atomic_load(&s->ready))
 		return false;
 	uint64_t now = loop_now_ms();
-	if (now < atomic_load(&s->lease_until_ms)) {
-		if (atomic_exchange(&s->fenced_logged, false))
-			log_info("lease renewed: serving data requests again");
+	if (now < atomic_load(&s->lease_until_ms))
 		return true;
-	}
 	if (!atomic_exchange(&s->fenced_logged, true))
 		log_warn("no heartbeat answered by meta %s within the lease (%u ms): "
 			 "refusing data requests (fenced) until one is", s->meta_addr,
