@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +32,8 @@
 static struct weft_client *wc;
 static double attr_timeout = 1.0;
 static bool read_only;
+static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
+static uint32_t readahead_kb;
 
 /* ---- credentials ---- */
 
@@ -144,8 +145,13 @@ static void reply_entry(fuse_req_t req, int err, const struct weft_attr *a)
 
 /* ---- operations ---- */
 
+static void *readahead_thread(void *arg);
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
+	pthread_t t;
+	if (readahead_kb && mount_real[0] && pthread_create(&t, NULL, readahead_thread, NULL) == 0)
+		pthread_detach(t);
 	conn->max_write = 1u << 20;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
@@ -719,22 +725,39 @@ static const struct fuse_lowlevel_ops ops = {
 	.fallocate = op_fallocate,
 };
 
-/* Raises the kernel's read-ahead for this mount (root only; best effort). */
-static void set_readahead(const char *mnt, uint32_t kb)
+/* The kernel's read-ahead for this mount is raised through sysfs once FUSE's INIT is
+ * answered (the INIT reply can only lower it). The bdi is named by the mount's device
+ * number, read from /proc/self/mountinfo: a stat() of the mount point would ask this very
+ * process, which may not be serving requests yet. */
+static void *readahead_thread(void *arg)
 {
-	struct stat st;
-	if (!kb || stat(mnt, &st) < 0)
-		return;
+	(void)arg;
+	struct timespec ts = {0, 200000000};
+	nanosleep(&ts, NULL);
+	char line[4096], dev[32] = "";
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+	if (!mi)
+		return NULL;
+	while (fgets(line, sizeof(line), mi)) {
+		char mm[32], root[PATH_MAX], point[PATH_MAX];
+		if (sscanf(line, "%*d %*d %31s %4095s %4095s", mm, root, point) == 3 &&
+		    strcmp(point, mount_real) == 0)
+			snprintf(dev, sizeof(dev), "%s", mm); /* the last match is the newest mount */
+	}
+	fclose(mi);
+	if (!dev[0])
+		return NULL;
 	char path[128];
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
-		 minor(st.st_dev));
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	FILE *f = fopen(path, "w");
 	if (!f) {
 		log_debug("cannot set %s: %s", path, strerror(errno));
-		return;
+		return NULL;
 	}
-	fprintf(f, "%u\n", kb);
-	fclose(f);
+	fprintf(f, "%u\n", readahead_kb);
+	if (fclose(f) == 0)
+		log_info("kernel read-ahead of the mount set to %u KiB", readahead_kb);
+	return NULL;
 }
 
 int mount_run(const struct mount_opts *o, void (*ready)(int status))
@@ -751,6 +774,9 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		ready(1);
 		return 1;
 	}
+	readahead_kb = o->readahead_kb;
+	if (!realpath(o->mountpoint, mount_real))
+		mount_real[0] = '\0';
 	char fsname[128], opts[1024];
 	snprintf(fsname, sizeof(fsname), "-ofsname=weft:%s,subtype=weft", o->meta);
 	snprintf(opts, sizeof(opts), "-o%s%s%s%s", o->read_only ? "ro" : "rw",
@@ -773,7 +799,6 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		ready(1);
 		return 1;
 	}
-	set_readahead(o->mountpoint, o->readahead_kb);
 	log_info("mounted weft from %s at %s", o->meta, o->mountpoint);
 	ready(0);
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();

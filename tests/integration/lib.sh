@@ -48,7 +48,7 @@ wait_file() {
 # check_logs: no ERROR lines except those matching $ALLOWED_ERRORS (a regex)
 check_logs() {
 	local bad
-	bad=$(grep -h ' ERROR: ' "$T"/*.log 2>/dev/null | { if [ -n "$ALLOWED_ERRORS" ]; then grep -Ev "$ALLOWED_ERRORS" || true; else cat; fi; })
+	bad=$({ grep -h ' ERROR: ' "$T"/*.log 2>/dev/null || true; } | { if [ -n "$ALLOWED_ERRORS" ]; then grep -Ev "$ALLOWED_ERRORS" || true; else cat; fi; })
 	[ -z "$bad" ] || fail "unexpected errors in logs:
 $bad"
 }
