@@ -18,7 +18,7 @@ start_meta() {
 	META=$(grep -oE 'serving .* on 127.0.0.1:[0-9]+' "$T/meta.log" | grep -oE '127.0.0.1:[0-9]+$' | head -1)
 }
 
-# start_store NAME [ARGS...]: a store on a free port in $T/NAME, node NAME; sets ADDR_NAME
+# start_store NAME [ARGS...]: a store on a free port in ${SDIR:-$T/NAME}, node NAME; sets ADDR_NAME
 # and PID_NAME. A restart of NAME keeps its port.
 start_store() {
 	local name=$1; shift
@@ -26,7 +26,7 @@ start_store() {
 	[ -n "${!addrvar:-}" ] && listen=${!addrvar}
 	[ -f "$T/$name.log" ] && cat "$T/$name.log" >>"$T/$name.old"
 	: >"$T/$name.log"
-	start "$name" "$WEFT" store "$T/$name" --meta "$META" --listen "$listen" --node "$name" \
+	start "$name" "$WEFT" store "${SDIR:-$T/$name}" --meta "$META" --listen "$listen" --node "$name" \
 		--key "$KEY" -f "$@"
 	wait_log "$T/$name.log" 'serving on .* registered as' 15
 	eval "ADDR_$name=$(grep -oE 'registered as 127.0.0.1:[0-9]+' "$T/$name.log" | head -1 | grep -oE '127.0.0.1:[0-9]+')"
