@@ -89,6 +89,7 @@ struct winode {
 	int ninflight;
 	int error;                /* first error not yet reported */
 
+	uint64_t wgen;            /* bumped by every write and truncate */
 	/* readahead: one cached window of prefetched data */
 	uint64_t ra_next;         /* where a sequential reader is expected next */
 	uint64_t ra_off;          /* cached window [ra_off, ra_off + ra_len) */

@@ -188,8 +188,9 @@ static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino
 		free(k);
 		return err;
 	}
-	/* spread readers of one chain over its members */
-	k->member = (int)((ino + p->block) % k->chain.nmembers);
+	/* spread readers over a chain's members: consecutive rows of an object alternate */
+	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
+	k->member = (int)((ino + row) % k->chain.nmembers);
 	atomic_fetch_add(&c->ops_read, 1);
 	err = send_read(k);
 	if (err) {

@@ -242,6 +242,7 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 		pthread_mutex_unlock(&wi->lock);
 		return err;
 	}
+	wi->wgen++; /* a window being fetched now may hold the old bytes: it is not kept */
 	if (wi->ra_len && off < wi->ra_off + wi->ra_len && off + len > wi->ra_off)
 		wi->ra_len = 0; /* the readahead window no longer holds the file's bytes */
 	size_t done = 0;
@@ -346,9 +347,15 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 		want = len;
 	if (want > size - off)
 		want = size - off;
+	while (wi->ra_busy)
+		pthread_cond_wait(&wi->cond, &wi->lock);
+	wi->ra_busy = true; /* the window buffer is ours until we clear it */
+	wi->ra_len = 0;
 	if (wi->ra_cap < want) {
 		uint8_t *nb = realloc(wi->ra_buf, want);
 		if (!nb) {
+			wi->ra_busy = false;
+			pthread_cond_broadcast(&wi->cond);
 			pthread_mutex_unlock(&wi->lock);
 			int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
 			return err ? err : (ssize_t)len;
@@ -356,17 +363,20 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 		wi->ra_buf = nb;
 		wi->ra_cap = (uint32_t)want;
 	}
-	wi->ra_busy = true;
-	wi->ra_len = 0;
+	/* the window must see this client's writes too, not only the requested range */
+	drain_range(c, wi, off, want);
 	uint8_t *win = wi->ra_buf;
+	uint64_t gen = wi->wgen;
 	pthread_mutex_unlock(&wi->lock);
 	int err = data_read_range(c, wi->ino, &wi->layout, off, want, win);
 	pthread_mutex_lock(&wi->lock);
 	wi->ra_busy = false;
 	if (!err) {
 		memcpy(buf, win, len);
-		wi->ra_off = off;
-		wi->ra_len = (uint32_t)want;
+		if (gen == wi->wgen) { /* no write or truncate raced with the fetch */
+			wi->ra_off = off;
+			wi->ra_len = (uint32_t)want;
+		}
 	}
 	pthread_cond_broadcast(&wi->cond);
 	pthread_mutex_unlock(&wi->lock);
@@ -493,6 +503,7 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	int err = drain(c, wi);
 	wi->size = size;
 	wi->ra_len = 0;
+	wi->wgen++;
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);
 	return err;
