@@ -48,4 +48,14 @@ expect() {
 
 # check_logs of lib.sh exits under set -e -o pipefail when no log has an ERROR line
 # (its grep finds nothing); calling it in a condition keeps its own checks.
-store_check_logs() { check_logs || fail "check_logs"; }
+# Also fails on sanitizer reports (ASan/UBSan/LSan print them to the daemons' logs); the
+# daemons must have exited for leak reports to be written, so this stops them first.
+store_check_logs() {
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+	PIDS=()
+	check_logs || fail "check_logs"
+	local san
+	san=$(grep -lE 'Sanitizer|runtime error:' "$T"/*.log "$T"/*.old 2>/dev/null || true)
+	[ -z "$san" ] || fail "sanitizer reports in: $san"
+}

@@ -11,7 +11,15 @@ if ! mount -t tmpfs -o size=12m tmpfs "$T/small" 2>/dev/null; then
 	exit 77
 fi
 umount_small() { umount "$T/small" 2>/dev/null || umount -l "$T/small" 2>/dev/null || true; }
-trap 'rc=$?; for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; PIDS=(); umount_small; (exit $rc); cleanup' EXIT
+on_exit() {
+	local rc=$?
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && { kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }; done
+	PIDS=()
+	umount_small
+	(exit $rc) || cleanup
+	cleanup
+}
+trap on_exit EXIT
 start_meta
 SDIR="$T/small/s1" start_store s1
 S=$ADDR_s1
