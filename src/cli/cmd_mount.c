@@ -70,6 +70,7 @@ static int run(int argc, char **argv)
 	char rest[1024] = "", optbuf[2048];
 	static const struct option opts[] = {
 		{"key", required_argument, NULL, 'k'}, {"dir", required_argument, NULL, 'D'},
+		{"meta", required_argument, NULL, 'M'},
 		{"foreground", no_argument, NULL, 'f'}, {"log", required_argument, NULL, 'l'},
 		{"log-level", required_argument, NULL, 'L'}, {"pid-file", required_argument, NULL, 'p'},
 		{"options", required_argument, NULL, 'o'}, {0}};
@@ -80,6 +81,7 @@ static int run(int argc, char **argv)
 		switch (ch) {
 		case 'k': co.key = optarg; break;
 		case 'D': co.dir = optarg; break;
+		case 'M': co.meta = optarg; break;
 		case 'f': d.foreground = true; break;
 		case 'l': d.log_file = optarg; break;
 		case 'L': d.log_level = optarg; break;
@@ -98,7 +100,7 @@ static int run(int argc, char **argv)
 	if (argc - optind == 2) {
 		o.meta = argv[optind];
 		o.mountpoint = argv[optind + 1];
-	} else if (argc - optind == 1 && co.dir) {
+	} else if (argc - optind == 1 && (co.dir || co.meta)) {
 		o.meta = cluster_meta_addr(&co, metabuf, sizeof(metabuf));
 		o.mountpoint = argv[optind];
 	} else {
@@ -122,7 +124,7 @@ const struct cli_verb cmd_mount = {
 	.name = "mount",
 	.summary = "mount a weft file system with FUSE",
 	.usage = "weft mount HOST:PORT MOUNTPOINT [-o OPTIONS] [-f] [--key FILE] [--log FILE]\n"
-		 "       weft mount --dir STATE MOUNTPOINT\n\n"
+		 "       weft mount --meta HOST:PORT | --dir STATE  MOUNTPOINT\n\n"
 		 "Mounts the file system served by weft meta at HOST:PORT. Runs in the\n"
 		 "background once the mount is live, or in the foreground with -f.\n"
 		 "Options (-o, comma-separated):\n"

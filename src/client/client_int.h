@@ -67,6 +67,8 @@ struct wblock {
 	uint32_t len;        /* dirty bytes */
 	uint32_t cap;        /* buffer size (the stripe unit) */
 	uint64_t block;      /* file block index */
+	uint32_t target;     /* the chain head it was last sent to */
+	uint32_t chain;
 	int status;          /* result of the last send */
 	uint8_t *data;
 };
@@ -109,6 +111,9 @@ struct weft_file {
 /* session.c */
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		     const struct iovec *bulk, int nbulk, struct frame **reply);
+/* Tells meta that target (head of chain) could not be reached, so it is taken out of
+ * its chains and writes can go on to the remaining members. */
+void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain, uint8_t replicas);
 /* Fetches the chain tables from meta and (re)builds the store table. */
 int client_refresh_chains(struct weft_client *c);
 /* Returns a ready connection to target (new reference) or -errno. */

@@ -311,6 +311,8 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	if (head < 0)
 		return -EIO;
 	struct conn *cn;
+	b->target = ch.members[head].target;
+	b->chain = p.chain;
 	err = client_store_conn(c, ch.members[head].target, &cn);
 	if (err)
 		return err;

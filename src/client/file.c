@@ -99,10 +99,19 @@ static void block_free(struct weft_client *c, struct wblock *b)
 	free(b);
 }
 
+/* The head could not be reached: after meta takes it out of the chain, the write can go
+ * to the next member. */
+static bool head_unreachable(int err)
+{
+	return err == -ENOTCONN || err == -ECONNRESET || err == -ECONNREFUSED;
+}
+
+/* Errors after which a resend may succeed: a stale chain table, a member that failed
+ * (meta has been told and will change the chain), a head that cannot be reached. */
 static bool retryable(int err)
 {
-	return err == -WEFT_ESTALECHAIN || err == -ENOTCONN || err == -ECONNRESET ||
-	       err == -ECONNREFUSED || err == -ETIMEDOUT;
+	return err == -WEFT_ESTALECHAIN || err == -WEFT_ETARGETDOWN || err == -WEFT_ENOTSERVING ||
+	       err == -ETIMEDOUT || head_unreachable(err);
 }
 
 /* Completion of a block's send (loop thread). */
@@ -193,7 +202,25 @@ static int drain(struct weft_client *c, struct winode *wi)
 			}
 			break;
 		}
+		/* report unreachable heads (once each), give meta a moment, refresh, resend */
+		uint32_t reported[8];
+		int nrep = 0;
+		for (struct wblock *x = r; x; x = x->next) {
+			if (!head_unreachable(x->status))
+				continue;
+			bool seen = false;
+			for (int i = 0; i < nrep; i++)
+				seen |= reported[i] == x->target;
+			if (seen || nrep == 8)
+				continue;
+			reported[nrep++] = x->target;
+			pthread_mutex_unlock(&wi->lock);
+			client_report_failed(c, x->target, x->chain, wi->layout.replicas);
+			pthread_mutex_lock(&wi->lock);
+		}
 		pthread_mutex_unlock(&wi->lock);
+		struct timespec pause = {0, 100000000L * (round + 1)};
+		nanosleep(&pause, NULL);
 		client_refresh_chains(c);
 		pthread_mutex_lock(&wi->lock);
 		while (r) {
@@ -237,8 +264,10 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	const uint8_t *src = buf;
 	uint64_t su = wi->layout.stripe_unit;
 	pthread_mutex_lock(&wi->lock);
+	if (wi->retry && !wi->error)
+		wi->error = drain(c, wi); /* resend failed blocks before they pile up */
 	if (wi->error) {
-		int err = wi->error;
+		int err = wi->error; /* kept: flush and close report it too */
 		pthread_mutex_unlock(&wi->lock);
 		return err;
 	}

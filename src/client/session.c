@@ -75,6 +75,19 @@ int client_refresh_chains(struct weft_client *c)
 	return 0;
 }
 
+void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain, uint8_t replicas)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_target_failed m = {.reporter = 0, .target = target, .chain = chain,
+					   .replicas = replicas};
+	weft_target_failed_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_TARGET_FAILED, &w, NULL, 0, NULL);
+	log_warn("target %u (head of chain %u) unreachable; reported to meta%s%s", target, chain,
+		 err ? ": " : "", err ? weft_strerror(err) : "");
+	atomic_store(&c->chains_stale, true);
+}
+
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
 {
 	if (atomic_load(&c->chains_stale))
