@@ -70,6 +70,8 @@ static void hash_remove(struct store_fdc *c, struct store_fdc_entry *e)
 
 static void close_entry(struct store_fdc_entry *e)
 {
+	if (e->close_extra)
+		e->close_extra(e);
 	if (e->fd >= 0)
 		close(e->fd);
 	if (e->crc_fd >= 0)

@@ -23,6 +23,10 @@ struct store_fdc_entry {
 	int fd;          /* data file, O_RDWR */
 	int crc_fd;      /* sidecar, O_RDWR, or -1 */
 	uint64_t size;   /* object size in bytes; guarded by the object lock */
+	/* Files of the object's segments past the first (object_seg.c), guarded by the
+	 * object lock; closed through close_extra when the entry is closed. */
+	void *segs;
+	void (*close_extra)(struct store_fdc_entry *e);
 	/* private to fdcache.c, guarded by the cache mutex */
 	int refs;
 	struct store_fdc_entry *hnext, *lprev, *lnext;

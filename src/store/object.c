@@ -150,6 +150,11 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 		return rc;
 	}
 	e->size = (uint64_t)st.st_size;
+	int src = obj_seg_size(s, e);
+	if (src) {
+		log_error("objects/%s: finding its segments: %s", path, strerror(-src));
+		return src;
+	}
 	if (s->checksums) {
 		obj_path(cpath, e->ino, e->stripe, true);
 		e->crc_fd = openat(s->root_fd, cpath, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
@@ -278,7 +283,7 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 		} else {
 			uint32_t old = 0;
 			if (oe > cs) {
-				rc = store_crc_read(e->crc_fd, c, 1, &old);
+				rc = obj_crc_read(s, e, c, 1, &old);
 				if (rc)
 					goto out;
 			}
@@ -294,7 +299,7 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 					goto out;
 				}
 				size_t olen = (size_t)(oe - cs);
-				rc = obj_pread(e->fd, scratch, olen, cs);
+				rc = obj_seg_pread(s, e, scratch, olen, cs);
 				if (rc)
 					goto out;
 				if (weft_crc32c(0, scratch, olen) !=
@@ -392,7 +397,7 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 		if (rc)
 			goto out; /* nothing written */
 		if (ext) { /* the old last chunk now extends with zeros to its full size */
-			rc = store_crc_read(e->crc_fd, L, 1, &old_last);
+			rc = obj_crc_read(s, e, L, 1, &old_last);
 			if (rc)
 				goto out;
 			uint32_t olen = (uint32_t)(S - L * STORE_CHUNK);
@@ -403,9 +408,9 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 	}
 
 	size_t done = 0;
-	rc = obj_io(true, e->fd, iov, iovcnt, off, &done);
+	rc = obj_seg_io(s, e, true, iov, iovcnt, off, &done);
 	if (rc) {
-		if (end > S && off + done > S && ftruncate(e->fd, (off_t)S) < 0)
+		if (end > S && off + done > S && obj_seg_trunc_data(s, e, S) < 0)
 			log_error("write rollback: ftruncate: %s", strerror(errno));
 		if (done > 0 && off < S) {
 			log_damage(e, "data write", off, min64(off + done, S), rc);
@@ -415,18 +420,18 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 	}
 	if (s->checksums) {
 		if (ext && L + 1 == c0)
-			rc = store_crc_write(e->crc_fd, L, n + 1, ent);
+			rc = obj_crc_write(s, e, L, n + 1, ent);
 		else
-			rc = store_crc_write(e->crc_fd, c0, n, ent + 1);
+			rc = obj_crc_write(s, e, c0, n, ent + 1);
 		if (rc == 0 && ext && L + 1 != c0)
-			rc = store_crc_write(e->crc_fd, L, 1, ent);
+			rc = obj_crc_write(s, e, L, 1, ent);
 		if (rc) {
 			/* Undo the extension; entries past the old end must read as zero. */
-			if (end > S && ftruncate(e->fd, (off_t)S) < 0)
+			if (end > S && obj_seg_trunc_data(s, e, S) < 0)
 				log_error("write rollback: ftruncate: %s", strerror(errno));
-			if (ftruncate(e->crc_fd, (off_t)(store_crc_nchunks(S) * 4)) < 0)
+			if (obj_seg_trunc_crc(s, e, store_crc_nchunks(S)) < 0)
 				log_error("write rollback: ftruncate sidecar: %s", strerror(errno));
-			if (ext && store_crc_write(e->crc_fd, L, 1, &old_last) != 0)
+			if (ext && obj_crc_write(s, e, L, 1, &old_last) != 0)
 				log_error("write rollback: restore entry of chunk %" PRIu64, L);
 			if (off < S) {
 				log_damage(e, "checksum write", off, min64(end, S), rc);
@@ -441,8 +446,10 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 out:
 	if (rc && e) { /* the file may have changed under us: trust the disk */
 		struct stat st;
-		if (fstat(e->fd, &st) == 0)
+		if (fstat(e->fd, &st) == 0) {
 			e->size = (uint64_t)st.st_size;
+			obj_seg_size(s, e);
+		}
 	}
 	if (began)
 		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
@@ -469,7 +476,7 @@ int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_
 /* Sidecar changes of a truncate from S to T, computed before the data changes.
  * chunk and entry name the one entry to write (none if *has == false). A bad last chunk
  * is left bad: its old entry no longer matches any coverage (-WEFT_ECHECKSUM). */
-static int truncate_entry(struct store_fdc_entry *e, uint64_t S, uint64_t T, bool *has,
+static int truncate_entry(struct store_objs *s, struct store_fdc_entry *e, uint64_t S, uint64_t T, bool *has,
 			  uint64_t *chunk, uint32_t *entry)
 {
 	*has = false;
@@ -479,13 +486,13 @@ static int truncate_entry(struct store_fdc_entry *e, uint64_t S, uint64_t T, boo
 		uint64_t c = T / STORE_CHUNK, cs = c * STORE_CHUNK;
 		size_t olen = (size_t)(min64(S, cs + STORE_CHUNK) - cs), nlen = (size_t)(T - cs);
 		uint32_t old;
-		int rc = store_crc_read(e->crc_fd, c, 1, &old);
+		int rc = obj_crc_read(s, e, c, 1, &old);
 		if (rc)
 			return rc;
 		uint8_t *buf = malloc(STORE_CHUNK);
 		if (!buf)
 			return -ENOMEM;
-		rc = obj_pread(e->fd, buf, olen, cs);
+		rc = obj_seg_pread(s, e, buf, olen, cs);
 		if (rc == 0) {
 			uint32_t head = weft_crc32c(0, buf, nlen);
 			uint32_t full = weft_crc32c(head, buf + nlen, olen - nlen);
@@ -505,7 +512,7 @@ static int truncate_entry(struct store_fdc_entry *e, uint64_t S, uint64_t T, boo
 	uint64_t c = S / STORE_CHUNK, cs = c * STORE_CHUNK;
 	uint32_t olen = (uint32_t)(S - cs), nlen = (uint32_t)(min64(T, cs + STORE_CHUNK) - cs);
 	uint32_t old;
-	int rc = store_crc_read(e->crc_fd, c, 1, &old);
+	int rc = obj_crc_read(s, e, c, 1, &old);
 	if (rc)
 		return rc;
 	uint32_t crc = store_crc_extend_zeros(store_crc_from_entry(old, olen), nlen - olen);
@@ -541,7 +548,7 @@ int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint
 	uint32_t entry = 0;
 	int bad = 0;
 	if (s->checksums) {
-		rc = truncate_entry(e, S, size, &has, &chunk, &entry);
+		rc = truncate_entry(s, e, S, size, &has, &chunk, &entry);
 		if (rc == -WEFT_ECHECKSUM) {
 			bad = rc;
 			r.bad_chunk = (int64_t)(size / STORE_CHUNK);
@@ -550,7 +557,7 @@ int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint
 		if (rc)
 			goto out;
 	}
-	if (ftruncate(e->fd, (off_t)size) < 0) {
+	if (obj_seg_trunc_data(s, e, size) < 0) {
 		rc = -errno;
 		char path[OBJ_PATH_LEN];
 		obj_path(path, ino, stripe, false);
@@ -559,10 +566,10 @@ int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint
 	}
 	e->size = size;
 	if (s->checksums) {
-		if (size < S && ftruncate(e->crc_fd, (off_t)(store_crc_nchunks(size) * 4)) < 0)
+		if (size < S && obj_seg_trunc_crc(s, e, store_crc_nchunks(size)) < 0)
 			rc = -errno;
 		if (rc == 0 && has)
-			rc = store_crc_write(e->crc_fd, chunk, 1, &entry);
+			rc = obj_crc_write(s, e, chunk, 1, &entry);
 		if (rc) {
 			ok = false;
 			log_damage(e, "truncate checksum update", size / STORE_CHUNK * STORE_CHUNK,
@@ -610,7 +617,8 @@ int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	if (rc)
 		goto out;
 	store_fdc_drop(s->fdc, ino, stripe);
-	if (unlinkat(s->root_fd, path, 0) < 0 && errno != ENOENT)
+	rc = obj_seg_unlink(s, ino, stripe);
+	if (rc == 0 && unlinkat(s->root_fd, path, 0) < 0 && errno != ENOENT)
 		rc = -errno;
 	if (rc == 0 && unlinkat(s->root_fd, cpath, 0) < 0 && errno != ENOENT)
 		rc = -errno;
@@ -657,8 +665,7 @@ int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		if (fdatasync(e->fd) < 0 || (e->crc_fd >= 0 && fdatasync(e->crc_fd) < 0))
-			rc = -errno;
+		rc = obj_seg_sync(s, e);
 		store_fdc_put(s->fdc, e);
 	}
 	pthread_rwlock_unlock(lk);
@@ -683,9 +690,8 @@ int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		struct stat fst;
 		st->size = e->size;
-		st->allocated = fstat(e->fd, &fst) == 0 ? (uint64_t)fst.st_blocks * 512 : 0;
+		st->allocated = obj_seg_allocated(s, e);
 		struct store_index_rec rec;
 		st->version = store_index_get(s->idx, ino, stripe, &rec) == 0 ? rec.committed : 0;
 		store_fdc_put(s->fdc, e);

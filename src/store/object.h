@@ -46,8 +46,9 @@
 
 /* Largest byte count of one read or write request. */
 #define STORE_OBJ_IO_MAX ((size_t)64 << 20)
-/* Largest object size (offsets and truncate sizes above are -EFBIG). */
-#define STORE_OBJ_SIZE_MAX ((uint64_t)1 << 62)
+/* Largest object size (offsets and truncate sizes above are -EFBIG): what off_t names.
+ * Objects past 1 TiB are kept in segments (object_seg.c), since ext4 stops at 16 TiB. */
+#define STORE_OBJ_SIZE_MAX ((uint64_t)INT64_MAX)
 
 struct store_objs;
 

@@ -41,7 +41,7 @@ static int read_plain(struct store_objs *s, struct store_fdc_entry *e, uint64_t 
 		return -ENOMEM;
 	int k = store_iov_slice(iov, iovcnt, 0, n, v, iovcnt);
 	size_t done;
-	rc = obj_io(false, e->fd, v, k, off, &done);
+	rc = obj_seg_io(s, e, false, v, k, off, &done);
 	if (rc == 0 && done < n)
 		zero_tail(v, k, done);
 	uint64_t np = store_crc_npieces(off, n);
@@ -90,12 +90,12 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 	if (p1)
 		v[k++] = (struct iovec){s1, (size_t)(COV_END(c1) - c1 * STORE_CHUNK)};
 	size_t want = (size_t)(COV_END(c1) - c0 * STORE_CHUNK), done;
-	rc = obj_io(false, e->fd, v, k, c0 * STORE_CHUNK, &done);
+	rc = obj_seg_io(s, e, false, v, k, c0 * STORE_CHUNK, &done);
 	if (rc)
 		goto out;
 	if (done < want)
 		zero_tail(v, k, done);
-	rc = store_crc_read(e->crc_fd, c0, (size_t)nc, ent);
+	rc = obj_crc_read(s, e, c0, (size_t)nc, ent);
 	if (rc)
 		goto out;
 	for (uint64_t c = c0; c <= c1; c++) {

@@ -38,7 +38,14 @@ expect '^ok n=20$' sc "$S" read 10 0 999990 100 "$G"
 expect '^ok n=0$' sc "$S" read 10 0 2000000 10 "$G"
 # an object never written reads as nothing (or ENOENT)
 expect '^ok n=0$|No such file' sc "$S" read 999 0 0 4096 "$G"
-ok "holes, short reads, reads past the end"
+# offsets past what one local file holds (ext4: 16 TiB): 1 byte at 2^60, the last byte
+expect '^ok size=1152921504606846977$' sc "$S" write 14 0 1152921504606846976 1 6
+expect '^ok n=1$' sc "$S" read 14 0 1152921504606846976 100 "$G"
+expect '^ok n=100$' sc "$S" read 14 0 1152921504606846000 100 "$G"
+expect '^ok size=9223372036854775807$' sc "$S" write 15 0 9223372036854775806 1 6
+expect 'too large' sc "$S" write 15 0 9223372036854775806 2 6
+[ "$(du -sk "$T/s1/objects" | cut -f1)" -lt 10000 ] || fail "sparse objects use space"
+ok "holes, short reads, reads past the end, offsets up to 2^63-1"
 # truncate down then up
 expect '^ok size=50000$' sc "$S" truncate 10 0 50000; truncate -s 50000 "$R"
 check_read 10 0 100000 50000
