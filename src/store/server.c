@@ -105,7 +105,7 @@ static void do_read(struct sreq *q)
 	d->crcs.n = (uint32_t)store_crc_npieces(m->offset, n);
 	if (!s->checksums)
 		memset(d->crcs.v, 0, d->crcs.n * sizeof(uint32_t));
-	d->size = m->offset + n;
+	d->size = r.size; /* the object's size */
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_obj_data_encode(&w, d);
