@@ -31,8 +31,10 @@ struct weft_client_opts {
 	const char *node_name;     /* this client's name in meta's session table */
 	uint64_t pagepool;         /* bytes of write-behind and readahead buffers; 0: 256 MiB */
 	bool checksums_off;        /* skip CRC32C (for comparison only) */
-	uint32_t readahead_units;  /* stripe units fetched ahead of a sequential reader; 0: 8 */
+	uint32_t readahead_units;  /* stripe units fetched ahead of a sequential reader; 0: 8,
+				    * WEFT_READAHEAD_OFF: none */
 };
+#define WEFT_READAHEAD_OFF UINT32_MAX
 
 /* Connects to meta, authenticates, opens a session and fetches the chain tables.
  * Returns 0 or -errno; *err (may be NULL) gets a one-line reason. */

@@ -11,6 +11,7 @@
 #include "cli/cluster.h"
 #include "common/log.h"
 #include "mount/mount.h"
+#include "weft/client.h"
 
 /* Splits -o options: ours are consumed, the rest are passed to FUSE. */
 static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
@@ -34,6 +35,11 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			o->attr_timeout = strtod(val, &end);
 			if (*end || o->attr_timeout < 0)
 				return cli_usage_error("mount", "attr_timeout=%s: seconds >= 0", val);
+		} else if (strcmp(opt, "readahead") == 0 && val) {
+			long n = strtol(val, NULL, 10);
+			if (n < 0 || n > 64)
+				return cli_usage_error("mount", "readahead=%s: 0..64 stripe units", val);
+			o->readahead_units = n ? (uint32_t)n : WEFT_READAHEAD_OFF;
 		} else if (strcmp(opt, "readahead_kb") == 0 && val) {
 			o->readahead_kb = (uint32_t)strtoul(val, NULL, 10);
 		} else if (strcmp(opt, "key") == 0 && val) {
@@ -131,6 +137,8 @@ const struct cli_verb cmd_mount = {
 		 "  pagepool=SIZE      write-behind and readahead memory (default 256M)\n"
 		 "  checksums=on|off   verify CRC32C of every read (default on)\n"
 		 "  attr_timeout=SEC   how long attributes and names may be cached (default 1)\n"
+		 "  readahead=N        stripe units libweft fetches ahead of a sequential reader\n"
+		 "                     (default 8; 0 turns it off)\n"
 		 "  readahead_kb=N     kernel read-ahead of the mount (default 4096; root only)\n"
 		 "  key=FILE           cluster key (default: --key, STATE/cluster.key, $WEFT_KEY,\n"
 		 "                     /etc/weft/cluster.key)\n"

@@ -92,13 +92,23 @@ struct winode {
 	int error;                /* first error not yet reported */
 
 	uint64_t wgen;            /* bumped by every write and truncate */
-	/* readahead: one cached window of prefetched data */
 	uint64_t ra_next;         /* where a sequential reader is expected next */
-	uint64_t ra_off;          /* cached window [ra_off, ra_off + ra_len) */
-	uint32_t ra_len;
-	uint8_t *ra_buf;
-	uint32_t ra_cap;
-	bool ra_busy;
+	struct ra_block *ra;      /* prefetched stripe units (readahead.c) */
+	int nra;
+	int ra_inflight;          /* fetches not completed; the winode outlives them */
+};
+
+/* A stripe unit fetched ahead of a sequential reader. */
+struct ra_block {
+	struct ra_block *next;
+	struct winode *wi;
+	uint64_t block;           /* file block index */
+	uint64_t gen;             /* wi->wgen when the fetch started */
+	uint32_t len;             /* bytes of the block below the file size */
+	uint32_t cap;             /* pagepool bytes it holds (the stripe unit) */
+	int state;                /* RA_INFLIGHT, RA_READY, RA_FAILED */
+	bool orphan;              /* dropped while in flight: the completion frees it */
+	uint8_t *data;
 };
 
 struct weft_file {
@@ -157,6 +167,23 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size);
 /* Asks every object of the file to be made durable (synchronous). */
 int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
+
+/* readahead.c; wi->lock held for all three */
+/* Copies [off, off+len) from prefetched blocks if they hold all of it (waiting for blocks
+ * in flight); returns true if it did. */
+bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst);
+/* Starts fetching the stripe units from the one holding `end` on that are not cached.
+ * Drops wi->lock while sending. */
+void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
+/* Drops every prefetched block (a write or truncate made them stale). */
+void ra_drop(struct weft_client *c, struct winode *wi);
+/* Drops every block and waits until no fetch is in flight (before freeing wi). */
+void ra_quiesce(struct weft_client *c, struct winode *wi);
+/* Sends one read of a whole piece; done(arg, err, data, n) runs on the loop thread with the
+ * reply's bulk (CRC-checked), or an error. Returns 0 or -errno (done not called). */
+int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    const struct stripe_piece *p,
+		    void (*done)(void *arg, int err, const uint8_t *data, uint32_t n), void *arg);
 
 /* ns.c */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);

@@ -263,6 +263,80 @@ int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layou
 	return err ? err : e2;
 }
 
+/* ---- one asynchronous read (readahead): one member, no failover ---- */
+
+struct async_read {
+	struct weft_client *c;
+	uint64_t obj_off;
+	uint32_t len;
+	void (*done)(void *arg, int err, const uint8_t *data, uint32_t n);
+	void *arg;
+};
+
+static void async_read_done(void *arg, int status, struct frame *f)
+{
+	struct async_read *k = arg;
+	int err = status;
+	struct weft_msg_obj_data m;
+	if (!err && weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0)
+		err = -EIO;
+	if (!err && f->h.bulk_len > k->len)
+		err = -EIO;
+	if (!err && k->c->checksums && !crcs_match(f->bulk, f->h.bulk_len, k->obj_off, &m.crcs)) {
+		atomic_fetch_add(&k->c->checksum_retries, 1);
+		err = -WEFT_ECHECKSUM; /* the reader will read it again, from another replica */
+	}
+	if (err == -ENOENT)
+		k->done(k->arg, 0, NULL, 0);
+	else if (err)
+		k->done(k->arg, err, NULL, 0);
+	else {
+		atomic_fetch_add(&k->c->bytes_read, f->h.bulk_len);
+		k->done(k->arg, 0, f->bulk, f->h.bulk_len);
+	}
+	frame_free(f);
+	free(k);
+}
+
+int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		    const struct stripe_piece *p,
+		    void (*done)(void *arg, int err, const uint8_t *data, uint32_t n), void *arg)
+{
+	struct meta_chain ch;
+	int err = client_chain(c, l->replicas, p->chain, &ch);
+	if (err)
+		return err;
+	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
+	for (int t = 0; t < ch.nmembers; t++) {
+		const struct meta_chain_member *mem = &ch.members[(ino + row + (uint64_t)t) % ch.nmembers];
+		if (mem->state != WEFT_MEMBER_SERVING)
+			continue;
+		struct conn *cn;
+		if (client_store_conn(c, mem->target, &cn) != 0)
+			continue;
+		struct async_read *k = malloc(sizeof(*k));
+		if (!k) {
+			conn_put(cn);
+			return -ENOMEM;
+		}
+		*k = (struct async_read){.c = c, .obj_off = p->obj_off, .len = p->len, .done = done,
+					 .arg = arg};
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
+					      .chain = p->chain, .chain_ver = ch.version,
+					      .offset = p->obj_off, .len = p->len};
+		weft_obj_read_encode(&w, &m);
+		atomic_fetch_add(&c->ops_read, 1);
+		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);
+		conn_put(cn);
+		if (err == 0)
+			return 0;
+		free(k);
+	}
+	return -EIO;
+}
+
 /* ---- writes ---- */
 
 struct write_call {

@@ -84,7 +84,9 @@ void winode_put(struct weft_client *c, struct winode *w)
 		pp = &(*pp)->next;
 	*pp = w->next;
 	pthread_mutex_unlock(&c->inodes_lock);
-	free(w->ra_buf);
+	pthread_mutex_lock(&w->lock);
+	ra_quiesce(c, w); /* prefetches in flight point at w */
+	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	free(w);
@@ -271,9 +273,9 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 		pthread_mutex_unlock(&wi->lock);
 		return err;
 	}
-	wi->wgen++; /* a window being fetched now may hold the old bytes: it is not kept */
-	if (wi->ra_len && off < wi->ra_off + wi->ra_len && off + len > wi->ra_off)
-		wi->ra_len = 0; /* the readahead window no longer holds the file's bytes */
+	wi->wgen++; /* fetches under way may hold the old bytes: they are not kept */
+	if (wi->ra)
+		ra_drop(c, wi);
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done;
@@ -353,62 +355,22 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	if (len > wi->size - off)
 		len = (size_t)(wi->size - off);
 	drain_range(c, wi, off, len);
-	uint64_t size = wi->size;
-	/* served from the readahead window? */
-	while (wi->ra_busy)
-		pthread_cond_wait(&wi->cond, &wi->lock);
-	if (wi->ra_len && off >= wi->ra_off && off + len <= wi->ra_off + wi->ra_len) {
-		memcpy(buf, wi->ra_buf + (off - wi->ra_off), len);
+	/* a reader that continues where it stopped (or its kernel read-ahead, which may
+	 * arrive slightly out of order) gets the next stripe units fetched in parallel */
+	uint64_t su = wi->layout.stripe_unit;
+	bool sequential = off / su == wi->ra_next / su || off / su == wi->ra_next / su + 1;
+	if (off + len > wi->ra_next)
 		wi->ra_next = off + len;
+	if (ra_take(c, wi, off, len, buf)) {
+		if (sequential)
+			ra_ahead(c, wi, off + len);
 		pthread_mutex_unlock(&wi->lock);
 		return (ssize_t)len;
 	}
-	bool sequential = off == wi->ra_next && c->readahead_units > 0;
-	wi->ra_next = off + len;
-	if (!sequential) {
-		pthread_mutex_unlock(&wi->lock);
-		int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
-		return err ? err : (ssize_t)len;
-	}
-	/* a sequential reader: fetch this read and the next stripe units in parallel */
-	uint64_t want = (uint64_t)c->readahead_units * wi->layout.stripe_unit;
-	if (want < len)
-		want = len;
-	if (want > size - off)
-		want = size - off;
-	while (wi->ra_busy)
-		pthread_cond_wait(&wi->cond, &wi->lock);
-	wi->ra_busy = true; /* the window buffer is ours until we clear it */
-	wi->ra_len = 0;
-	if (wi->ra_cap < want) {
-		uint8_t *nb = realloc(wi->ra_buf, want);
-		if (!nb) {
-			wi->ra_busy = false;
-			pthread_cond_broadcast(&wi->cond);
-			pthread_mutex_unlock(&wi->lock);
-			int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
-			return err ? err : (ssize_t)len;
-		}
-		wi->ra_buf = nb;
-		wi->ra_cap = (uint32_t)want;
-	}
-	/* the window must see this client's writes too, not only the requested range */
-	drain_range(c, wi, off, want);
-	uint8_t *win = wi->ra_buf;
-	uint64_t gen = wi->wgen;
+	if (sequential)
+		ra_ahead(c, wi, off + len);
 	pthread_mutex_unlock(&wi->lock);
-	int err = data_read_range(c, wi->ino, &wi->layout, off, want, win);
-	pthread_mutex_lock(&wi->lock);
-	wi->ra_busy = false;
-	if (!err) {
-		memcpy(buf, win, len);
-		if (gen == wi->wgen) { /* no write or truncate raced with the fetch */
-			wi->ra_off = off;
-			wi->ra_len = (uint32_t)want;
-		}
-	}
-	pthread_cond_broadcast(&wi->cond);
-	pthread_mutex_unlock(&wi->lock);
+	int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 
@@ -531,8 +493,8 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	pthread_mutex_lock(&wi->lock);
 	int err = drain(c, wi);
 	wi->size = size;
-	wi->ra_len = 0;
 	wi->wgen++;
+	ra_drop(c, wi);
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);
 	return err;

@@ -220,7 +220,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		gethostname(c->node, sizeof(c->node) - 1);
 	c->checksums = !o->checksums_off;
 	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
-	c->readahead_units = o->readahead_units ? o->readahead_units : 8;
+	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
+			     : o->readahead_units ? o->readahead_units : 8;
 	pthread_rwlock_init(&c->chains_lock, NULL);
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);

@@ -767,7 +767,8 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	read_only = o->read_only;
 	struct weft_client_opts co = {.meta_addr = o->meta, .key_file = o->key_file,
 				      .node_name = o->node_name, .pagepool = o->pagepool,
-				      .checksums_off = o->checksums_off};
+				      .checksums_off = o->checksums_off,
+				      .readahead_units = o->readahead_units};
 	int rc = weft_client_open(&co, &wc, err, sizeof(err));
 	if (rc) {
 		log_error("mount %s: %s", o->mountpoint, err);
