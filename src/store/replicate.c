@@ -373,8 +373,9 @@ static int local_op(struct sreq *q)
 	return rc;
 }
 
-/* Checks the piece CRCs before anything is forwarded or written. */
-static int check_crcs(struct sreq *q)
+/* Checks the piece CRCs before anything is forwarded (verify: there is a successor;
+ * without one, store_obj_writev verifies them before writing, so they are checked once). */
+static int check_crcs(struct sreq *q, bool verify)
 {
 	struct store_server *s = q->s;
 	struct weft_msg_obj_write *m = &q->m.w;
@@ -397,7 +398,7 @@ static int check_crcs(struct sreq *q)
 		return -EINVAL;
 	}
 	size_t pos = 0;
-	for (uint64_t i = 0; i < np; i++) {
+	for (uint64_t i = 0; verify && i < np; i++) {
 		uint64_t a = m->offset + pos;
 		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
 		if (plen > len - pos)
@@ -463,7 +464,7 @@ void repl_write(struct sreq *q)
 			hints_put(s, q->m.t.ino, q->m.t.stripe, q->replicas, q->chain);
 	}
 	if (q->op == WEFT_OP_OBJ_WRITE) {
-		int rc = check_crcs(q);
+		int rc = check_crcs(q, succ >= 0);
 		if (rc) {
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s", s->target_id,
 					 q->local_detail);
