@@ -263,8 +263,14 @@ static void stream_done(void *arg, int status, struct frame *rep)
 	pthread_cond_broadcast(&st->cond);
 	pthread_mutex_unlock(&st->lock);
 	frame_free(rep);
-	free(k->buf);
 	free(k);
+}
+
+/* The bulk may still sit in the send queue when the reply (an early error) arrives:
+ * its buffer is freed only when the connection releases it. */
+static void stream_release(void *arg)
+{
+	free(arg);
 }
 
 static int do_stream(uint64_t ino, uint32_t stripe, long count, size_t bs, int inflight,
@@ -304,8 +310,8 @@ static int do_stream(uint64_t ino, uint32_t stripe, long count, size_t bs, int i
 		weft_obj_write_encode(&w, m);
 		free(m);
 		struct iovec v = {k->buf, bs};
-		if (conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, stream_done, k))
-			stream_done(k, -ENOTCONN, NULL);
+		if (conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, stream_release, k->buf, stream_done, k))
+			stream_done(k, -ENOTCONN, NULL); /* the release has run */
 	}
 	pthread_mutex_lock(&st.lock);
 	while (st.inflight > 0)
