@@ -465,8 +465,9 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 							  .size = stripe_object_len(l, s, size)};
 			weft_obj_truncate_encode(&w, &m);
 		} else {
-			struct weft_msg_obj_id m = {.ino = ino, .stripe = s};
-			weft_obj_id_encode(&w, &m);
+			struct weft_msg_obj_sync m = {.ino = ino, .stripe = s, .replicas = l->replicas,
+						      .chain = ch.id, .chain_ver = ch.version};
+			weft_obj_sync_encode(&w, &m);
 		}
 		pthread_mutex_lock(&b.lock);
 		b.outstanding++;

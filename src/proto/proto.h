@@ -180,6 +180,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, size, 0)
 #define MSG_OBJ_ID(F) F(U64, ino, 0) F(U32, stripe, 0)
+/* fsync goes to the head and down the chain like a write */
+#define MSG_OBJ_SYNC(F) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) F(U64, chain_ver, 0)
 /* delete every stripe of ino held by this target */
 #define MSG_OBJ_DELETE(F) F(U64, ino, 0)
 #define MSG_OBJ_SIZE(F) F(U64, size, 0)
@@ -225,7 +228,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(chains_get, MSG_CHAINS_GET) X(chains, MSG_CHAINS) X(target_failed, MSG_TARGET_FAILED) \
 	X(targets, MSG_TARGETS) \
 	X(obj_write, MSG_OBJ_WRITE) X(obj_written, MSG_OBJ_WRITTEN) X(obj_read, MSG_OBJ_READ) \
-	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) \
+	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) X(obj_sync, MSG_OBJ_SYNC) \
 	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
 	X(obj_list_reply, MSG_OBJ_LIST_REPLY) X(store_stats, MSG_STORE_STATS)
 
@@ -274,7 +277,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(OBJ_READ,     0x0402, obj_read, obj_data) \
 	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \
 	X(OBJ_DELETE,   0x0404, obj_delete, empty) \
-	X(OBJ_FSYNC,    0x0405, obj_id, empty) \
+	X(OBJ_FSYNC,    0x0405, obj_sync, empty) \
 	X(OBJ_STAT,     0x0406, obj_id, obj_size) \
 	X(OBJ_LIST,     0x0407, obj_list, obj_list_reply) \
 	X(STORE_STATS,  0x0408, empty, store_stats)

@@ -21,37 +21,6 @@
 #include "store/iov.h"
 #include "weft/err.h"
 
-/* ---- hints: the chain of each object, for OBJ_FSYNC (which names no chain) ---- */
-
-static size_t hint_slot(uint64_t ino, uint32_t stripe)
-{
-	uint64_t h = (ino ^ ((uint64_t)stripe << 40)) * 0x9E3779B97F4A7C15ULL;
-	return (size_t)(h >> 40) % STORE_HINTS;
-}
-
-void hints_put(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
-	       uint32_t chain)
-{
-	struct chain_hint *h = &s->hints[hint_slot(ino, stripe)];
-	pthread_mutex_lock(&s->hints_lock);
-	*h = (struct chain_hint){.ino = ino, .stripe = stripe, .chain = chain, .replicas = replicas};
-	pthread_mutex_unlock(&s->hints_lock);
-}
-
-bool hints_get(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
-	       uint32_t *chain)
-{
-	struct chain_hint *h = &s->hints[hint_slot(ino, stripe)];
-	pthread_mutex_lock(&s->hints_lock);
-	bool found = h->replicas && h->ino == ino && h->stripe == stripe;
-	if (found) {
-		*replicas = h->replicas;
-		*chain = h->chain;
-	}
-	pthread_mutex_unlock(&s->hints_lock);
-	return found;
-}
-
 /* ---- peers ---- */
 
 static struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
@@ -123,6 +92,13 @@ static void reply_done(struct sreq *q)
 		conn_reply_error(q->c, q->f, rc, q->fwd_detail_target, "%s", q->fwd_detail);
 		return;
 	}
+	if (rc && q->fwd_replied) {
+		/* the successor answered with the request's own error: pass it on */
+		conn_reply_error(q->c, q->f, rc, q->fwd_target, "target %u (%s): %s%s%s",
+				 q->fwd_target, q->fwd_addr, weft_strerror(rc),
+				 q->fwd_detail[0] ? ": " : "", q->fwd_detail);
+		return;
+	}
 	if (rc) {
 		if (q->fwd_timed_out)
 			conn_reply_error(q->c, q->f, -WEFT_ETARGETDOWN, q->fwd_target,
@@ -151,10 +127,12 @@ static void reply_done(struct sreq *q)
 	wbuf_free(&w);
 }
 
+/* Only a successor that did not answer (connection refused or reset, or silence past
+ * the forward timeout) is reported to meta; one that answered with an error is alive, and
+ * its error (ENOSPC, EFBIG...) belongs to the request. */
 static bool needs_report(const struct sreq *q)
 {
-	return q->fwd_rc && q->fwd_rc != -WEFT_ESTALECHAIN &&
-	       !(q->fwd_rc == -WEFT_ETARGETDOWN && q->fwd_replied);
+	return q->fwd_rc && !q->fwd_replied;
 }
 
 /* TARGET_FAILED to meta, at most once a second per (target, chain). Blocking. */
@@ -365,7 +343,7 @@ static int local_op(struct sreq *q)
 		q->local_size = r.size;
 		break;
 	case WEFT_OP_OBJ_FSYNC:
-		rc = store_obj_fsync(s->objs, q->m.id.ino, q->m.id.stripe);
+		rc = store_obj_fsync(s->objs, q->m.sy.ino, q->m.sy.stripe);
 		if (rc == -ENOENT)
 			rc = 0; /* nothing written: nothing to make durable */
 		break;
@@ -418,7 +396,6 @@ void repl_write(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	uint64_t ver = UINT64_MAX;
-	bool chained = true;
 	switch (q->op) {
 	case WEFT_OP_OBJ_WRITE:
 		q->replicas = q->m.w.replicas;
@@ -430,12 +407,14 @@ void repl_write(struct sreq *q)
 		q->chain = q->m.t.chain;
 		ver = q->m.t.chain_ver;
 		break;
-	default: /* OBJ_FSYNC names no chain: use the one its last write named */
-		chained = hints_get(s, q->m.id.ino, q->m.id.stripe, &q->replicas, &q->chain);
+	default: /* OBJ_FSYNC */
+		q->replicas = q->m.sy.replicas;
+		q->chain = q->m.sy.chain;
+		ver = q->m.sy.chain_ver;
 		break;
 	}
 	int succ = -1, nparts = 0;
-	if (chained) {
+	{
 		struct meta_chain ch;
 		int me;
 		int rc = chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
@@ -458,10 +437,6 @@ void repl_write(struct sreq *q)
 		for (int i = me + 1; i < ch.nmembers && succ < 0; i++)
 			if (ch.members[i].state != WEFT_MEMBER_OFFLINE)
 				succ = (int)ch.members[i].target;
-		if (q->op == WEFT_OP_OBJ_WRITE)
-			hints_put(s, q->m.w.ino, q->m.w.stripe, q->replicas, q->chain);
-		else if (q->op == WEFT_OP_OBJ_TRUNCATE)
-			hints_put(s, q->m.t.ino, q->m.t.stripe, q->replicas, q->chain);
 	}
 	if (q->op == WEFT_OP_OBJ_WRITE) {
 		int rc = check_crcs(q, succ >= 0);

@@ -272,8 +272,8 @@ static void on_request(struct conn *c, struct frame *f)
 		key = obj_key(q->m.t.ino, q->m.t.stripe);
 		break;
 	case WEFT_OP_OBJ_FSYNC:
-		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
-		key = obj_key(q->m.id.ino, q->m.id.stripe);
+		rc = weft_obj_sync_decode(p, len, &q->m.sy, &why);
+		key = obj_key(q->m.sy.ino, q->m.sy.stripe);
 		break;
 	case WEFT_OP_OBJ_STAT:
 		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
@@ -357,12 +357,10 @@ static void free_server(struct store_server *s)
 	pthread_mutex_destroy(&s->refresh_lock);
 	pthread_mutex_destroy(&s->peers_lock);
 	pthread_mutex_destroy(&s->fwd_lock);
-	pthread_mutex_destroy(&s->hints_lock);
 	pthread_mutex_destroy(&s->report_lock);
 	pthread_mutex_destroy(&s->hb_lock);
 	pthread_cond_destroy(&s->hb_cond);
 	meta_chain_set_free(&s->chains);
-	free(s->hints);
 	free(s->dir);
 	free(s->meta_addr);
 	free(s->node);
@@ -417,7 +415,6 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->meta_addr = strdup(o->meta);
 	s->node = strdup(o->node);
 	s->listen = strdup(o->listen ? o->listen : "0.0.0.0");
-	s->hints = calloc(STORE_HINTS, sizeof(*s->hints));
 	s->key = *o->key;
 	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 1000;
 	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
@@ -426,11 +423,10 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	pthread_mutex_init(&s->refresh_lock, NULL);
 	pthread_mutex_init(&s->peers_lock, NULL);
 	pthread_mutex_init(&s->fwd_lock, NULL);
-	pthread_mutex_init(&s->hints_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
 	pthread_mutex_init(&s->hb_lock, NULL);
 	pthread_cond_init(&s->hb_cond, NULL);
-	if (!s->dir || !s->meta_addr || !s->node || !s->listen || !s->hints) {
+	if (!s->dir || !s->meta_addr || !s->node || !s->listen) {
 		free_server(s);
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	}

@@ -15,7 +15,6 @@
 #include "store/workers.h"
 
 #define STORE_META_TIMEOUT_MS 5000
-#define STORE_HINTS 65536u        /* remembered (object -> chain) for OBJ_FSYNC */
 
 /* A successor we forward to, by target id. */
 struct peer {
@@ -26,12 +25,6 @@ struct peer {
 };
 
 /* Where an object was last written: OBJ_FSYNC names only (ino, stripe). */
-struct chain_hint {
-	uint64_t ino;
-	uint32_t stripe;
-	uint32_t chain;
-	uint8_t replicas;         /* 0: empty slot */
-};
 
 /* One request being served. Owned by the loop thread until queued, then by the job;
  * with a forward in flight, by whichever of the local part and the forward ends last
@@ -47,6 +40,7 @@ struct sreq {
 		struct weft_msg_obj_read r;
 		struct weft_msg_obj_truncate t;
 		struct weft_msg_obj_id id;
+		struct weft_msg_obj_sync sy;
 		struct weft_msg_obj_delete d;
 		struct weft_msg_obj_list l;
 	} m;
@@ -110,8 +104,6 @@ struct store_server {
 	pthread_mutex_t fwd_lock;       /* guards the list of forwards in flight */
 	struct sreq *fwd_head;
 
-	pthread_mutex_t hints_lock;     /* guards hints */
-	struct chain_hint *hints;
 
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
@@ -142,9 +134,5 @@ bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
 void repl_free_peers(struct store_server *s);
-void hints_put(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
-	       uint32_t chain);
-bool hints_get(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
-	       uint32_t *chain);
 
 #endif

@@ -438,10 +438,16 @@ int main(int argc, char **argv)
 						  .chain_ver = chain.version, .size = num(a[2])};
 		weft_obj_truncate_encode(&w, &m);
 		rc = simple(WEFT_OP_OBJ_TRUNCATE, &w, "");
-	} else if ((strcmp(cmd, "fsync") == 0 || strcmp(cmd, "stat") == 0) && na == 2) {
+	} else if (strcmp(cmd, "fsync") == 0 && na == 2) {
+		struct weft_msg_obj_sync m = {.ino = num(a[0]), .stripe = (uint32_t)num(a[1]),
+					      .replicas = chain.replicas, .chain = chain.id,
+					      .chain_ver = chain.version};
+		weft_obj_sync_encode(&w, &m);
+		rc = simple(WEFT_OP_OBJ_FSYNC, &w, "synced");
+	} else if (strcmp(cmd, "stat") == 0 && na == 2) {
 		struct weft_msg_obj_id m = {.ino = num(a[0]), .stripe = (uint32_t)num(a[1])};
 		weft_obj_id_encode(&w, &m);
-		rc = simple(cmd[0] == 'f' ? WEFT_OP_OBJ_FSYNC : WEFT_OP_OBJ_STAT, &w, "synced");
+		rc = simple(WEFT_OP_OBJ_STAT, &w, "synced");
 	} else if (strcmp(cmd, "delete") == 0 && na == 1) {
 		struct weft_msg_obj_delete m = {.ino = num(a[0])};
 		weft_obj_delete_encode(&w, &m);
