@@ -62,7 +62,10 @@ static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsign
 			res[i] = rc;
 		}
 		err = meta_mdb_err(mdb_txn_commit(txn));
-		if (err == 0) {
+		bool need_sync = false;
+		for (struct meta_mutation *m = list; m; m = m->next)
+			need_sync |= !m->lazy;
+		if (err == 0 && need_sync) {
 			err = meta_mdb_err(mdb_env_sync(env, 1));
 			synced = true;
 		}

@@ -30,6 +30,10 @@ struct meta_mutation {
 	/* Called once on the writer thread after the batch is durable (or failed). */
 	void (*done)(void *arg, int result);
 	void *arg;
+	/* Lazy: done() may run once the batch is committed, without waiting for the sync;
+	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
+	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
+	bool lazy;
 	struct meta_mutation *next; /* owned by the committer while queued */
 };
 

@@ -185,6 +185,8 @@ static void on_request(struct conn *c, struct frame *f)
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
 	r->mut.arg = r;
+	/* open bookkeeping need not wait for the disk: a crash of meta ends every session */
+	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE;
 	int rc = meta_commit_submit(s->gc, &r->mut);
 	if (rc)
 		mreq_finish(r, rc);

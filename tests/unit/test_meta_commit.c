@@ -182,6 +182,39 @@ static void test_async_burst(void)
 	CHECK_INT(after.syncs - before.syncs, <=, N / 10);
 }
 
+/* Lazy mutations alone commit without a sync; mixed with a durable one they wait for it. */
+static void test_lazy(void)
+{
+	static struct create_arg a[2];
+	static struct meta_mutation m[2];
+	struct meta_commit_stats before, after;
+	meta_commit_stats(gc, &before);
+	async_left = 1;
+	snprintf(a[0].name, sizeof(a[0].name), "lazy0");
+	m[0] = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &a[0],
+				      .lazy = true};
+	CHECK_OK(meta_commit_submit(gc, &m[0]));
+	pthread_mutex_lock(&gate_lock);
+	while (async_left > 0)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	meta_commit_stats(gc, &after);
+	CHECK_INT(after.ops - before.ops, ==, 1);
+	CHECK_INT(after.syncs - before.syncs, ==, 0);
+	/* a durable one syncs (and with it the lazy change before it) */
+	meta_commit_stats(gc, &before);
+	async_left = 1;
+	snprintf(a[1].name, sizeof(a[1].name), "lazy1");
+	m[1] = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &a[1]};
+	CHECK_OK(meta_commit_submit(gc, &m[1]));
+	pthread_mutex_lock(&gate_lock);
+	while (async_left > 0)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	meta_commit_stats(gc, &after);
+	CHECK_INT(after.syncs - before.syncs, ==, 1);
+}
+
 int main(void)
 {
 	char dir[256];
@@ -192,12 +225,15 @@ int main(void)
 	test_concurrent_creates();
 	test_batch_isolation();
 	test_async_burst();
+	test_lazy();
 	meta_commit_stop(gc);
 	/* durable: reopen and find everything */
 	meta_db_close(db);
 	CHECK_OK(meta_db_open(dir, 64ULL << 20, &db));
 	CHECK_OK(lookup("t3_50"));
 	CHECK_OK(lookup("b_ok2"));
+	CHECK_OK(lookup("lazy0")); /* made durable by the sync of the next batch */
+	CHECK_OK(lookup("lazy0")); /* made durable by the sync of the next batch */
 	CHECK_OK(lookup("burst999"));
 	CHECK_INT(lookup("b_bad"), ==, -ENOENT);
 	tmeta_close(db, dir);
