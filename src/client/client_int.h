@@ -65,7 +65,7 @@ struct wblock {
 	struct winode *wi;
 	uint64_t file_off;   /* start of the dirty range in the file */
 	uint32_t len;        /* dirty bytes */
-	uint32_t cap;        /* buffer size (the stripe unit) */
+	uint32_t cap;        /* buffer size; data holds [file_off, file_off + cap) */
 	uint64_t block;      /* file block index */
 	uint32_t target;     /* the chain head it was last sent to */
 	uint32_t chain;
@@ -124,6 +124,18 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 /* Tells meta that target (head of chain) could not be reached, so it is taken out of
  * its chains and writes can go on to the remaining members. */
 void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain, uint8_t replicas);
+/* A call to meta in flight while the caller does something else. */
+struct meta_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int status;
+};
+/* Sends a request to meta without waiting (payload taken). */
+void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
+		       struct meta_wait *w);
+/* Waits for it; returns its status. */
+int client_meta_wait(struct meta_wait *w);
 /* Fetches the chain tables from meta and (re)builds the store table. */
 int client_refresh_chains(struct weft_client *c);
 /* Returns a ready connection to target (new reference) or -errno. */
@@ -133,6 +145,8 @@ int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct me
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */
 void client_pool_take(struct weft_client *c, uint64_t bytes);
 void client_pool_give(struct weft_client *c, uint64_t bytes);
+/* Takes bytes without waiting (a gathering buffer growing by at most its stripe unit). */
+void client_pool_grow(struct weft_client *c, uint64_t bytes);
 
 /* winode table (file.c) */
 /* The winode of ino if this client has the file open, with a reference; NULL if not. */

@@ -402,7 +402,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
 					 .replicas = l->replicas, .chain = p.chain,
 					 .chain_ver = ch.version, .offset = p.obj_off};
-	uint8_t *data = b->data + (b->file_off - b->block * l->stripe_unit);
+	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
 	if (c->checksums)
 		crcs_compute(data, b->len, p.obj_off, &m->crcs);
 	else

@@ -94,6 +94,14 @@ void winode_put(struct weft_client *c, struct winode *w)
 
 /* ---- write-behind ---- */
 
+/* Buffer size for `need` bytes of a block that has `room` bytes left from its start:
+ * whole 64 KiB units, never past the block's end. */
+static uint32_t gather_cap(uint32_t need, uint32_t room)
+{
+	uint32_t cap = (need + 65535u) & ~65535u;
+	return cap < room ? cap : room;
+}
+
 static void block_free(struct weft_client *c, struct wblock *b)
 {
 	client_pool_give(c, b->cap);
@@ -297,30 +305,46 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 			block_submit(c, wi, b);
 			b = NULL;
 		}
+		uint64_t end = pos + n;
 		if (!b) {
 			if (ndirty >= DIRTY_BLOCKS_MAX) {
 				struct wblock *old = wi->dirty;
 				wi->dirty = old->next;
 				block_submit(c, wi, old);
 			}
+			/* the buffer starts where the write does and grows as it continues, so a
+			 * small file costs a small buffer, not a stripe unit */
+			uint32_t cap = gather_cap(n, (uint32_t)(bstart + su - pos));
 			pthread_mutex_unlock(&wi->lock);
-			client_pool_take(c, su);
+			client_pool_take(c, cap);
 			b = calloc(1, sizeof(*b));
-			uint8_t *data = b ? malloc(su) : NULL;
+			uint8_t *data = b ? malloc(cap) : NULL;
 			pthread_mutex_lock(&wi->lock);
 			if (!data) {
 				free(b);
-				client_pool_give(c, su);
+				client_pool_give(c, cap);
 				pthread_mutex_unlock(&wi->lock);
 				return done ? (ssize_t)done : -ENOMEM;
 			}
-			*b = (struct wblock){.wi = wi, .file_off = pos, .len = 0, .cap = (uint32_t)su,
+			*b = (struct wblock){.wi = wi, .file_off = pos, .len = 0, .cap = cap,
 					     .block = block, .data = data};
 			b->next = wi->dirty;
 			wi->dirty = b;
+		} else if (end - b->file_off > b->cap) {
+			uint32_t cap = gather_cap((uint32_t)(end - b->file_off),
+						  (uint32_t)(bstart + su - b->file_off));
+			if (cap < 2 * b->cap && 2 * b->cap <= bstart + su - b->file_off)
+				cap = 2 * b->cap;
+			uint8_t *data = realloc(b->data, cap);
+			if (!data) {
+				pthread_mutex_unlock(&wi->lock);
+				return done ? (ssize_t)done : -ENOMEM;
+			}
+			client_pool_grow(c, cap - b->cap);
+			b->data = data;
+			b->cap = cap;
 		}
-		memcpy(b->data + (pos - bstart), src + done, n);
-		uint64_t end = pos + n;
+		memcpy(b->data + (pos - b->file_off), src + done, n);
 		if (end > b->file_off + b->len)
 			b->len = (uint32_t)(end - b->file_off);
 		if (b->file_off + b->len == bstart + su) {
@@ -376,37 +400,40 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 
 /* ---- open, flush, fsync, release ---- */
 
-static int report_size(struct weft_client *c, struct weft_file *f, struct winode *wi)
-{
-	pthread_mutex_lock(&wi->lock);
-	bool dirty = wi->size_dirty;
-	uint64_t size = wi->size;
-	int64_t mtime = wi->mtime_ns;
-	wi->size_dirty = false;
-	pthread_mutex_unlock(&wi->lock);
-	if (!dirty)
-		return 0;
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = size, .mtime_ns = mtime};
-	weft_extend_encode(&w, &m);
-	int err = client_meta_call(c, WEFT_OP_EXTEND, &w, NULL, 0, NULL);
-	if (err) {
-		pthread_mutex_lock(&wi->lock);
-		wi->size_dirty = true;
-		pthread_mutex_unlock(&wi->lock);
-	}
-	return err;
-}
-
 int weft_file_flush(struct weft_file *f)
 {
+	struct weft_client *c = f->c;
 	struct winode *wi = f->wi;
+	/* the data goes to the stores and the new size to meta at the same time: both are
+	 * done before close returns, which is what another client's open relies on */
 	pthread_mutex_lock(&wi->lock);
-	int err = drain(f->c, wi);
+	submit_dirty(c, wi);
+	bool report = wi->size_dirty;
+	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
+				    .mtime_ns = wi->mtime_ns};
+	wi->size_dirty = false;
 	pthread_mutex_unlock(&wi->lock);
-	int e2 = report_size(f->c, f, wi);
-	return err ? err : e2;
+	struct meta_wait mw;
+	if (report) {
+		struct wbuf w;
+		wbuf_init(&w);
+		weft_extend_encode(&w, &m);
+		client_meta_start(c, WEFT_OP_EXTEND, &w, &mw);
+	}
+	pthread_mutex_lock(&wi->lock);
+	int err = drain(c, wi);
+	pthread_mutex_unlock(&wi->lock);
+	if (report) {
+		int e2 = client_meta_wait(&mw);
+		if (e2) {
+			pthread_mutex_lock(&wi->lock);
+			wi->size_dirty = true; /* report it again next time */
+			pthread_mutex_unlock(&wi->lock);
+			if (!err)
+				err = e2;
+		}
+	}
+	return err;
 }
 
 int weft_file_fsync(struct weft_file *f)

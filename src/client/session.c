@@ -17,6 +17,48 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	return rpc_call(c->meta, op, payload, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
 }
 
+static void meta_wait_done(void *arg, int status, struct frame *reply)
+{
+	struct meta_wait *w = arg;
+	frame_free(reply);
+	pthread_mutex_lock(&w->lock);
+	w->status = status;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
+		       struct meta_wait *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->done = false;
+	w->status = 0;
+	struct conn *cn;
+	int err = rpc_conn(c->meta, &cn);
+	if (err == 0) {
+		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, meta_wait_done, w);
+		conn_put(cn);
+		payload = NULL; /* taken by conn_call */
+	}
+	if (payload)
+		wbuf_free(payload);
+	if (err)
+		meta_wait_done(w, err, NULL);
+}
+
+int client_meta_wait(struct meta_wait *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (!w->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	return w->status;
+}
+
 static struct store_ep *find_store(struct weft_client *c, uint32_t target)
 {
 	for (size_t i = 0; i < c->nstores; i++)
@@ -130,6 +172,13 @@ void client_pool_take(struct weft_client *c, uint64_t bytes)
 	pthread_mutex_lock(&c->pool_lock);
 	while (c->pool_used && c->pool_used + bytes > c->pool_max)
 		pthread_cond_wait(&c->pool_cond, &c->pool_lock);
+	c->pool_used += bytes;
+	pthread_mutex_unlock(&c->pool_lock);
+}
+
+void client_pool_grow(struct weft_client *c, uint64_t bytes)
+{
+	pthread_mutex_lock(&c->pool_lock);
 	c->pool_used += bytes;
 	pthread_mutex_unlock(&c->pool_lock);
 }
