@@ -34,6 +34,8 @@ build() { # build DIR [MESON_OPTIONS...]
 if build build; then
 	suite "unit + integration" build --suite unit --suite integration
 	suite "fuzz (${WEFT_FUZZ_SECONDS:-60} s)" build --suite fuzz
+	# a 4 GiB file and the kernel tree through the mount (long; not under ASan)
+	[ "${WEFT_SKIP_LONG:-0}" = 1 ] || suite "long" build --suite long
 else
 	echo "build failed"; failed=$((failed + 1))
 fi

@@ -13,8 +13,11 @@
 #define WEFT_NODE_MAX      63           /* bytes in a node name */
 #define WEFT_ADDR_MAX      63           /* bytes in "host:port" */
 #define WEFT_ROOT_INO      1ULL
-/* Largest file size: 2^63 - 1 bytes is what off_t can name; weft allows 8 EiB - 1. */
-#define WEFT_FILE_SIZE_MAX INT64_MAX
+/* Largest file size: 4 EiB (2^62 bytes). off_t could name up to 2^63 - 1, but the
+ * kernel refuses an offset at that edge with EINVAL before weft sees it; a cap one bit
+ * lower makes "past the largest size" reachable, answered with EFBIG, and leaves
+ * headroom in offset + length arithmetic everywhere. */
+#define WEFT_FILE_SIZE_MAX (1LL << 62)
 #define WEFT_CHUNK_SIZE    65536u       /* CRC32C chunk of an object (see on-disk-format.md) */
 #define WEFT_REPLICAS_MAX  3
 

@@ -15,6 +15,7 @@ cluster_down() {
 
 # Runs at exit before lib.sh's cleanup: never leave a mount or daemons behind.
 pre_cleanup() {
+	[ "${LINKED_WEFT:-0}" = 1 ] && rm -f /usr/local/sbin/weft
 	for m in "$MNT" "$T"/mnt2; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
 	done

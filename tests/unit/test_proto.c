@@ -27,7 +27,7 @@ static char text[WEFT_PATH_MAX];
 #define FILL_FIX(f, l) for (int i = 0; i < (l); i++) m->f[i] = (uint8_t)rnd();
 #define FILL_ATTR(f, l) \
 	m->f = (struct weft_attr){.ino = rnd(), .gen = rnd(), .mode = 0100644, .nlink = 1, \
-				  .size = rnd() >> 1, .mtime_ns = (int64_t)rnd()};
+				  .size = rnd() >> 3, .mtime_ns = (int64_t)rnd()};
 #define FILL_LAYOUT(f, l) \
 	m->f = (struct weft_layout){.stripe_unit = 1u << (16 + rnd() % 9), .stripe_count = 4, \
 				    .first_chain = 3, .chain_count = 8, .replicas = (uint8_t)(1 + rnd() % 3)};
