@@ -22,9 +22,14 @@ ok "POSIX scenarios: $(wc -l <"$T/posix.weft") results identical to the local fi
 # --- fsx across stripe boundaries, default 1 MiB units and 64 KiB units
 "$BUILD/tests/integration/fsx" "$MNT/fsx1" 1500 $((12 << 20)) 7
 mkdir "$MNT/small-units"
-"$WEFT" setstripe "$MNT/small-units" --stripe-unit 64K --dir "$STATE" >/dev/null 2>&1 || true
+"$WEFT" setstripe "$MNT/small-units" --stripe-unit 64K --key "$STATE/cluster.key" || fail "setstripe"
 "$BUILD/tests/integration/fsx" "$MNT/small-units/fsx2" 1500 $((4 << 20)) 11
-ok "fsx"
+"$WEFT" getstripe "$MNT/small-units/fsx2" --key "$STATE/cluster.key" >"$T/getstripe"
+grep -q 'stripe_unit:  65536' "$T/getstripe" || fail "new file did not inherit the 64K stripe unit: $(cat "$T/getstripe")"
+"$WEFT" setstripe "$MNT/small-units" --replicas 3 --stripe-count 2 --key "$STATE/cluster.key" || fail "setstripe replicas 3"
+"$WEFT" setstripe "$MNT/small-units" --replicas 3 --stripe-count 2 --stripe-unit 3M --key "$STATE/cluster.key" 2>/dev/null \
+	&& fail "setstripe accepted a stripe unit that is not a power of two"
+ok "fsx (1 MiB and 64 KiB stripe units); setstripe/getstripe"
 
 # --- a second mount sees what the first wrote and closed
 mkdir -p "$T/mnt2"
