@@ -142,21 +142,8 @@ static int print_targets(struct admin *a)
 
 static int print_chains(struct admin *a)
 {
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_chains_get q = {0};
-	weft_chains_get_encode(&w, &q);
-	struct frame *f = NULL;
-	int rc = rpc_call(a->rpc, WEFT_OP_CHAINS_GET, &w, NULL, 0, 10000, &f);
-	if (rc) {
-		frame_free(f);
-		return rc;
-	}
 	struct meta_chain_set set;
-	struct rbuf r;
-	rbuf_init(&r, f->bulk, f->h.bulk_len);
-	rc = meta_chain_set_decode(&r, &set);
-	frame_free(f);
+	int rc = meta_chain_set_fetch(a->rpc, 10000, &set);
 	if (rc)
 		return rc;
 	printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);

@@ -162,28 +162,17 @@ static int wait_registered(const char *meta, const char *keyfile, uint32_t want,
 			       .name = "weft-up"};
 	int rc = rpc_new(&p, &r);
 	for (int i = 0; rc == 0 && i < secs * 10; i++) {
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_chains_get m = {0};
-		weft_chains_get_encode(&w, &m);
-		struct frame *f;
-		if (rpc_call(r, WEFT_OP_CHAINS_GET, &w, NULL, 0, 2000, &f) == 0) {
-			struct meta_chain_set set;
-			struct rbuf rb;
-			rbuf_init(&rb, f->bulk, f->h.bulk_len);
-			if (meta_chain_set_decode(&rb, &set) == 0) {
-				uint32_t up = 0;
-				for (uint32_t t = 0; t < set.ntargets; t++)
-					up += set.targets[t].state == WEFT_MEMBER_SERVING;
-				meta_chain_set_free(&set);
-				if (up >= want) {
-					frame_free(f);
-					rc = 1;
-					break;
-				}
+		struct meta_chain_set set;
+		if (meta_chain_set_fetch(r, 2000, &set) == 0) {
+			uint32_t up = 0;
+			for (uint32_t t = 0; t < set.ntargets; t++)
+				up += set.targets[t].state == WEFT_MEMBER_SERVING;
+			meta_chain_set_free(&set);
+			if (up >= want) {
+				rc = 1;
+				break;
 			}
 		}
-		frame_free(f);
 		struct timespec ts = {0, 100000000};
 		nanosleep(&ts, NULL);
 	}

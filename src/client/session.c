@@ -69,25 +69,10 @@ static struct store_ep *find_store(struct weft_client *c, uint32_t target)
 
 int client_refresh_chains(struct weft_client *c)
 {
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_chains_get m = {.known_version = 0};
-	weft_chains_get_encode(&w, &m);
-	struct frame *f;
-	int err = client_meta_call(c, WEFT_OP_CHAINS_GET, &w, NULL, 0, &f);
-	if (err) {
-		frame_free(f);
-		return err;
-	}
 	struct meta_chain_set set;
-	struct rbuf r;
-	rbuf_init(&r, f->bulk, f->h.bulk_len);
-	err = meta_chain_set_decode(&r, &set);
-	frame_free(f);
-	if (err) {
-		log_warn("chain tables from meta: %s", r.why ? r.why : weft_strerror(err));
+	int err = meta_chain_set_fetch(c->meta, CLIENT_META_TIMEOUT_MS, &set);
+	if (err)
 		return err;
-	}
 	pthread_rwlock_wrlock(&c->chains_lock);
 	/* keep connections to targets whose address did not change */
 	struct store_ep *eps = calloc(set.ntargets ? set.ntargets : 1, sizeof(*eps));

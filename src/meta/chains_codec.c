@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "common/rpc.h"
 #include "weft/err.h"
 
 void meta_chain_set_free(struct meta_chain_set *s)
@@ -133,4 +135,24 @@ const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint
 	if (replicas < 1 || replicas > WEFT_REPLICAS_MAX || id >= s->nchains[replicas - 1])
 		return NULL;
 	return &s->chains[replicas - 1][id];
+}
+
+int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_chains_get m = {.known_version = 0};
+	weft_chains_get_encode(&w, &m);
+	struct frame *f = NULL;
+	int err = rpc_call(r, WEFT_OP_CHAINS_GET, &w, NULL, 0, timeout_ms, &f);
+	if (err == 0) {
+		struct rbuf rb;
+		rbuf_init(&rb, f->bulk, f->h.bulk_len);
+		err = meta_chain_set_decode(&rb, out);
+		if (err)
+			log_warn("chain tables from meta %s: %s", rpc_addr(r),
+				 rb.why ? rb.why : weft_strerror(err));
+	}
+	frame_free(f);
+	return err;
 }

@@ -66,6 +66,10 @@ void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w);
  * anything is allocated. Errors: -WEFT_EPROTO malformed (r->why says why), -ENOMEM.
  * On error *out holds nothing. */
 int meta_chain_set_decode(struct rbuf *r, struct meta_chain_set *out);
+struct rpc;
+/* Asks meta (over r) for the whole set: CHAINS_GET, then decode. Not from r's loop
+ * thread. Returns 0 or -errno (the call's, or the decoder's). */
+int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out);
 /* Chain id of table replicas, or NULL when out of range. */
 const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint8_t replicas,
 					    uint32_t id);

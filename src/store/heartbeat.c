@@ -138,29 +138,10 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 
 static int fetch_chains(struct store_server *s)
 {
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_chains_get g = {.known_version = 0};
-	weft_chains_get_encode(&w, &g);
-	struct frame *rep = NULL;
-	int rc = rpc_call(s->meta, WEFT_OP_CHAINS_GET, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
-	if (rc) {
-		frame_free(rep);
-		return rc;
-	}
-	struct weft_msg_chains m;
-	const char *why = NULL;
 	struct meta_chain_set set = {0};
-	rc = weft_chains_decode(rep->payload, rep->h.payload_len, &m, &why);
-	if (rc == 0) {
-		struct rbuf r;
-		rbuf_init(&r, rep->bulk, rep->h.bulk_len);
-		rc = meta_chain_set_decode(&r, &set);
-		why = r.why;
-	}
-	frame_free(rep);
+	int rc = meta_chain_set_fetch(s->meta, STORE_META_TIMEOUT_MS, &set);
 	if (rc) {
-		log_error("chain tables from meta %s: %s", s->meta_addr, why ? why : weft_strerror(rc));
+		log_error("chain tables from meta %s: %s", s->meta_addr, weft_strerror(rc));
 		return rc;
 	}
 	pthread_rwlock_wrlock(&s->chains_lock);
