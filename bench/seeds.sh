@@ -2,20 +2,23 @@
 # Reproduces the seed reports' commands on a weft cluster started by weft up, beside the
 # same commands on a local directory in the same run, and prints a table with ratios.
 #
-#   bash bench/seeds.sh [--quick] [--stores N] [--replicas R] [--only LIST]
+#   bash bench/seeds.sh [--quick] [--stores N] [--replicas R] [--only LIST] [--tar-subset DIR]
 #
 # LIST: comma-separated of dd,fio,lmdd,tar (default all). --quick shrinks sizes for a
-# smoke run. Needs root (drop_caches, mount). State in /var/tmp/weft-bench.
+# smoke run. --tar-subset extracts only that directory of the kernel tarball (e.g.
+# linux-source-6.1/fs) for seed 004. Needs root (drop_caches, mount). State in
+# /var/tmp/weft-bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-$PWD/build/weft}
-STORES=4 REPLICAS=1 ONLY=dd,fio,lmdd,tar QUICK=0
+STORES=4 REPLICAS=1 ONLY=dd,fio,lmdd,tar QUICK=0 SUBSET=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--stores) STORES=$2; shift ;;
 	--replicas) REPLICAS=$2; shift ;;
 	--only) ONLY=$2; shift ;;
+	--tar-subset) SUBSET=$2; shift ;;
 	*) echo "usage: $0 [--quick] [--stores N] [--replicas R] [--only dd,fio,lmdd,tar]" >&2; exit 2 ;;
 	esac
 	shift
@@ -95,13 +98,14 @@ fi
 if want tar && [ -f "$TARBALL" ]; then
 	# seed 004: tar xf of a kernel tree, sync; du -s; rm -rf, sync; from 1 and 2 mounts
 	[ -f "$B/linux.tar" ] || xz -dc "$TARBALL" >"$B/linux.tar"
-	untar() { tar xf "$B/linux.tar" -C "$1" && sync; }
+	untar() { tar xf "$B/linux.tar" -C "$1" $SUBSET && sync; }
 	dus() { du -s "$1" >/dev/null; }
 	rmrf() { rm -rf "$1"/linux-source-6.1 && sync; }
 	mkdir -p "$LOCAL/t1" "$MNT/t1"
 	lt=$(secs untar "$LOCAL/t1"); drop; ld=$(secs dus "$LOCAL/t1"); lrm=$(secs rmrf "$LOCAL/t1")
 	wt=$(secs untar "$MNT/t1"); ld2=$(secs dus "$MNT/t1"); wrm=$(secs rmrf "$MNT/t1")
-	row "tar xf linux-6.1 + sync, 1 mount (s)" "$wt" "$lt" "$(ratio "$lt" "$wt")"
+	what="linux-6.1${SUBSET:+ (${SUBSET#*/} only)}"
+	row "tar xf $what + sync, 1 mount (s)" "$wt" "$lt" "$(ratio "$lt" "$wt")"
 	row "du -s, 1 mount (s)" "$ld2" "$ld" "$(ratio "$ld" "$ld2")"
 	row "rm -rf + sync, 1 mount (s)" "$wrm" "$lrm" "$(ratio "$lrm" "$wrm")"
 	# two mounts at once, each in its own directory
@@ -113,7 +117,7 @@ if want tar && [ -f "$TARBALL" ]; then
 	t0=$(date +%s.%N)
 	untar "$LOCAL/a" & untar "$LOCAL/b" & wait
 	t1=$(date +%s.%N); l2=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	row "tar xf + sync, 2 mounts at once (s, both done)" "$w2" "$l2" "$(ratio "$l2" "$w2")"
+	row "tar xf $what + sync, 2 mounts at once (s, both done)" "$w2" "$l2" "$(ratio "$l2" "$w2")"
 	t0=$(date +%s.%N); rmrf "$MNT/a" & rmrf "$MNT2/b" & wait; t1=$(date +%s.%N)
 	w2r=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	t0=$(date +%s.%N); rmrf "$LOCAL/a" & rmrf "$LOCAL/b" & wait; t1=$(date +%s.%N)

@@ -140,10 +140,8 @@ static int fetch_chains(struct store_server *s)
 {
 	struct meta_chain_set set = {0};
 	int rc = meta_chain_set_fetch(s->meta, STORE_META_TIMEOUT_MS, &set);
-	if (rc) {
-		log_error("chain tables from meta %s: %s", s->meta_addr, weft_strerror(rc));
-		return rc;
-	}
+	if (rc)
+		return rc; /* meta unreachable: the heartbeat reports it; malformed: logged */
 	pthread_rwlock_wrlock(&s->chains_lock);
 	uint64_t old = s->have_chains ? s->chains.epoch : 0;
 	struct meta_chain_set prev = s->chains;
