@@ -74,10 +74,14 @@ int daemon_start(const char *tag, const struct daemon_opts *o)
 		if (nul >= 0) {
 			dup2(nul, 0);
 			dup2(nul, 1);
-			if (o->log_file)
-				dup2(nul, 2);
 			if (nul > 2)
 				close(nul);
+		}
+		/* stderr goes to the log too: what a crash or a sanitizer prints is kept there */
+		int lfd = o->log_file ? open(o->log_file, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+		if (lfd >= 0) {
+			dup2(lfd, 2);
+			close(lfd);
 		}
 	}
 	if (o->pid_file) {

@@ -339,11 +339,30 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 
 /* ---- writes ---- */
 
+/* A block's send completes when both its reply has come and the transport has let go of
+ * its bytes (the release callback): only then may the block's buffer be reused or freed.
+ * Either may happen first. */
 struct write_call {
 	struct weft_client *c;
 	struct wblock *b;
 	void (*done)(struct wblock *b);
+	atomic_int parts; /* reply + release */
+	int status;
 };
+
+static void write_part_done(struct write_call *k)
+{
+	if (atomic_fetch_sub(&k->parts, 1) != 1)
+		return;
+	k->b->status = k->status;
+	k->done(k->b);
+	free(k);
+}
+
+static void write_released(void *arg)
+{
+	write_part_done(arg);
+}
 
 static void write_done(void *arg, int status, struct frame *f)
 {
@@ -361,9 +380,8 @@ static void write_done(void *arg, int status, struct frame *f)
 		atomic_fetch_add(&k->c->bytes_written, k->b->len);
 	}
 	frame_free(f);
-	k->b->status = status;
-	k->done(k->b);
-	free(k);
+	k->status = status;
+	write_part_done(k);
 }
 
 int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
@@ -399,6 +417,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 		return -ENOMEM;
 	}
 	*k = (struct write_call){.c = c, .b = b, .done = done};
+	atomic_init(&k->parts, 2);
 	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
 					 .replicas = l->replicas, .chain = p.chain,
 					 .chain_ver = ch.version, .offset = p.obj_off};
@@ -413,10 +432,10 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	free(m);
 	struct iovec v = {data, b->len};
 	atomic_fetch_add(&c->ops_written, 1);
-	err = conn_call(cn, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, write_done, k);
+	err = conn_call(cn, WEFT_OP_OBJ_WRITE, &w, &v, 1, write_released, k, write_done, k);
 	conn_put(cn);
 	if (err)
-		free(k);
+		free(k); /* conn_call released the bulk already; no reply will come */
 	return err;
 }
 

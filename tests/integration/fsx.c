@@ -130,5 +130,6 @@ int main(int argc, char **argv)
 	if (close(fd) < 0)
 		die("final close failed");
 	printf("fsx: %ld operations, final size %ld, all reads matched\n", ops, size);
+	free(model);
 	return 0;
 }
