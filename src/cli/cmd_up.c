@@ -58,6 +58,21 @@ static int write_line(const char *path, const char *s)
 	return fclose(f) ? -errno : 0;
 }
 
+/* True if pid runs: a killed daemon nobody has reaped yet is a zombie, as good as gone. */
+static bool pid_running(pid_t pid)
+{
+	if (pid <= 0 || kill(pid, 0) < 0)
+		return false;
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_line(path, st, sizeof(st)) == 0) {
+		const char *p = strrchr(st, ')');
+		if (p && (p[2] == 'Z' || p[2] == 'X'))
+			return false;
+	}
+	return true;
+}
+
 /* The pid recorded in path if that process is alive, else 0. */
 static pid_t alive(const char *pidfile)
 {
@@ -65,9 +80,7 @@ static pid_t alive(const char *pidfile)
 	if (read_line(pidfile, buf, sizeof(buf)))
 		return 0;
 	pid_t pid = (pid_t)atoi(buf);
-	if (pid <= 0 || kill(pid, 0) < 0)
-		return 0;
-	return pid;
+	return pid_running(pid) ? pid : 0;
 }
 
 /* A port nobody listens on now (the kernel's pick). */
@@ -320,11 +333,11 @@ static void stop_daemon(const char *pidfile, const char *what, int secs)
 	if (!pid)
 		return;
 	kill(pid, SIGTERM);
-	for (int i = 0; i < secs * 20 && kill(pid, 0) == 0; i++) {
+	for (int i = 0; i < secs * 20 && pid_running(pid); i++) {
 		struct timespec ts = {0, 50000000};
 		nanosleep(&ts, NULL);
 	}
-	if (kill(pid, 0) == 0) {
+	if (pid_running(pid)) {
 		fprintf(stderr, "weft down: %s (pid %d) did not stop; killing it\n", what, (int)pid);
 		kill(pid, SIGKILL);
 	}
