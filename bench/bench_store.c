@@ -36,19 +36,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void crcs_of(const uint8_t *p, uint64_t off, size_t len, struct weft_crcs *c)
-{
-	c->n = 0;
-	while (len) {
-		size_t n = WEFT_CHUNK_SIZE - (size_t)(off % WEFT_CHUNK_SIZE);
-		if (n > len)
-			n = len;
-		c->v[c->n++] = weft_crc32c(0, p, n);
-		p += n;
-		off += n;
-		len -= n;
-	}
-}
 
 struct state {
 	pthread_mutex_t lock;
@@ -74,7 +61,7 @@ static void done(void *arg, int status, struct frame *rep)
 		    rep->h.bulk_len != bs)
 			bad = true;
 		else if (!nocrc) {
-			crcs_of(rep->bulk, k->off, rep->h.bulk_len, w);
+			weft_crcs_compute(rep->bulk, (uint32_t)(rep->h.bulk_len), k->off, w);
 			bad = w->n != d->crcs.n || memcmp(w->v, d->crcs.v, w->n * 4) != 0;
 		}
 		free(d);
@@ -207,7 +194,7 @@ int main(int argc, char **argv)
 			*wm = (struct weft_msg_obj_write){.ino = obj, .replicas = 1, .chain = chain.id,
 							  .chain_ver = chain.version, .offset = off};
 			if (!nocrc)
-				crcs_of(k->buf, off, bs, &wm->crcs);
+				weft_crcs_compute(k->buf, (uint32_t)(bs), off, &wm->crcs);
 			weft_obj_write_encode(&w, wm);
 			struct iovec v = {k->buf, bs};
 			rc = conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, done, k);

@@ -22,25 +22,30 @@ const struct cli_verb *cli_find(const char *name)
 	return NULL;
 }
 
+static void vreport(const char *verb, const char *fmt, va_list ap, const char *tail)
+{
+	fprintf(stderr, "weft %s: ", verb);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "%s\n", tail);
+}
+
 int cli_usage_error(const char *verb, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "weft %s: ", verb);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char tail[64];
+	snprintf(tail, sizeof(tail), " (see weft %s --help)", verb);
+	vreport(verb, fmt, ap, tail);
 	va_end(ap);
-	fprintf(stderr, " (see weft %s --help)\n", verb);
 	return EXIT_USAGE;
 }
 
 int cli_fail(const char *verb, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "weft %s: ", verb);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vreport(verb, fmt, ap, "");
 	va_end(ap);
-	fputc('\n', stderr);
 	return 1;
 }
 

@@ -35,26 +35,20 @@ static void batch_done(struct io_batch *b, int err)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* CRCs of data at object offset off, one per piece cut at chunk boundaries. */
-static void crcs_compute(const uint8_t *data, uint32_t len, uint64_t off, struct weft_crcs *out)
-{
-	out->n = 0;
-	while (len) {
-		uint32_t n = WEFT_CHUNK_SIZE - (uint32_t)(off % WEFT_CHUNK_SIZE);
-		if (n > len)
-			n = len;
-		out->v[out->n++] = weft_crc32c(0, data, n);
-		data += n;
-		off += n;
-		len -= n;
-	}
-}
-
 static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const struct weft_crcs *got)
 {
 	static _Thread_local struct weft_crcs want;
-	crcs_compute(data, len, off, &want);
+	weft_crcs_compute(data, len, off, &want);
 	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
+}
+
+/* Index of the chain's head (its first serving member), or -1 when none serves. */
+static int chain_head(const struct meta_chain *ch)
+{
+	for (int i = 0; i < ch->nmembers; i++)
+		if (ch->members[i].state == WEFT_MEMBER_SERVING)
+			return i;
+	return -1;
 }
 
 /* ---- reads ----
@@ -393,13 +387,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	int err = client_chain(c, l->replicas, p.chain, &ch);
 	if (err)
 		return err;
-	int head = -1;
-	for (int i = 0; i < ch.nmembers; i++) {
-		if (ch.members[i].state == WEFT_MEMBER_SERVING) {
-			head = i;
-			break;
-		}
-	}
+	int head = chain_head(&ch);
 	if (head < 0)
 		return -EIO;
 	struct conn *cn;
@@ -423,7 +411,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 					 .chain_ver = ch.version, .offset = p.obj_off};
 	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
 	if (c->checksums)
-		crcs_compute(data, b->len, p.obj_off, &m->crcs);
+		weft_crcs_compute(data, b->len, p.obj_off, &m->crcs);
 	else
 		m->crcs.n = 0;
 	struct wbuf w;
@@ -464,10 +452,7 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 		err = client_chain(c, l->replicas, stripe_chain(l, s), &ch);
 		if (err)
 			break;
-		int head = -1;
-		for (int i = 0; i < ch.nmembers && head < 0; i++)
-			if (ch.members[i].state == WEFT_MEMBER_SERVING)
-				head = i;
+		int head = chain_head(&ch);
 		if (head < 0) {
 			err = -EIO;
 			break;

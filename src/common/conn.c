@@ -442,6 +442,20 @@ int conn_send_oneway(struct conn *c, uint16_t op, struct wbuf *payload)
 	return call_start(c, op, WEFT_F_ONEWAY, payload, NULL, 0, NULL, NULL, NULL, NULL, NULL);
 }
 
+/* The CLOCK_REALTIME moment ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline_after(int ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	return dl;
+}
+
 struct sync_wait {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -476,16 +490,7 @@ int conn_call_sync(struct conn *c, uint16_t op, struct wbuf *payload, const stru
 	int err = call_start(c, op, 0, payload, bulk, nbulk, NULL, NULL, sync_done, &s, &reqid);
 	if (err)
 		return err;
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	if (timeout_ms > 0) {
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
-		}
-	}
+	struct timespec dl = deadline_after(timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&s.lock);
 	while (!s.done) {
 		if (timeout_ms <= 0) {
@@ -526,14 +531,7 @@ int conn_wait_queue(struct conn *c, size_t bytes)
 
 int conn_wait_ready(struct conn *c, int timeout_ms)
 {
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	struct timespec dl = deadline_after(timeout_ms);
 	int err = 0;
 	pthread_mutex_lock(&c->lock);
 	while (!c->ready && !c->closed && err == 0)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/crc.h"
 #include "weft/err.h"
 
 /* ---- shared field helpers ---- */
@@ -331,4 +332,19 @@ uint32_t weft_crc_pieces(uint64_t off, uint64_t len)
 		return 0;
 	uint64_t first = off / WEFT_CHUNK_SIZE, last = (off + len - 1) / WEFT_CHUNK_SIZE;
 	return (uint32_t)(last - first + 1);
+}
+
+void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out)
+{
+	const uint8_t *data = p;
+	out->n = 0;
+	while (len) {
+		uint32_t n = WEFT_CHUNK_SIZE - (uint32_t)(off % WEFT_CHUNK_SIZE);
+		if (n > len)
+			n = len;
+		out->v[out->n++] = weft_crc32c(0, data, n);
+		data += n;
+		off += n;
+		len -= n;
+	}
 }

@@ -366,5 +366,8 @@ static inline struct weft_str weft_str_of(const char *s, size_t len)
 /* Pieces of a bulk transfer at object offset `off` of length `len`, split at
  * WEFT_CHUNK_SIZE boundaries: returns how many; the CRC list has one entry per piece. */
 uint32_t weft_crc_pieces(uint64_t off, uint64_t len);
+/* Fills out with the CRC32C of each such piece of the len bytes at p, which sit at object
+ * offset off. len must be at most WEFT_BULK_MAX. */
+void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out);
 
 #endif

@@ -51,19 +51,6 @@ static void fill(uint8_t *p, uint64_t off, size_t len, uint32_t seed)
 		p[i] = pat(off + i, seed);
 }
 
-static void crcs_of(const uint8_t *p, uint64_t off, size_t len, struct weft_crcs *c)
-{
-	c->n = 0;
-	while (len) {
-		size_t n = WEFT_CHUNK_SIZE - (size_t)(off % WEFT_CHUNK_SIZE);
-		if (n > len)
-			n = len;
-		c->v[c->n++] = weft_crc32c(0, p, n);
-		p += n;
-		off += n;
-		len -= n;
-	}
-}
 
 static int print_err(int rc, struct frame *rep)
 {
@@ -142,7 +129,7 @@ static int do_write(uint64_t ino, uint32_t stripe, uint64_t off, size_t len, uin
 	*m = (struct weft_msg_obj_write){.ino = ino, .stripe = stripe, .replicas = chain.replicas,
 					 .chain = chain.id, .chain_ver = chain.version, .offset = off};
 	if (!(mode && strcmp(mode, "nocrc") == 0))
-		crcs_of(buf, off, len, &m->crcs);
+		weft_crcs_compute(buf, (uint32_t)(len), off, &m->crcs);
 	if (mode && strcmp(mode, "badcrc") == 0 && m->crcs.n)
 		m->crcs.v[m->crcs.n / 2] ^= 1;
 	if (mode && strcmp(mode, "sync") == 0)
@@ -192,7 +179,7 @@ static int read_obj(uint64_t ino, uint32_t stripe, uint64_t off, uint32_t len, u
 		printf("bad reply\n");
 		rc = 3;
 	} else {
-		crcs_of(rep->bulk, off, rep->h.bulk_len, want);
+		weft_crcs_compute(rep->bulk, (uint32_t)(rep->h.bulk_len), off, want);
 		if (want->n != d->crcs.n || memcmp(want->v, d->crcs.v, want->n * 4)) {
 			printf("bad crcs in reply (%u pieces, store sent %u)\n", want->n, d->crcs.n);
 			rc = 3;
@@ -304,7 +291,7 @@ static int do_stream(uint64_t ino, uint32_t stripe, long count, size_t bs, int i
 		*m = (struct weft_msg_obj_write){.ino = ino, .stripe = stripe,
 						 .replicas = chain.replicas, .chain = chain.id,
 						 .chain_ver = chain.version, .offset = k->off};
-		crcs_of(k->buf, k->off, bs, &m->crcs);
+		weft_crcs_compute(k->buf, (uint32_t)(bs), k->off, &m->crcs);
 		struct wbuf w;
 		wbuf_init(&w);
 		weft_obj_write_encode(&w, m);
