@@ -7,7 +7,8 @@ mkdir -p "$out/corpus"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-D_GNU_SOURCE -std=gnu11 -I"$src/include" -I"$src/src" \
 	"$src/tests/fuzz/fuzz_decode.c" "$src/src/proto/codec.c" "$src/src/proto/frame.c" \
-	"$src/src/common/buf.c" "$src/src/common/err.c" -o "$out/fuzz_decode"
+	"$src/src/common/buf.c" "$src/src/common/err.c" "$src/src/common/crc.c" \
+	$(pkg-config --cflags --libs libisal) -o "$out/fuzz_decode"
 # seed: a valid header and a few valid messages
 printf 'WEFT\x01\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00' >"$out/corpus/hdr"
 "$out/fuzz_decode" -max_total_time="$secs" -max_len=4096 -print_final_stats=1 \
