@@ -17,6 +17,7 @@
 #include "common/addr.h"
 #include "common/builtin.h"
 #include "common/log.h"
+#include "common/memtune.h"
 #include "common/rpc.h"
 #include "common/server.h"
 #include "weft/err.h"
@@ -214,6 +215,7 @@ static void rpc_latency(struct conn *c, double *p50, double *p99, double *rate)
 
 int main(int argc, char **argv)
 {
+	weft_memtune();
 	if (argc == 3 && strcmp(argv[1], "--seconds") == 0)
 		seconds = atof(argv[2]);
 	log_init("bench_rpc", LOG_WARN);

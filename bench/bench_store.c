@@ -7,7 +7,7 @@
  *                    [--objects N] [--ino BASE] [--nocrc] write|read
  * write: the writes, then an OBJ_FSYNC of every object (durable, like dd conv=fsync),
  *        all inside the timing. read: reads the same objects back.
- * Prints one line: "write|read BS inflight N: X MB/s (Y s)". bench/bench_store.sh runs
+ * Prints one line: "write|read BS inflight N: X MB/s (Y s, Z MiB, client cpu C s)". bench/bench_store.sh runs
  * it beside dd on the same disk (see docs/PERFORMANCE.md). */
 #include <errno.h>
 #include <getopt.h>
@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "common/memtune.h"
 #include "common/rpc.h"
 #include "meta/chains_codec.h"
 #include "proto/proto.h"
@@ -118,6 +120,7 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 
 int main(int argc, char **argv)
 {
+	weft_memtune();
 	uint64_t total = 1ull << 30, ino = 1000;
 	int objects = 4;
 	static const struct option opts[] = {
@@ -215,8 +218,9 @@ int main(int argc, char **argv)
 	for (int o = 0; writing && o < objects && !st.errors; o++) {
 		struct wbuf w;
 		wbuf_init(&w);
-		struct weft_msg_obj_id m = {.ino = ino + (uint64_t)o};
-		weft_obj_id_encode(&w, &m);
+		struct weft_msg_obj_sync m = {.ino = ino + (uint64_t)o, .replicas = 1, .chain = chain.id,
+					      .chain_ver = chain.version};
+		weft_obj_sync_encode(&w, &m);
 		struct frame *rep = NULL;
 		rc = conn_call_sync(c, WEFT_OP_OBJ_FSYNC, &w, NULL, 0, 60000, &rep);
 		frame_free(rep);
@@ -224,9 +228,14 @@ int main(int argc, char **argv)
 			st.first_err = rc;
 	}
 	double secs = now() - t0;
-	printf("%s bs %llu KiB inflight %d%s: %.0f MB/s (%.2f s, %llu MiB)", writing ? "write" : "read",
-	       (unsigned long long)(bs >> 10), inflight, nocrc ? " nocrc" : "",
-	       (double)(nreq * bs) / secs / 1e6, secs, (unsigned long long)(nreq * bs >> 20));
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+	printf("%s bs %llu KiB inflight %d%s: %.0f MB/s (%.2f s, %llu MiB, client cpu %.2f s)",
+	       writing ? "write" : "read", (unsigned long long)(bs >> 10), inflight,
+	       nocrc ? " nocrc" : "", (double)(nreq * bs) / secs / 1e6, secs,
+	       (unsigned long long)(nreq * bs >> 20), cpu);
 	if (st.errors || st.bad)
 		printf("  %d errors (first: %s), %d bad replies", st.errors,
 		       weft_strerror(st.first_err), st.bad);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
+#include "common/memtune.h"
 
 static const struct cli_verb *const verbs[] = {
 #define X(name) &cmd_##name,
@@ -97,6 +98,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	weft_memtune();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
