@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# One weft store's throughput beside dd on the same disk, checksums on and off.
-# usage: bench/bench_store.sh BUILD_DIR [DATA_DIR (default /var/tmp)] [MiB (default 2048)]
-# Runs, in one go on DATA_DIR's file system: dd write (conv=fsync) and read (iflag=direct,
-# after drop_caches); then for a file system with checksums on and one with them off,
-# `weft meta` + one `weft store` on loopback and bench_store writing (then OBJ_FSYNC) and
-# reading back (after drop_caches) MiB with 1 MiB and 8 MiB requests. Needs root for
-# drop_caches (without it reads may come from the page cache: it says so).
+# One weft store's throughput beside dd on the same disk; checksums on and off; O_DIRECT
+# writes and buffered ones. Medians of ROUNDS interleaved rounds (this kind of VM's disk
+# and CPU vary a lot from minute to minute: interleaving puts every setup through the
+# same weather).
+# usage: bench/bench_store.sh BUILD_DIR [DATA_DIR (default /var/tmp)] [MiB (default 2048)] [ROUNDS (default 3)]
+#
+# Each round, on DATA_DIR's file system: dd write bs=1M conv=fsync (what the disk plus
+# the page cache give a local writer) and oflag=direct (the disk alone); dd reads with
+# iflag=direct (1 MiB, 8 MiB) after drop_caches; then for each store setup
+#   on      checksums on, large aligned writes with O_DIRECT (the default)
+#   off     a file system made with --no-checksums
+#   on-buf  checksums on, `weft store --buffered` (every write through the page cache)
+# bench_store writes MiB with 1 MiB and with 8 MiB requests (8 in flight, 4 objects,
+# then OBJ_FSYNC of each, all timed) and, after drop_caches, reads them back. Besides
+# MB/s it records the CPU seconds the store process and the client spent per GiB: the
+# checksum cost shows there without the noise of wall-clock rates. Needs root (drop_caches).
 set -euo pipefail
-B=$(cd "$1" && pwd); D=${2:-/var/tmp}; N=${3:-2048}
+B=$(cd "$1" && pwd); D=${2:-/var/tmp}; N=${3:-2048}; ROUNDS=${4:-3}
 W=$(mktemp -d "$D/weft-bench-store.XXXXXX")
 PIDS=()
 cleanup() {
@@ -15,39 +24,91 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "(cannot drop caches: reads may hit the page cache)"; }
-rate() { grep -oE '[0-9.]+ [GM]B/s' | tail -1; }
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "(cannot drop caches: reads may hit the page cache)" >&2; }
+# dd's rate in MB/s from its last line ("... copied, 1.2 s, 1.4 GB/s")
+ddrate() { dd "$@" 2>&1 | tail -1 | awk '{v=$(NF-1); u=$NF; if (u=="GB/s") v*=1000; if (u=="kB/s") v/=1000; printf "%.0f", v}'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+declare -A R   # R[name]="v1 v2 ..."
+rec() { R[$1]="${R[$1]:-} $2"; }
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+median_f() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "disk: $(df -T "$D" | tail -1 | awk '{print $1, $2}'), $N MiB per run"
-drop
-echo "dd write bs=1M conv=fsync: $(dd if=/dev/zero of="$W/dd" bs=1M count="$N" conv=fsync 2>&1 | rate)"
-drop
-echo "dd read  bs=1M iflag=direct: $(dd if="$W/dd" of=/dev/null bs=1M iflag=direct 2>&1 | rate)"
-drop
-echo "dd read  bs=8M iflag=direct: $(dd if="$W/dd" of=/dev/null bs=8M iflag=direct 2>&1 | rate)"
-drop
-echo "dd read  bs=1M (page cache dropped, readahead): $(dd if="$W/dd" of=/dev/null bs=1M 2>&1 | rate)"
-rm -f "$W/dd"
+declare -A MA SA SPID KEY
+start_setup() { # NAME MKFS_OPTS STORE_OPTS
+	local n=$1 M="$W/meta-$1"
+	"$B/weft" mkfs --meta "$M" $2 >/dev/null
+	"$B/weft" meta "$M" --listen 127.0.0.1:0 -f >"$W/meta-$n.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 100); do grep -q 'serving .* on' "$W/meta-$n.log" && break; sleep 0.05; done
+	MA[$n]=$(grep -oE 'on 127.0.0.1:[0-9]+' "$W/meta-$n.log" | head -1 | cut -c4-)
+	"$B/weft" store "$W/store-$n" --meta "${MA[$n]}" --listen 127.0.0.1:0 --node bench \
+		--key "$M/cluster.key" -f $3 >"$W/store-$n.log" 2>&1 &
+	SPID[$n]=$!
+	PIDS+=($!)
+	for _ in $(seq 100); do grep -q 'registered as' "$W/store-$n.log" && break; sleep 0.05; done
+	SA[$n]=$(grep -oE 'registered as 127.0.0.1:[0-9]+' "$W/store-$n.log" | head -1 | cut -d' ' -f3)
+	KEY[$n]="$M/cluster.key"
+}
+SETUPS="on off on-buf"
+start_setup on "" ""
+start_setup off --no-checksums ""
+start_setup on-buf "" --buffered
+hz=$(getconf CLK_TCK)
 
-for crc in on off; do
-	M="$W/meta-$crc"
-	"$B/weft" mkfs --meta "$M" $([ $crc = off ] && echo --no-checksums) >/dev/null
-	"$B/weft" meta "$M" --listen 127.0.0.1:0 -f >"$W/meta-$crc.log" 2>&1 &
-	PIDS+=($!)
-	for i in $(seq 100); do grep -q 'serving .* on' "$W/meta-$crc.log" && break; sleep 0.05; done
-	MA=$(grep -oE 'on 127.0.0.1:[0-9]+' "$W/meta-$crc.log" | head -1 | cut -c4-)
-	"$B/weft" store "$W/store-$crc" --meta "$MA" --listen 127.0.0.1:0 --node bench \
-		--key "$M/cluster.key" -f >"$W/store-$crc.log" 2>&1 &
-	PIDS+=($!)
-	for i in $(seq 100); do grep -q 'registered as' "$W/store-$crc.log" && break; sleep 0.05; done
-	SA=$(grep -oE 'registered as 127.0.0.1:[0-9]+' "$W/store-$crc.log" | head -1 | cut -d' ' -f3)
-	for bs in 1048576 8388608; do
-		ino=$((bs / 1024))
-		opt="--bs $bs --total $((N << 20)) --inflight 8 --objects 4 --ino $ino"
-		[ $crc = off ] && opt="$opt --nocrc"
-		drop
-		echo "store checksums $crc: $("$B/bench/bench_store" "$M/cluster.key" "$MA" "$SA" $opt write)"
-		drop
-		echo "store checksums $crc: $("$B/bench/bench_store" "$M/cluster.key" "$MA" "$SA" $opt read)"
+echo "# $(nproc) CPUs; disk: $(df -T "$D" | tail -1 | awk '{print $1, $2}'); $N MiB per run; $ROUNDS rounds"
+for r in $(seq "$ROUNDS"); do
+	drop; rec dd-write-fsync "$(ddrate if=/dev/zero of="$W/dd" bs=1M count="$N" conv=fsync)"
+	drop; rec dd-write-direct-1M "$(ddrate if=/dev/zero of="$W/dd" bs=1M count="$N" oflag=direct)"
+	drop; rec dd-write-direct-8M "$(ddrate if=/dev/zero of="$W/dd" bs=8M count="$((N / 8))" oflag=direct)"
+	drop; rec dd-read-direct-1M "$(ddrate if="$W/dd" of=/dev/null bs=1M iflag=direct)"
+	drop; rec dd-read-direct-8M "$(ddrate if="$W/dd" of=/dev/null bs=8M iflag=direct)"
+	rm -f "$W/dd"
+	for s in $SETUPS; do
+		for bs in 1 8; do
+			opt="--bs $((bs << 20)) --total $((N << 20)) --inflight 8 --objects 4 --ino $((bs * 1000 + r))"
+			[ "$s" = off ] && opt="$opt --nocrc"
+			for mode in write read; do
+				drop
+				t0=$(cpu_ticks "${SPID[$s]}")
+				out=$("$B/bench/bench_store" "${KEY[$s]}" "${MA[$s]}" "${SA[$s]}" $opt $mode) ||
+					{ echo "$out"; echo "bench_store $mode ($s) failed" >&2; exit 1; }
+				t1=$(cpu_ticks "${SPID[$s]}")
+				echo "round $r, $s: $out" >&2
+				rec "$s-$mode-${bs}M" "$(grep -oE '[0-9]+ MB/s' <<<"$out" | cut -d' ' -f1)"
+				# CPU seconds per GiB: the store's, and the client's
+				rec "$s-$mode-${bs}M-scpu" "$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v n="$N" 'BEGIN{printf "%.3f", (b-a)/hz*1024/n}')"
+				rec "$s-$mode-${bs}M-ccpu" "$(grep -oE 'client cpu [0-9.]+' <<<"$out" | awk -v n="$N" '{printf "%.3f", $3*1024/n}')"
+			done
+		done
+	done
+done
+
+dd1=$(median "${R[dd-write-fsync]}")
+echo
+echo "| measure (MB/s, median of $ROUNDS) | 1 MiB requests | 8 MiB requests | store CPU s/GiB (1M, 8M) | client CPU s/GiB (1M, 8M) |"
+echo "|---|---:|---:|---:|---:|"
+echo "| dd write, conv=fsync | $dd1 | | | |"
+echo "| dd write, oflag=direct | $(median "${R[dd-write-direct-1M]}") | $(median "${R[dd-write-direct-8M]}") | | |"
+echo "| dd read, iflag=direct | $(median "${R[dd-read-direct-1M]}") | $(median "${R[dd-read-direct-8M]}") | | |"
+for mode in write read; do
+	for s in $SETUPS; do
+		echo "| store $mode, $s | $(median "${R[$s-$mode-1M]}") | $(median "${R[$s-$mode-8M]}") |" \
+			"$(median_f "${R[$s-$mode-1M-scpu]}"), $(median_f "${R[$s-$mode-8M-scpu]}") |" \
+			"$(median_f "${R[$s-$mode-1M-ccpu]}"), $(median_f "${R[$s-$mode-8M-ccpu]}") |"
+	done
+done
+echo
+for bs in 1 8; do
+	w=$(median "${R[on-write-${bs}M]}"); ddd=$(median "${R[dd-write-direct-${bs}M]}")
+	rd=$(median "${R[on-read-${bs}M]}"); ddr=$(median "${R[dd-read-direct-${bs}M]}")
+	awk -v b="$bs" -v w="$w" -v f="$dd1" -v d="$ddd" -v r="$rd" -v dr="$ddr" 'BEGIN{
+		printf "%d MiB: store write / dd conv=fsync %.2f, / dd oflag=direct %.2f; store read / dd iflag=direct %.2f\n", b, w/f, w/d, r/dr}'
+	for mode in write read; do
+		on=$(median "${R[on-$mode-${bs}M]}"); off=$(median "${R[off-$mode-${bs}M]}")
+		con=$(median_f "${R[on-$mode-${bs}M-scpu]}"); coff=$(median_f "${R[off-$mode-${bs}M-scpu]}")
+		kon=$(median_f "${R[on-$mode-${bs}M-ccpu]}"); koff=$(median_f "${R[off-$mode-${bs}M-ccpu]}")
+		awk -v b="$bs" -v m="$mode" -v on="$on" -v off="$off" -v con="$con" -v coff="$coff" -v kon="$kon" -v koff="$koff" 'BEGIN{
+			printf "%d MiB %s, checksums on vs off: rate %+.1f%%, store CPU %+.1f%%, store+client CPU %+.1f%%\n",
+				b, m, (on/off-1)*100, (con/coff-1)*100, ((con+kon)/(coff+koff)-1)*100}'
 	done
 done

@@ -39,7 +39,7 @@ static int run(int argc, char **argv)
 		{"advertise", required_argument, NULL, 'a'}, {"node", required_argument, NULL, 'n'},
 		{"key", required_argument, NULL, 'k'}, {"workers", required_argument, NULL, 'w'},
 		{"foreground", no_argument, NULL, 'f'}, {"log", required_argument, NULL, 'L'},
-		{"log-level", required_argument, NULL, 'v'},
+		{"log-level", required_argument, NULL, 'v'}, {"buffered", no_argument, NULL, 'B'},
 		{"pid-file", required_argument, NULL, 'p'}, {0}};
 	int ch;
 	opterr = 0;
@@ -57,6 +57,7 @@ static int run(int argc, char **argv)
 				return cli_usage_error("store", "--workers must be 1..64");
 			break;
 		case 'f': d.foreground = true; break;
+		case 'B': o.buffered = true; break;
 		case 'L': d.log_file = optarg; break;
 		case 'v': d.log_level = optarg; break;
 		case 'p': d.pid_file = optarg; break;
@@ -124,14 +125,16 @@ const struct cli_verb cmd_store = {
 	.summary = "serve one storage target (objects, checksums, chain replication)",
 	.usage = "weft store DIR --meta HOST:PORT [--listen HOST:PORT] [--advertise HOST:PORT]\n"
 		 "          [--node NAME] [--key FILE] [--workers N] [-f|--foreground] [--log FILE]\n"
-		 "          [--log-level L] [--pid-file F]\n\n"
+		 "          [--log-level L] [--pid-file F] [--buffered]\n\n"
 		 "Serves the storage target in DIR (formatted on first start, with the file\n"
 		 "system's checksum mode) and registers it with meta at HOST:PORT. Listens on\n"
 		 "--listen (default 0.0.0.0:7071; port 0 picks a free one). Clients are told the\n"
 		 "--advertise address, else the --listen one (0.0.0.0 becomes 127.0.0.1, logged).\n"
 		 "--node defaults to the host name: replicas of a chain live on distinct nodes.\n"
 		 "The key defaults to --key, $WEFT_KEY, or /etc/weft/cluster.key. --workers sets\n"
-		 "the I/O threads (default 8). Detaches unless -f; returns once registered and\n"
+		 "the I/O threads (default 8). Large page-aligned writes go to disk with O_DIRECT\n"
+		 "(not through the page cache) where the file system allows; --buffered turns\n"
+		 "that off. Detaches unless -f; returns once registered and\n"
 		 "serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

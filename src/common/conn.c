@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/addr.h"
@@ -90,15 +91,54 @@ void frame_free(struct frame *f)
 	free(f);
 }
 
+/* A large bulk starts on a page boundary, so that a store can hand it to an O_DIRECT
+ * write as it is (the kernel wants aligned user buffers); the frame, its payload and a
+ * gap come first in the same allocation. Small frames stay packed. */
+#define BULK_ALIGN 4096u
+
 static struct frame *frame_alloc(const struct weft_hdr *h)
 {
-	struct frame *f = malloc(sizeof(*f) + h->payload_len + h->bulk_len + 1);
+	size_t head = sizeof(struct frame) + h->payload_len;
+	struct frame *f;
+	if (h->bulk_len >= BULK_ALIGN) {
+		head = (head + BULK_ALIGN - 1) & ~(size_t)(BULK_ALIGN - 1);
+		f = aligned_alloc(BULK_ALIGN, head + ((h->bulk_len + BULK_ALIGN - 1) & ~(size_t)(BULK_ALIGN - 1)));
+	} else {
+		f = malloc(head + h->bulk_len + 1);
+	}
 	if (!f)
 		return NULL;
 	f->h = *h;
 	f->payload = (uint8_t *)(f + 1);
-	f->bulk = f->payload + h->payload_len;
+	f->bulk = (uint8_t *)f + head;
 	return f;
+}
+
+/* The body of a frame (payload, then bulk) as up to two iovecs from body offset off. */
+static int frame_body_iov(struct frame *f, size_t off, struct iovec *v)
+{
+	int n = 0;
+	if (off < f->h.payload_len) {
+		v[n].iov_base = f->payload + off;
+		v[n++].iov_len = f->h.payload_len - off;
+		off = 0;
+	} else {
+		off -= f->h.payload_len;
+	}
+	if (off < f->h.bulk_len) {
+		v[n].iov_base = f->bulk + off;
+		v[n++].iov_len = f->h.bulk_len - off;
+	}
+	return n;
+}
+
+/* Copies n bytes of body from src into f at body offset 0. */
+static void frame_body_fill(struct frame *f, const uint8_t *src, size_t n)
+{
+	size_t p = n < f->h.payload_len ? n : f->h.payload_len;
+	memcpy(f->payload, src, p);
+	if (n > p)
+		memcpy(f->bulk, src + p, n - p);
 }
 
 /* ---- lifetime ---- */
@@ -814,7 +854,7 @@ static bool parse_rx(struct conn *c)
 		size_t body = (size_t)h.payload_len + h.bulk_len;
 		size_t have = avail - WEFT_HDR_SIZE;
 		size_t take = have < body ? have : body;
-		memcpy(f->payload, c->rx + c->rx_off + WEFT_HDR_SIZE, take);
+		frame_body_fill(f, c->rx + c->rx_off + WEFT_HDR_SIZE, take);
 		c->rx_off += WEFT_HDR_SIZE + take;
 		if (take < body) {
 			c->cur = f;
@@ -840,7 +880,8 @@ static void on_readable(struct conn *c)
 		ssize_t r;
 		if (c->cur) {
 			/* body of a large frame: read straight into it */
-			r = read(c->watch.fd, c->cur->payload + c->cur_got, c->cur_need - c->cur_got);
+			struct iovec v[2];
+			r = readv(c->watch.fd, v, frame_body_iov(c->cur, c->cur_got, v));
 			if (r > 0) {
 				c->cur_got += (size_t)r;
 				if (c->cur_got == c->cur_need) {

@@ -76,6 +76,8 @@ static void close_entry(struct store_fdc_entry *e)
 		close(e->fd);
 	if (e->crc_fd >= 0)
 		close(e->crc_fd);
+	if (e->dfd >= 0)
+		close(e->dfd);
 	free(e);
 }
 
@@ -156,7 +158,7 @@ int store_fdc_get(struct store_fdc *c, uint64_t ino, uint32_t stripe, bool creat
 		return -ENOMEM;
 	ne->ino = ino;
 	ne->stripe = stripe;
-	ne->fd = ne->crc_fd = -1;
+	ne->fd = ne->crc_fd = ne->dfd = -1;
 	int rc = c->open_fn(c->arg, ne, create);
 	if (rc == -EMFILE || rc == -ENFILE) {
 		/* Out of descriptors: close some idle files and try once more. */
@@ -164,7 +166,7 @@ int store_fdc_get(struct store_fdc *c, uint64_t ino, uint32_t stripe, bool creat
 		struct store_fdc_entry *v = evict_locked(c, 16);
 		pthread_mutex_unlock(&c->mu);
 		close_list(v);
-		ne->fd = ne->crc_fd = -1;
+		ne->fd = ne->crc_fd = ne->dfd = -1;
 		rc = c->open_fn(c->arg, ne, create);
 	}
 	if (rc < 0) {

@@ -22,6 +22,7 @@ struct store_fdc_entry {
 	uint32_t stripe;
 	int fd;          /* data file, O_RDWR */
 	int crc_fd;      /* sidecar, O_RDWR, or -1 */
+	_Atomic int dfd; /* data file again with O_DIRECT, opened on first use, or -1 */
 	uint64_t size;   /* object size in bytes; guarded by the object lock */
 	/* Files of the object's segments past the first (object_seg.c), guarded by the
 	 * object lock; closed through close_extra when the entry is closed. */

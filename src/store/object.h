@@ -57,6 +57,7 @@ struct store_obj_opts {
 	unsigned sync_interval_ms;    /* index flush + fsync period; 0: 1000 */
 	bool no_sync_thread;          /* no periodic index sync (tests, benches) */
 	size_t index_map_size;        /* 0: 4 GiB */
+	bool buffered;                /* never write with O_DIRECT (see obj_write) */
 };
 
 /* What an operation found, besides its return code. Fields not relevant stay -1/0. */
@@ -150,5 +151,8 @@ size_t store_obj_open_files(struct store_objs *s);
 /* Fills crcs[store_crc_npieces(off, len)] with the CRC32C of each piece of the bytes of
  * iov placed at off: what a writer sends with them. Any thread. */
 void store_obj_piece_crcs(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs);
+
+/* Bytes read and written with O_DIRECT since open (obj_data_io). */
+uint64_t store_obj_direct_bytes(struct store_objs *s);
 
 #endif

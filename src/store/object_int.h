@@ -3,6 +3,7 @@
 #define WEFT_STORE_OBJECT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "store/fdcache.h"
 #include "store/object.h"
@@ -17,6 +18,8 @@ struct store_objs {
 	struct store_index *idx;
 	struct store_fdc *fdc;
 	pthread_rwlock_t locks[OBJ_NLOCKS];
+	atomic_bool direct;         /* large aligned transfers bypass the page cache */
+	_Atomic uint64_t direct_bytes; /* moved with O_DIRECT (tests, stats) */
 };
 
 /* The lock of (ino, stripe). */
@@ -26,6 +29,14 @@ void obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc);
 /* preadv/pwritev looping over short transfers and IOV_MAX. *done counts bytes moved.
  * A read stops early at end of file (returns 0 with *done short). 0 or -errno. */
 int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done);
+/* Transfers of at least this many bytes, page-aligned in offset and memory, go to and
+ * from the disk with O_DIRECT (obj_data_io). */
+#define OBJ_DIRECT_MIN (128u << 10)
+/* obj_io on the object's data in its first segment: O_DIRECT for a large aligned
+ * transfer while s->direct holds (cleared for good where the file system refuses it),
+ * else through the page cache. 0 or -errno; *done as obj_io. */
+int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
+		const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
 int obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so

@@ -74,7 +74,7 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((p0 || p1) && !(scratch = malloc(2 * STORE_CHUNK))) {
+	if ((p0 || p1) && !(scratch = aligned_alloc(4096, 2 * STORE_CHUNK))) { /* see obj_data_io */
 		rc = -ENOMEM;
 		goto out;
 	}

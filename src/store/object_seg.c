@@ -236,7 +236,7 @@ int obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 {
 	size_t len = store_iov_len(iov, cnt);
 	if (off + len <= OBJ_SEG_SIZE)
-		return obj_io(write, e->fd, iov, cnt, off, done);
+		return obj_data_io(s, e, write, iov, cnt, off, done);
 	*done = 0;
 	struct iovec *v = malloc((size_t)(cnt + 2) * sizeof(*v));
 	if (!v)

@@ -37,6 +37,7 @@ struct store_server_opts {
 	const char *node;           /* node name */
 	const struct weft_key *key; /* cluster key (copied) */
 	unsigned workers;           /* I/O threads; 0: 8 */
+	bool buffered;              /* no O_DIRECT for large writes (store_obj_opts) */
 	uint32_t heartbeat_ms;      /* 0: 1000 */
 	uint32_t forward_timeout_ms;/* successor reply timeout; 0: 10000 */
 	const volatile int *stop;   /* start gives up registering when *stop becomes set */

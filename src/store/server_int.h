@@ -67,6 +67,7 @@ struct store_server {
 	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
 	struct weft_key key;
 	uint32_t heartbeat_ms, forward_timeout_ms;
+	bool buffered;                 /* no O_DIRECT writes */
 	const volatile int *stop;
 
 	struct loop *loop;
