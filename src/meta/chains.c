@@ -80,7 +80,7 @@ static int target_put(struct meta_db *db, MDB_txn *txn, const struct meta_target
 	if (rc == 0) {
 		meta_be32(kb, t->id);
 		MDB_val k = { 4, kb }, v = { w.len, w.data };
-		rc = meta_mdb_err(mdb_put(txn, db->targets, &k, &v, 0));
+		rc = meta_mdb_err(meta_mdb_put(txn, db->targets, &k, &v, 0));
 	}
 	wbuf_free(&w);
 	return rc;
@@ -176,7 +176,7 @@ static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *
 		vb[14 + 5 * m + 4] = c->members[m].state;
 	}
 	MDB_val k = { 5, kb }, v = { 14 + 5 * (size_t)c->nmembers, vb };
-	return meta_mdb_err(mdb_put(txn, db->chains, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, db->chains, &k, &v, 0));
 }
 
 int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t id,

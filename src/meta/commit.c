@@ -12,12 +12,18 @@
 struct meta_commit {
 	struct meta_db *db;
 	unsigned max_batch;
-	pthread_t thread;
+	pthread_t writer, completer;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;              /* signalled on submit and stop */
-	struct meta_mutation *head, *tail; /* queue, guarded by lock */
+	pthread_cond_t wake;              /* writer: signalled on submit and stop */
+	struct meta_mutation *head, *tail; /* submitted, guarded by lock */
 	bool stopping;                    /* guarded by lock */
 	struct meta_commit_stats st;      /* guarded by lock */
+	/* Batches applied and synced, waiting for their done() calls. A lock of their own:
+	 * the completion thread must not contend with submitters. */
+	pthread_mutex_t dlock;
+	pthread_cond_t dwake;               /* completion thread: work, or writer gone */
+	struct meta_mutation *dhead, *dtail; /* guarded by dlock */
+	bool writer_gone;                   /* guarded by dlock */
 };
 
 /* Takes up to max mutations off the queue (lock held). */
@@ -38,29 +44,75 @@ static struct meta_mutation *take(struct meta_commit *gc, unsigned *n)
 	return first;
 }
 
-/* Runs one batch: nested txn per mutation, one commit, one sync, then completions. */
+/* Errors an op may return because LMDB itself failed under it (map full, I/O, out of
+ * memory, corruption): the txn may be flagged unusable even if the op wrote nothing. */
+static bool lmdb_may_have_failed(int rc)
+{
+	return rc == -EIO || rc == -ENOSPC || rc == -ENOMEM || rc == -EAGAIN;
+}
+
+/* The fast path: every op straight in the batch txn. Returns false when an op failed
+ * after attempting a write (or as lmdb_may_have_failed): its partial writes cannot be
+ * taken out, so the caller aborts txn and redoes the batch with apply_nested. */
+static bool apply_direct(MDB_txn *txn, struct meta_mutation *list)
+{
+	for (struct meta_mutation *m = list; m; m = m->next) {
+		uint64_t writes = meta_mdb_writes;
+		m->result = m->apply(txn, m->arg);
+		if (m->result && (meta_mdb_writes != writes || lmdb_may_have_failed(m->result)))
+			return false;
+	}
+	return true;
+}
+
+/* The slow path: one nested txn per op, committed if apply returns 0, aborted otherwise,
+ * so a failing op's writes go with its child. */
+static void apply_nested(MDB_env *env, MDB_txn *txn, struct meta_mutation *list)
+{
+	for (struct meta_mutation *m = list; m; m = m->next) {
+		MDB_txn *child;
+		int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
+		if (rc == 0) {
+			rc = m->apply(child, m->arg);
+			if (rc == 0)
+				rc = meta_mdb_err(mdb_txn_commit(child));
+			else
+				mdb_txn_abort(child);
+		}
+		m->result = rc;
+	}
+}
+
+/* Appends a finished batch to the completion queue. */
+static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
+		      struct meta_mutation *last)
+{
+	pthread_mutex_lock(&gc->dlock);
+	if (gc->dtail)
+		gc->dtail->next = list;
+	else
+		gc->dhead = list;
+	gc->dtail = last;
+	pthread_cond_signal(&gc->dwake);
+	pthread_mutex_unlock(&gc->dlock);
+}
+
+/* Runs one batch: ops in one txn, one commit, one sync, then hands it to completion. */
 static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsigned n)
 {
-	int *res = calloc(n, sizeof(*res));
 	MDB_env *env = gc->db->env;
 	MDB_txn *txn = NULL;
-	int err = res ? meta_mdb_err(mdb_txn_begin(env, NULL, 0, &txn)) : -ENOMEM;
-	unsigned i = 0;
-	bool synced = false;
+	bool synced = false, redone = false;
+	int err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &txn));
 
+	if (err == 0 && !apply_direct(txn, list)) {
+		mdb_txn_abort(txn);
+		redone = true;
+		err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &txn));
+		if (err == 0)
+			apply_nested(env, txn, list);
+	}
 	if (err == 0) {
-		for (struct meta_mutation *m = list; m; m = m->next, i++) {
-			MDB_txn *child;
-			int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
-			if (rc == 0) {
-				rc = m->apply(child, m->arg);
-				if (rc == 0)
-					rc = meta_mdb_err(mdb_txn_commit(child));
-				else
-					mdb_txn_abort(child);
-			}
-			res[i] = rc;
-		}
 		err = meta_mdb_err(mdb_txn_commit(txn));
 		bool need_sync = false;
 		for (struct meta_mutation *m = list; m; m = m->next)
@@ -69,31 +121,34 @@ static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsign
 			err = meta_mdb_err(mdb_env_sync(env, 1));
 			synced = true;
 		}
-		if (err)
-			log_error("meta group commit of %u ops: %s", n, strerror(-err));
 	}
+	if (err)
+		log_error("meta group commit of %u ops: %s", n, strerror(-err));
 
 	unsigned failed = 0;
-	for (i = 0; i < n; i++)
-		failed += (err ? err : res[i]) != 0;
+	struct meta_mutation *last = NULL;
+	for (struct meta_mutation *m = list; m; m = m->next) {
+		if (err)
+			m->result = err;
+		failed += m->result != 0;
+		last = m;
+	}
 	/* stats first: a waiter woken by done() sees its own op counted */
 	pthread_mutex_lock(&gc->lock);
 	gc->st.ops += n;
 	gc->st.failed += failed;
 	gc->st.batches += err == 0;
 	gc->st.syncs += synced;
+	gc->st.redone += redone;
 	pthread_mutex_unlock(&gc->lock);
-	i = 0;
-	for (struct meta_mutation *m = list, *next; m; m = next, i++) {
-		next = m->next; /* done() may free m */
-		m->done(m->arg, err ? err : res[i]);
-	}
-	free(res);
+	if (list)
+		hand_over(gc, list, last);
 }
 
 static void *writer(void *arg)
 {
 	struct meta_commit *gc = arg;
+	pthread_setname_np(pthread_self(), "meta-writer"); /* for top, perf */
 	pthread_mutex_lock(&gc->lock);
 	for (;;) {
 		while (!gc->head && !gc->stopping)
@@ -110,6 +165,40 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+/* Calls done() of finished mutations in order, off the writer thread: replying (a
+ * socket write per op) overlaps the next batch's apply, commit and sync. */
+static void *completer(void *arg)
+{
+	struct meta_commit *gc = arg;
+	pthread_setname_np(pthread_self(), "meta-done");
+	pthread_mutex_lock(&gc->dlock);
+	for (;;) {
+		while (!gc->dhead && !gc->writer_gone)
+			pthread_cond_wait(&gc->dwake, &gc->dlock);
+		struct meta_mutation *m = gc->dhead;
+		if (!m)
+			break; /* writer gone and nothing left */
+		gc->dhead = gc->dtail = NULL;
+		pthread_mutex_unlock(&gc->dlock);
+		for (struct meta_mutation *next; m; m = next) {
+			next = m->next; /* done() may free m */
+			m->done(m->arg, m->result);
+		}
+		pthread_mutex_lock(&gc->dlock);
+	}
+	pthread_mutex_unlock(&gc->dlock);
+	return NULL;
+}
+
+static void destroy(struct meta_commit *gc)
+{
+	pthread_cond_destroy(&gc->dwake);
+	pthread_mutex_destroy(&gc->dlock);
+	pthread_cond_destroy(&gc->wake);
+	pthread_mutex_destroy(&gc->lock);
+	free(gc);
+}
+
 int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out)
 {
 	struct meta_commit *gc = calloc(1, sizeof(*gc));
@@ -120,10 +209,19 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_cond_init(&gc->wake, NULL);
-	if ((rc = pthread_create(&gc->thread, NULL, writer, gc))) {
-		pthread_cond_destroy(&gc->wake);
-		pthread_mutex_destroy(&gc->lock);
-		free(gc);
+	pthread_mutex_init(&gc->dlock, NULL);
+	pthread_cond_init(&gc->dwake, NULL);
+	if ((rc = pthread_create(&gc->completer, NULL, completer, gc))) {
+		destroy(gc);
+		return -rc;
+	}
+	if ((rc = pthread_create(&gc->writer, NULL, writer, gc))) {
+		pthread_mutex_lock(&gc->dlock);
+		gc->writer_gone = true;
+		pthread_cond_signal(&gc->dwake);
+		pthread_mutex_unlock(&gc->dlock);
+		pthread_join(gc->completer, NULL);
+		destroy(gc);
 		return -rc;
 	}
 	*out = gc;
@@ -138,10 +236,14 @@ void meta_commit_stop(struct meta_commit *gc)
 	gc->stopping = true;
 	pthread_cond_signal(&gc->wake);
 	pthread_mutex_unlock(&gc->lock);
-	pthread_join(gc->thread, NULL);
-	pthread_cond_destroy(&gc->wake);
-	pthread_mutex_destroy(&gc->lock);
-	free(gc);
+	pthread_join(gc->writer, NULL);
+	/* the writer has handed over its last batch: the completer drains it and exits */
+	pthread_mutex_lock(&gc->dlock);
+	gc->writer_gone = true;
+	pthread_cond_signal(&gc->dwake);
+	pthread_mutex_unlock(&gc->dlock);
+	pthread_join(gc->completer, NULL);
+	destroy(gc);
 }
 
 int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m)

@@ -2,17 +2,28 @@
  *
  * DESIGN: one writer thread owns all write txns of the env. Producers (any thread)
  * queue struct meta_mutation; the writer takes everything queued (up to max_batch),
- * opens one write txn, runs each mutation's apply() in its own nested txn (committed
- * if apply returns 0, aborted otherwise, so a failing op rolls back alone), commits the
- * parent, calls mdb_env_sync(env, 1) once, and only then calls every done() with that
- * mutation's result. While it syncs, new mutations queue up and form the next batch, so
- * the number of syncs falls as load rises. If the commit or the sync fails, every
- * mutation of the batch completes with that error (nothing of it is reported durable).
+ * opens one write txn, runs each mutation's apply() directly in it, commits, calls
+ * mdb_env_sync(env, 1) once, and hands the batch to a completion thread that calls
+ * every done() with that mutation's result. While the writer syncs and the completion
+ * thread replies, new mutations queue up and form the next batch, so the number of syncs
+ * falls as load rises, and sending replies overlaps the next batch's work.
+ *
+ * A failing op rolls back alone. Applying in the batch txn (no nested txn per op: LMDB
+ * copies every page a child touches and allocates its lists per child) is safe for an op
+ * that fails before it writes anything, which is how ops are written (validate, then
+ * write), and the writer tells the cases apart by the count of write attempts
+ * (meta_mdb_writes, mdb.h). An op that fails after a write attempt, or with an error
+ * that may come from LMDB itself (-EIO, -ENOSPC, -ENOMEM, -EAGAIN: the txn may be
+ * unusable), makes the writer abort the batch txn and redo the whole batch with one
+ * nested txn per op, where that op's child is aborted alone. So apply() may run twice:
+ * it must act only through the txn and fields of its own that it sets afresh each run.
+ * If the commit or the sync fails, every mutation of the batch completes with that error
+ * (nothing of it is reported durable).
  *
  * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
- * in submission order within a batch; a batch's effects are visible to read txns begun
- * after its commit. done() runs on the writer thread: it must be short and must not
- * submit and wait (it may submit without waiting).
+ * in submission order (across batches too); a batch's effects are visible to read txns
+ * begun after its commit. done() runs on the completion thread: it must be short and
+ * must not submit and wait (it may submit without waiting).
  *
  * Threads: submit/run/stats from any thread; start/stop from the owner. No other
  * thread may write to the env while the committer runs (meta_db_write would block
@@ -34,7 +45,9 @@ struct meta_mutation {
 	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
 	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
 	bool lazy;
-	struct meta_mutation *next; /* owned by the committer while queued */
+	/* owned by the committer while queued */
+	struct meta_mutation *next;
+	int result;
 };
 
 struct meta_commit;
@@ -44,14 +57,15 @@ struct meta_commit_stats {
 	uint64_t batches; /* write txns committed */
 	uint64_t syncs;   /* mdb_env_sync calls */
 	uint64_t failed;  /* mutations completed with an error */
+	uint64_t redone;  /* batches redone op by op (an op failed after writing) */
 };
 
 #define META_COMMIT_BATCH_DEFAULT 512
 
-/* Starts the writer thread for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
+/* Starts the writer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
 int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out);
-/* Completes everything queued, stops and joins the writer, frees gc. NULL is a no-op.
+/* Completes everything queued, stops and joins both threads, frees gc. NULL is a no-op.
  * No submit may race with or follow it. */
 void meta_commit_stop(struct meta_commit *gc);
 /* Queues m (the caller keeps m alive until m->done is called). Never blocks on I/O.

@@ -76,13 +76,13 @@ int meta_dentry_add(struct meta_db *db, MDB_txn *txn, struct meta_inode *dir,
 	struct meta_dentry_val val = { ino, dir->next_cookie, type };
 	MDB_val k = { dkey(kb, dir->attr.ino, name, len), kb }, v = { DIRENT_LEN, vb };
 	dval_encode(vb, &val);
-	int rc = mdb_put(txn, db->dirents, &k, &v, MDB_NOOVERWRITE);
+	int rc = meta_mdb_put(txn, db->dirents, &k, &v, MDB_NOOVERWRITE);
 	if (rc)
 		return meta_mdb_err(rc);
 	ckey(ck, dir->attr.ino, val.cookie);
 	k = (MDB_val){ 16, ck };
 	v = (MDB_val){ len, (void *)name };
-	rc = mdb_put(txn, db->cookies, &k, &v, MDB_NOOVERWRITE);
+	rc = meta_mdb_put(txn, db->cookies, &k, &v, MDB_NOOVERWRITE);
 	if (rc)
 		return meta_mdb_err(rc);
 	dir->next_cookie++;
@@ -95,7 +95,7 @@ int meta_dentry_set(struct meta_db *db, MDB_txn *txn, uint64_t parent, const cha
 	uint8_t kb[8 + WEFT_NAME_MAX], vb[DIRENT_LEN];
 	MDB_val k = { dkey(kb, parent, name, len), kb }, v = { DIRENT_LEN, vb };
 	dval_encode(vb, val);
-	return meta_mdb_err(mdb_put(txn, db->dirents, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, db->dirents, &k, &v, 0));
 }
 
 int meta_dentry_del(struct meta_db *db, MDB_txn *txn, uint64_t parent, const char *name,
@@ -107,11 +107,11 @@ int meta_dentry_del(struct meta_db *db, MDB_txn *txn, uint64_t parent, const cha
 		return rc;
 	uint8_t kb[8 + WEFT_NAME_MAX], ck[16];
 	MDB_val k = { dkey(kb, parent, name, len), kb };
-	if ((rc = mdb_del(txn, db->dirents, &k, NULL)))
+	if ((rc = meta_mdb_del(txn, db->dirents, &k, NULL)))
 		return meta_mdb_err(rc);
 	ckey(ck, parent, val.cookie);
 	k = (MDB_val){ 16, ck };
-	return meta_mdb_err(mdb_del(txn, db->cookies, &k, NULL));
+	return meta_mdb_err(meta_mdb_del(txn, db->cookies, &k, NULL));
 }
 
 int meta_dentry_empty(struct meta_db *db, MDB_txn *txn, uint64_t parent)

@@ -124,7 +124,7 @@ int meta_inode_put(struct meta_db *db, MDB_txn *txn, const struct meta_inode *in
 	uint8_t kb[8], vb[META_INODE_MAXLEN];
 	ino_key(kb, in->attr.ino);
 	MDB_val k = { 8, kb }, v = { meta_inode_encode(in, vb), vb };
-	return meta_mdb_err(mdb_put(txn, db->inodes, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, db->inodes, &k, &v, 0));
 }
 
 int meta_inode_destroy(struct meta_db *db, MDB_txn *txn, const struct meta_inode *in)
@@ -135,7 +135,7 @@ int meta_inode_destroy(struct meta_db *db, MDB_txn *txn, const struct meta_inode
 	uint8_t kb[8];
 	ino_key(kb, in->attr.ino);
 	MDB_val k = { 8, kb };
-	rc = mdb_del(txn, db->inodes, &k, NULL);
+	rc = meta_mdb_del(txn, db->inodes, &k, NULL);
 	if (rc)
 		return meta_mdb_err(rc);
 	if (S_ISREG(in->attr.mode) && in->layout.chain_count)

@@ -16,6 +16,8 @@
 #include "meta/inode.h"
 #include "meta/super.h"
 
+_Thread_local uint64_t meta_mdb_writes;
+
 #define META_MAXDBS 16
 #define META_MAXREADERS 512
 

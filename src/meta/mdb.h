@@ -77,6 +77,31 @@ int meta_db_read_begin(struct meta_db *db, MDB_txn **txn);
  * positive errno -errno. */
 int meta_mdb_err(int rc);
 
+/* Every write to the env goes through these three (the raw calls are poisoned below).
+ * They count write attempts per thread: the group commit applies ops directly in the
+ * batch txn, and an op that fails must not leave half its writes there. If it attempted
+ * none, nothing changed and the batch goes on; otherwise the batch is redone with one
+ * nested txn per op (commit.c). Write txns are used by one thread (LMDB's rule), so a
+ * thread-local count is exact. */
+extern _Thread_local uint64_t meta_mdb_writes;
+static inline int meta_mdb_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v,
+			       unsigned flags)
+{
+	meta_mdb_writes++;
+	return mdb_put(txn, dbi, k, v, flags);
+}
+static inline int meta_mdb_del(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
+{
+	meta_mdb_writes++;
+	return mdb_del(txn, dbi, k, v);
+}
+static inline int meta_mdb_cursor_del(MDB_cursor *cur, unsigned flags)
+{
+	meta_mdb_writes++;
+	return mdb_cursor_del(cur, flags);
+}
+#pragma GCC poison mdb_put mdb_del mdb_cursor_del mdb_cursor_put mdb_drop
+
 /* Big-endian key encoding. */
 static inline void meta_be64(uint8_t *p, uint64_t v)
 {

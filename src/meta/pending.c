@@ -42,7 +42,7 @@ int meta_pending_add(struct meta_db *db, MDB_txn *txn, uint8_t kind, uint64_t in
 	*p++ = l->replicas;
 	k = (MDB_val){ 8, kb };
 	v = (MDB_val){ PENDING_LEN, vb };
-	return meta_mdb_err(mdb_put(txn, db->pending, &k, &v, MDB_APPEND));
+	return meta_mdb_err(meta_mdb_put(txn, db->pending, &k, &v, MDB_APPEND));
 }
 
 static int decode(const MDB_val *k, const MDB_val *v, struct meta_pending *o)
@@ -95,5 +95,5 @@ int meta_pending_done(struct meta_db *db, MDB_txn *txn, uint64_t seq)
 	uint8_t kb[8];
 	meta_be64(kb, seq);
 	MDB_val k = { 8, kb };
-	return meta_mdb_err(mdb_del(txn, db->pending, &k, NULL));
+	return meta_mdb_err(meta_mdb_del(txn, db->pending, &k, NULL));
 }

@@ -313,7 +313,11 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	s->target_timeout_ms = o->target_timeout_ms ? o->target_timeout_ms : 10000;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
 	atomic_init(&s->next_handle, 1);
-	int rc = meta_db_open(o->dir, 0, &s->db);
+	/* WEFT_META_MAPSIZE (bytes): a smaller LMDB map than the 64 GiB default, for tools
+	 * whose address space is limited (valgrind) */
+	const char *ms = getenv("WEFT_META_MAPSIZE");
+	uint64_t mapsize = ms ? strtoull(ms, NULL, 0) : 0;
+	int rc = meta_db_open(o->dir, mapsize, &s->db);
 	if (rc) {
 		if (rc == -ENOENT)
 			snprintf(err, errlen, "%s: no file system here (run weft mkfs --meta %s)",
@@ -424,6 +428,12 @@ void meta_server_stop(struct meta_server *s)
 	}
 	/* 2. the deleter (it submits too), 3. the committer completes what is queued */
 	meta_deleter_stop(s->del);
+	struct meta_commit_stats cs;
+	meta_commit_stats(s->gc, &cs);
+	log_info("group commit: %llu ops in %llu batches, %llu syncs, %llu failed, %llu redone",
+		 (unsigned long long)cs.ops, (unsigned long long)cs.batches,
+		 (unsigned long long)cs.syncs, (unsigned long long)cs.failed,
+		 (unsigned long long)cs.redone);
 	meta_commit_stop(s->gc);
 	/* 4. connections, the loop, the file system */
 	loop_post(s->loop, free_server_on_loop, s);

@@ -23,7 +23,7 @@ static int session_put(struct meta_db *db, MDB_txn *txn, const struct meta_sessi
 	put_le16(vb + 17, (uint16_t)nl);
 	memcpy(vb + 19, s->node, nl);
 	MDB_val k = { 8, kb }, v = { 19 + nl, vb };
-	return meta_mdb_err(mdb_put(txn, db->sessions, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, db->sessions, &k, &v, 0));
 }
 
 static int session_decode(const MDB_val *k, const MDB_val *v, struct meta_session *s)
@@ -106,11 +106,11 @@ static int count_add(MDB_txn *txn, MDB_dbi dbi, uint8_t k16[16], int delta, uint
 	n = (uint32_t)((int64_t)n + delta);
 	*left = n;
 	if (n == 0)
-		return meta_mdb_err(mdb_del(txn, dbi, &k, NULL));
+		return meta_mdb_err(meta_mdb_del(txn, dbi, &k, NULL));
 	uint8_t vb[4];
 	put_le32(vb, n);
 	v = (MDB_val){ 4, vb };
-	return meta_mdb_err(mdb_put(txn, dbi, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, dbi, &k, &v, 0));
 }
 
 int meta_session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino)
@@ -213,7 +213,7 @@ int meta_session_close(struct meta_db *db, MDB_txn *txn, uint64_t id)
 		return rc;
 	meta_be64(sk, id);
 	MDB_val k = { 8, sk };
-	return meta_mdb_err(mdb_del(txn, db->sessions, &k, NULL));
+	return meta_mdb_err(meta_mdb_del(txn, db->sessions, &k, NULL));
 }
 
 int meta_session_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,

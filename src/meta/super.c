@@ -74,5 +74,5 @@ int meta_super_put(struct meta_db *db, MDB_txn *txn, const struct meta_super *sb
 	uint8_t b[META_SUPER_LEN];
 	meta_super_encode(sb, b);
 	MDB_val k = { sizeof(sb_key) - 1, (void *)sb_key }, v = { sizeof(b), b };
-	return meta_mdb_err(mdb_put(txn, db->super, &k, &v, 0));
+	return meta_mdb_err(meta_mdb_put(txn, db->super, &k, &v, 0));
 }

@@ -92,7 +92,7 @@ int meta_xattr_set(const struct meta_ctx *c, struct meta_ref ref, const char *na
 	if (rc == MDB_NOTFOUND && (flags & XATTR_REPLACE))
 		return -ENODATA;
 	v = (MDB_val){ size, (void *)value };
-	if ((rc = mdb_put(c->txn, c->db->xattrs, &k, &v, 0)))
+	if ((rc = meta_mdb_put(c->txn, c->db->xattrs, &k, &v, 0)))
 		return meta_mdb_err(rc);
 	return touch(c, &in);
 }
@@ -168,7 +168,7 @@ int meta_xattr_remove(const struct meta_ctx *c, struct meta_ref ref, const char 
 	if (rc)
 		return rc;
 	MDB_val k = { klen, kb };
-	rc = mdb_del(c->txn, c->db->xattrs, &k, NULL);
+	rc = meta_mdb_del(c->txn, c->db->xattrs, &k, NULL);
 	if (rc == MDB_NOTFOUND)
 		return -ENODATA;
 	if (rc)
@@ -189,7 +189,7 @@ int meta_xattr_drop_all(struct meta_db *db, MDB_txn *txn, uint64_t ino)
 		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 		if (rc || k.mv_size < 8 || meta_get_be64(k.mv_data) != ino)
 			break;
-		if ((rc = mdb_cursor_del(cur, 0)))
+		if ((rc = meta_mdb_cursor_del(cur, 0)))
 			break;
 	}
 	mdb_cursor_close(cur);

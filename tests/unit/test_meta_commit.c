@@ -1,8 +1,12 @@
 /* Unit tests of group commit: concurrent creators share syncs, a failing mutation rolls
- * back alone, completions follow durability, and everything survives a reopen. */
+ * back alone (failing before it writes: in the batch txn; after a write, or with LMDB's
+ * map full: by a redo of the batch with a nested txn per op), completions follow
+ * durability and submission order, and everything survives a reopen. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "check.h"
@@ -147,6 +151,114 @@ static void test_batch_isolation(void)
 	CHECK_INT(after.ops - before.ops, ==, 5);
 	CHECK_INT(after.syncs - before.syncs, ==, 2); /* gate's batch + the four together */
 	CHECK_INT(after.failed - before.failed, ==, 2);
+	CHECK_INT(after.redone - before.redone, ==, 1); /* b_bad failed after writing */
+}
+
+/* Runs the mutations m[0..n) as one batch (behind a gate op) and waits for them. */
+static void run_gated_batch(struct meta_mutation *m, int n)
+{
+	struct meta_mutation gate = { .apply = gate_apply, .done = note_done, .arg = (void *)0 };
+	pthread_mutex_lock(&gate_lock);
+	gate_state = 0;
+	ndone = 0;
+	pthread_mutex_unlock(&gate_lock);
+	CHECK_OK(meta_commit_submit(gc, &gate));
+	pthread_mutex_lock(&gate_lock);
+	while (gate_state != 1)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	for (int i = 0; i < n; i++)
+		CHECK_OK(meta_commit_submit(gc, &m[i]));
+	pthread_mutex_lock(&gate_lock);
+	gate_state = 2;
+	pthread_cond_broadcast(&gate_cond);
+	while (ndone < n + 1)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	CHECK_INT(results[0], ==, 0);
+}
+
+/* Ops failing before any write (EEXIST, EINVAL, EACCES...) leave the batch txn alone:
+ * no redo, the others commit. */
+static void test_clean_failures(void)
+{
+	struct meta_mutation m[4];
+	struct meta_commit_stats before, after;
+	const char *names[4] = { "c_ok1", "b_ok1", "c_ok2", "c_ok1" }; /* b_ok1 exists */
+	for (int i = 0; i < 4; i++) {
+		snprintf(cargs[i + 1].name, sizeof(cargs[i + 1].name), "%s", names[i]);
+		cargs[i + 1].fail_after = 0;
+		m[i] = (struct meta_mutation){ .apply = indexed_apply, .done = note_done,
+					       .arg = (void *)(intptr_t)(i + 1) };
+	}
+	snprintf(cargs[3].name, sizeof(cargs[3].name), "bad/name");
+	meta_commit_stats(gc, &before);
+	run_gated_batch(m, 4);
+	meta_commit_stats(gc, &after);
+	CHECK_INT(results[1], ==, 0);
+	CHECK_INT(results[2], ==, -EEXIST);
+	CHECK_INT(results[3], ==, -EINVAL);
+	CHECK_INT(results[4], ==, -EEXIST); /* c_ok1 of the same batch */
+	CHECK_OK(lookup("c_ok1"));
+	CHECK_INT(after.failed - before.failed, ==, 3);
+	CHECK_INT(after.redone - before.redone, ==, 0);
+}
+
+/* An op that writes, then hits LMDB's MDB_MAP_FULL (which leaves a txn unusable): the
+ * batch is redone op by op, the others commit, nothing of that op remains. */
+static int mapfull_apply(MDB_txn *txn, void *arg)
+{
+	(void)arg;
+	uint8_t kb[16] = "mapfull-small";
+	MDB_val k = { sizeof(kb), kb }, v = { 5, "small" };
+	int rc = meta_mdb_err(meta_mdb_put(txn, db->xattrs, &k, &v, 0));
+	if (rc)
+		return rc;
+	/* more than the whole map: fails allocating pages, before reading the value */
+	size_t big = 1u << 30; /* the test map is 64 MiB */
+	void *p = malloc(big); /* never touched: the kernel gives untouched pages lazily */
+	CHECK(p != NULL);
+	memcpy(kb, "mapfull-big\0\0\0\0\0", 16);
+	v = (MDB_val){ big, p };
+	rc = meta_mdb_err(meta_mdb_put(txn, db->xattrs, &k, &v, 0));
+	free(p);
+	return rc;
+}
+
+static bool mapfull_key_present(const char *key)
+{
+	MDB_txn *txn;
+	uint8_t kb[16] = { 0 };
+	memcpy(kb, key, strlen(key));
+	MDB_val k = { sizeof(kb), kb }, v;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	int rc = mdb_get(txn, db->xattrs, &k, &v);
+	mdb_txn_abort(txn);
+	return rc == 0;
+}
+
+static void test_map_full_mid_op(void)
+{
+	struct meta_mutation m[3];
+	struct meta_commit_stats before, after;
+	snprintf(cargs[1].name, sizeof(cargs[1].name), "mf_before");
+	snprintf(cargs[3].name, sizeof(cargs[3].name), "mf_after");
+	cargs[1].fail_after = cargs[3].fail_after = 0;
+	for (int i = 0; i < 3; i++)
+		m[i] = (struct meta_mutation){ .apply = i == 1 ? mapfull_apply : indexed_apply,
+					       .done = note_done, .arg = (void *)(intptr_t)(i + 1) };
+	meta_commit_stats(gc, &before);
+	run_gated_batch(m, 3);
+	meta_commit_stats(gc, &after);
+	CHECK_INT(results[1], ==, 0);
+	CHECK_INT(results[2], ==, -ENOSPC);
+	CHECK_INT(results[3], ==, 0);
+	CHECK_INT(after.failed - before.failed, ==, 1);
+	CHECK_INT(after.redone - before.redone, ==, 1);
+	CHECK_OK(lookup("mf_before"));
+	CHECK_OK(lookup("mf_after"));
+	CHECK(!mapfull_key_present("mapfull-small"));
+	CHECK(!mapfull_key_present("mapfull-big"));
 }
 
 /* Many queued without waiting: far fewer syncs than mutations. */
@@ -224,6 +336,8 @@ int main(void)
 	CHECK_OK(meta_commit_start(db, 0, &gc));
 	test_concurrent_creates();
 	test_batch_isolation();
+	test_clean_failures();
+	test_map_full_mid_op();
 	test_async_burst();
 	test_lazy();
 	meta_commit_stop(gc);
