@@ -63,7 +63,11 @@ for r in $(seq "$ROUNDS"); do
 	drop; rec dd-read-direct-1M "$(ddrate if="$W/dd" of=/dev/null bs=1M iflag=direct)"
 	drop; rec dd-read-direct-8M "$(ddrate if="$W/dd" of=/dev/null bs=8M iflag=direct)"
 	rm -f "$W/dd"
-	for s in $SETUPS; do
+	# rotate the order of the setups from round to round, so that none always runs
+	# first after dd (whose file's writeback and deletion the disk may still be doing)
+	read -ra all <<<"$SETUPS"; order=""
+	for i in "${!all[@]}"; do order="$order ${all[$(((i + r - 1) % ${#all[@]}))]}"; done
+	for s in $order; do
 		for bs in 1 8; do
 			opt="--bs $((bs << 20)) --total $((N << 20)) --inflight 8 --objects 4 --ino $((bs * 1000 + r))"
 			[ "$s" = off ] && opt="$opt --nocrc"
