@@ -1,8 +1,8 @@
 /* Namespace request handlers (opcodes 0x01xx): decode -> meta_ns_* -> reply.
  *
- * Each handler says what it may reply and what it changes. Writes run inside a nested
- * txn of a group-commit batch (a failing op changes nothing), reads in a read txn on the
- * loop thread. Replies by type: ENTRY (attr, layout: a regular file's layout, zeroes for
+ * Each handler says what it may reply and what it changes. Writes run in the write txn
+ * of a group-commit batch (a failing op changes nothing, commit.h; a handler may run
+ * twice, so it sets its result fields afresh), reads in a read txn on the loop thread. Replies by type: ENTRY (attr, layout: a regular file's layout, zeroes for
  * other types), ATTR, EMPTY, or the handler's own reply function. */
 #include <dirent.h>
 #include <errno.h>

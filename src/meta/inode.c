@@ -153,13 +153,8 @@ int meta_inode_count(struct meta_db *db, MDB_txn *txn, uint64_t *count)
 	return 0;
 }
 
-int meta_inode_alloc(struct meta_db *db, MDB_txn *txn, uint64_t *ino, uint64_t *gen)
+void meta_inode_alloc(struct meta_super *sb, uint64_t *ino, uint64_t *gen)
 {
-	struct meta_super sb;
-	int rc = meta_super_get(db, txn, &sb);
-	if (rc)
-		return rc;
-	*ino = sb.next_ino++;
-	*gen = sb.epoch;
-	return meta_super_put(db, txn, &sb);
+	*ino = sb->next_ino++;
+	*gen = sb->epoch;
 }

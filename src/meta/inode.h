@@ -45,8 +45,10 @@ int meta_inode_destroy(struct meta_db *db, MDB_txn *txn, const struct meta_inode
 /* Number of inode records (for statfs). */
 int meta_inode_count(struct meta_db *db, MDB_txn *txn, uint64_t *count);
 
-/* Allocates an inode number and generation from the superblock (write txn). */
-int meta_inode_alloc(struct meta_db *db, MDB_txn *txn, uint64_t *ino, uint64_t *gen);
+struct meta_super;
+/* Takes the next inode number and the current generation from sb; the caller writes sb
+ * back (one superblock update per create, shared with meta_layout_pick). */
+void meta_inode_alloc(struct meta_super *sb, uint64_t *ino, uint64_t *gen);
 
 /* Codec, exposed for tests. encode returns the bytes written (buf must hold
  * META_INODE_MAXLEN); decode returns 0 or -EIO. */

@@ -15,10 +15,9 @@ bool meta_layout_valid(const struct weft_layout *l)
 	       l->replicas >= 1 && l->replicas <= WEFT_REPLICAS_MAX;
 }
 
-int meta_layout_choose(struct meta_db *db, MDB_txn *txn, const struct weft_layout *dflt,
-		       struct weft_layout *out)
+int meta_layout_pick(struct meta_db *db, MDB_txn *txn, struct meta_super *sb,
+		     const struct weft_layout *dflt, struct weft_layout *out)
 {
-	struct meta_super sb;
 	uint32_t n;
 	int rc;
 	if (!meta_layout_valid(dflt))
@@ -27,17 +26,25 @@ int meta_layout_choose(struct meta_db *db, MDB_txn *txn, const struct weft_layou
 		return rc;
 	if (n == 0)
 		return -EINVAL;
-	if ((rc = meta_super_get(db, txn, &sb)))
-		return rc;
-	uint32_t *rr = &sb.rr[dflt->replicas - 1];
+	uint32_t *rr = &sb->rr[dflt->replicas - 1];
 	out->stripe_unit = dflt->stripe_unit;
 	out->replicas = dflt->replicas;
 	out->chain_count = n;
 	out->stripe_count = dflt->stripe_count == 0 || dflt->stripe_count > n ? n : dflt->stripe_count;
 	out->first_chain = *rr % n;
 	*rr = (*rr % n + 1) % n;
-	if (sb.used[dflt->replicas - 1] < n)
-		sb.used[dflt->replicas - 1] = n;
+	if (sb->used[dflt->replicas - 1] < n)
+		sb->used[dflt->replicas - 1] = n;
+	return 0;
+}
+
+int meta_layout_choose(struct meta_db *db, MDB_txn *txn, const struct weft_layout *dflt,
+		       struct weft_layout *out)
+{
+	struct meta_super sb;
+	int rc = meta_super_get(db, txn, &sb);
+	if (rc || (rc = meta_layout_pick(db, txn, &sb, dflt, out)))
+		return rc;
 	return meta_super_put(db, txn, &sb);
 }
 

@@ -20,6 +20,12 @@
  * -EINVAL when dflt is malformed. */
 int meta_layout_choose(struct meta_db *db, MDB_txn *txn, const struct weft_layout *dflt,
 		       struct weft_layout *out);
+struct meta_super;
+/* As meta_layout_choose, advancing the round-robin cursor in sb, which the caller writes
+ * back (a create updates the superblock once for its layout and its inode number).
+ * Writes nothing itself. */
+int meta_layout_pick(struct meta_db *db, MDB_txn *txn, struct meta_super *sb,
+		     const struct weft_layout *dflt, struct weft_layout *out);
 
 /* True when l is acceptable as a default: stripe_unit a power of two within
  * [WEFT_STRIPE_UNIT_MIN, WEFT_STRIPE_UNIT_MAX], replicas 1..WEFT_REPLICAS_MAX. */

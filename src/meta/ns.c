@@ -9,6 +9,7 @@
 #include "meta/layout.h"
 #include "meta/pending.h"
 #include "meta/perm.h"
+#include "meta/super.h"
 
 #define META_INODES_MAX (1ULL << 48) /* what statfs reports as the inode space */
 
@@ -227,9 +228,13 @@ static int make_node(const struct meta_ctx *c, struct meta_ref dref, const char 
 
 	memset(in, 0, offsetof(struct meta_inode, target));
 	struct weft_attr *a = &in->attr;
-	if (S_ISREG(mode) && (rc = meta_layout_choose(c->db, c->txn, &dir.layout, &in->layout)))
+	struct meta_super sb; /* read and written once: layout cursor and inode number */
+	if ((rc = meta_super_get(c->db, c->txn, &sb)))
 		return rc;
-	if ((rc = meta_inode_alloc(c->db, c->txn, &a->ino, &a->gen)))
+	if (S_ISREG(mode) && (rc = meta_layout_pick(c->db, c->txn, &sb, &dir.layout, &in->layout)))
+		return rc;
+	meta_inode_alloc(&sb, &a->ino, &a->gen);
+	if ((rc = meta_super_put(c->db, c->txn, &sb)))
 		return rc;
 	if (!S_ISLNK(mode))
 		mode = (mode & S_IFMT) | (mode & 07777 & ~c->cred->umask);

@@ -5,8 +5,9 @@
  * DESIGN: the RPC layer decodes a request, applies meta_perm_squash when the file system
  * has root_squash, and calls one of these inside a group-commit mutation (write ops,
  * commit.h) or a read txn (lookup, getattr, readlink, readdir, getxattr, listxattr,
- * access, statfs). A write op that fails has changed nothing visible: the group commit
- * runs it in a nested txn that is aborted on error.
+ * access, statfs). A write op that fails has changed nothing visible: ops check
+ * everything they can before their first write, and the group commit rolls back an op
+ * that fails after writing (commit.h). All writes go through meta_mdb_put/del (mdb.h).
  *
  * Common rules:
  *  - Inodes are named by struct meta_ref {ino, gen}; gen 0 skips the generation check.

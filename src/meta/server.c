@@ -215,7 +215,8 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request};
 struct expire_result {
 	unsigned targets, sessions;
 };
-static struct expire_result expire_res; /* written by the writer thread, one at a time */
+/* written by the writer thread (one expiry at a time), read by the completion thread */
+static struct expire_result expire_res;
 
 static int expire_apply(MDB_txn *txn, void *arg)
 {

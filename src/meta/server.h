@@ -4,13 +4,13 @@
  * DESIGN: one event-loop thread (src/common/loop.h) owns every connection. It decodes
  * each request and either answers it at once from an LMDB read txn (lookups, getattr,
  * readdir, statfs, xattr reads, chains...) or queues it as a mutation on the group
- * committer (commit.h), whose writer thread replies once the batch is durable; the
+ * committer (commit.h), whose completion thread replies once the batch is durable; the
  * connection is referenced (conn_get) while its request is pending. Timers on the loop
  * expire silent targets and client sessions. A deleter thread (deleter.c) drains the
  * durable pending-deletions table by sending OBJ_DELETE to the stores.
  *
  * Threads: meta_server_start/stop from one owner thread; everything else runs on the
- * server's own loop, writer and deleter threads. */
+ * server's own loop, writer, completion and deleter threads. */
 #ifndef WEFT_META_SERVER_H
 #define WEFT_META_SERVER_H
 

@@ -36,7 +36,7 @@ struct meta_server {
 };
 
 struct mreq;
-/* Runs the request in c's txn (write txn nested in a batch, or a read txn); fills the
+/* Runs the request in c's txn (a batch's write txn, or a read txn); fills the
  * mreq's result fields. Returns 0 or -errno (r->detail may explain). */
 typedef int (*mreq_apply_fn)(struct mreq *r, const struct meta_ctx *c);
 /* Encodes the success reply into *w (and r->bulk). */
