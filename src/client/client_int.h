@@ -106,9 +106,12 @@ struct ra_block {
 	uint64_t gen;             /* wi->wgen when the fetch started */
 	uint32_t len;             /* bytes of the block below the file size */
 	uint32_t cap;             /* pagepool bytes it holds (the stripe unit) */
+	uint32_t used;            /* bytes of it read so far */
 	int state;                /* RA_INFLIGHT, RA_READY, RA_FAILED */
 	bool orphan;              /* dropped while in flight: the completion frees it */
-	uint8_t *data;
+	bool checked;             /* reply's checksums verified */
+	uint64_t obj_off;         /* where in its object the block was read */
+	struct frame *reply;      /* when ready: the data in its bulk; NULL: all zeros */
 };
 
 struct weft_file {
@@ -193,11 +196,17 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
 void ra_drop(struct weft_client *c, struct winode *wi);
 /* Drops every block and waits until no fetch is in flight (before freeing wi). */
 void ra_quiesce(struct weft_client *c, struct winode *wi);
-/* Sends one read of a whole piece; done(arg, err, data, n) runs on the loop thread with the
- * reply's bulk (CRC-checked), or an error. Returns 0 or -errno (done not called). */
+/* Sends one read of a whole piece; done(arg, err, f) runs on the loop thread with the
+ * reply (the callee owns it and frees it with frame_free; NULL with err 0: the object
+ * does not exist, all zeros), or an error. Its checksums are not checked yet: the loop
+ * thread carries every connection, so that pass is left to the thread that uses the
+ * data (data_read_verify). Returns 0 or -errno (done not called). */
 int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 		    const struct stripe_piece *p,
-		    void (*done)(void *arg, int err, const uint8_t *data, uint32_t n), void *arg);
+		    void (*done)(void *arg, int err, struct frame *f), void *arg);
+/* Checks a reply of data_read_async (read at obj_off) against its piece CRCs when the file
+ * system has checksums on, and counts its bytes. 0, -WEFT_ECHECKSUM or -EIO. */
+int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off);
 
 /* ns.c */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);

@@ -261,9 +261,8 @@ int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layou
 
 struct async_read {
 	struct weft_client *c;
-	uint64_t obj_off;
 	uint32_t len;
-	void (*done)(void *arg, int err, const uint8_t *data, uint32_t n);
+	void (*done)(void *arg, int err, struct frame *f);
 	void *arg;
 };
 
@@ -276,25 +275,37 @@ static void async_read_done(void *arg, int status, struct frame *f)
 		err = -EIO;
 	if (!err && f->h.bulk_len > k->len)
 		err = -EIO;
-	if (!err && k->c->checksums && !crcs_match(f->bulk, f->h.bulk_len, k->obj_off, &m.crcs)) {
-		atomic_fetch_add(&k->c->checksum_retries, 1);
-		err = -WEFT_ECHECKSUM; /* the reader will read it again, from another replica */
+	if (err) {
+		frame_free(f);
+		f = NULL;
 	}
 	if (err == -ENOENT)
-		k->done(k->arg, 0, NULL, 0);
+		k->done(k->arg, 0, NULL);
 	else if (err)
-		k->done(k->arg, err, NULL, 0);
-	else {
-		atomic_fetch_add(&k->c->bytes_read, f->h.bulk_len);
-		k->done(k->arg, 0, f->bulk, f->h.bulk_len);
-	}
-	frame_free(f);
+		k->done(k->arg, err, NULL);
+	else
+		k->done(k->arg, 0, f);
 	free(k);
+}
+
+int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off)
+{
+	struct weft_msg_obj_data m;
+	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0)
+		return -EIO;
+	if (c->checksums && !crcs_match(f->bulk, f->h.bulk_len, obj_off, &m.crcs)) {
+		atomic_fetch_add(&c->checksum_retries, 1);
+		log_warn("checksum mismatch in a read-ahead block at object offset %llu: read again",
+			 (unsigned long long)obj_off);
+		return -WEFT_ECHECKSUM;
+	}
+	atomic_fetch_add(&c->bytes_read, f->h.bulk_len);
+	return 0;
 }
 
 int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 		    const struct stripe_piece *p,
-		    void (*done)(void *arg, int err, const uint8_t *data, uint32_t n), void *arg)
+		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
 	struct meta_chain ch;
 	int err = client_chain(c, l->replicas, p->chain, &ch);
@@ -313,8 +324,7 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 			conn_put(cn);
 			return -ENOMEM;
 		}
-		*k = (struct async_read){.c = c, .obj_off = p->obj_off, .len = p->len, .done = done,
-					 .arg = arg};
+		*k = (struct async_read){.c = c, .len = p->len, .done = done, .arg = arg};
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,

@@ -1,8 +1,10 @@
 /* libweft readahead: when a file is read sequentially, the next stripe units are fetched
  * in parallel (one request each, to the stores holding them) while the reader is served.
- * Completions run on the loop thread and only copy the reply into the block and wake
- * waiters; a block that failed is simply read again, synchronously, with replica
- * failover. Prefetched blocks cost pagepool memory and are taken only when the pool has
+ * Completions run on the loop thread and only keep the reply frame in the block and wake
+ * waiters: the reader's thread checks its checksums and copies from it (the one loop
+ * thread receives for every store, so it does no per-byte work beyond the socket). A
+ * block that failed, or fails its checksums, is simply read again, synchronously, with
+ * replica failover. Prefetched blocks cost pagepool memory and are taken only when the pool has
  * room, so readahead never blocks a writer. */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,11 +19,11 @@
 static void ra_free(struct weft_client *c, struct ra_block *b)
 {
 	client_pool_give(c, b->cap);
-	free(b->data);
+	frame_free(b->reply);
 	free(b);
 }
 
-static void ra_done(void *arg, int err, const uint8_t *data, uint32_t n)
+static void ra_done(void *arg, int err, struct frame *f)
 {
 	struct ra_block *b = arg;
 	struct winode *wi = b->wi;
@@ -29,20 +31,13 @@ static void ra_done(void *arg, int err, const uint8_t *data, uint32_t n)
 	pthread_mutex_lock(&wi->lock);
 	wi->ra_inflight--;
 	pthread_cond_broadcast(&wi->cond);
+	b->reply = f;
 	if (b->orphan) {
 		pthread_mutex_unlock(&wi->lock); /* wi may go away now; b is ours alone */
 		ra_free(c, b);
 		return;
 	}
-	if (err || b->gen != wi->wgen) {
-		b->state = RA_FAILED;
-	} else {
-		if (n > b->len)
-			n = b->len;
-		memcpy(b->data, data, n);
-		memset(b->data + n, 0, b->len - n); /* hole or past the object's end */
-		b->state = RA_READY;
-	}
+	b->state = err || b->gen != wi->wgen ? RA_FAILED : RA_READY;
 	pthread_mutex_unlock(&wi->lock);
 }
 
@@ -94,6 +89,11 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 		}
 		if (!b || b->state != RA_READY || b->gen != wi->wgen)
 			return false;
+		if (!b->checked && b->reply && data_read_verify(c, b->reply, b->obj_off) != 0) {
+			b->state = RA_FAILED;
+			return false;
+		}
+		b->checked = true;
 		k++;
 	}
 	for (uint64_t k = first; k <= last; k++) {
@@ -103,14 +103,25 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 		uint64_t to = off + len < bstart + su ? off + len : bstart + su;
 		if (to > bstart + b->len)
 			return false; /* the file grew past what was fetched */
-		memcpy(dst + (from - off), b->data + (from - bstart), to - from);
+		/* the reply holds n bytes; past them a hole or the object's end: zeros */
+		uint64_t n = b->reply ? b->reply->h.bulk_len : 0, a = from - bstart, e = to - bstart;
+		uint64_t have = e < n ? e : n;
+		if (a < have)
+			memcpy(dst + (from - off), b->reply->bulk + a, have - a);
+		if (have < e)
+			memset(dst + (from - off) + (have > a ? have - a : 0), 0, e - (have > a ? have : a));
+		b->used += (uint32_t)(to - from);
 	}
-	/* blocks behind the reader are done with */
+	/* A block is done with once all of it was read, or when it lies far behind this
+	 * reader. Not merely behind: the kernel sends a sequential reader's requests from
+	 * several threads at once, so a block just behind may still be wanted. */
 	for (struct ra_block **pp = &wi->ra; *pp;) {
-		if ((*pp)->block < last && (*pp)->state != RA_INFLIGHT)
+		struct ra_block *b = *pp;
+		if (b->state != RA_INFLIGHT &&
+		    (b->used >= b->len || b->block + c->readahead_units < first))
 			ra_unlink(c, wi, pp);
 		else
-			pp = &(*pp)->next;
+			pp = &b->next;
 	}
 	return true;
 }
@@ -154,15 +165,13 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 		if (wi->nra >= (int)c->readahead_units * 2 || !pool_try(c, su))
 			break;
 		struct ra_block *b = calloc(1, sizeof(*b));
-		uint8_t *data = b ? malloc(su) : NULL;
-		if (!data) {
-			free(b);
+		if (!b) {
 			client_pool_give(c, su);
 			break;
 		}
 		uint64_t bstart = k * su;
 		*b = (struct ra_block){.wi = wi, .block = k, .gen = wi->wgen, .state = RA_INFLIGHT,
-				       .data = data, .cap = (uint32_t)su,
+				       .cap = (uint32_t)su,
 				       .len = (uint32_t)(wi->size - bstart < su ? wi->size - bstart : su)};
 		b->next = wi->ra;
 		wi->ra = b;
@@ -176,12 +185,14 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 	 * may be completing another fetch of this file */
 	struct weft_layout l = wi->layout;
 	struct stripe_piece p[64];
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		stripe_map(&l, start[i]->block * su, start[i]->len, &p[i]);
+		start[i]->obj_off = p[i].obj_off;
+	}
 	uint64_t ino = wi->ino;
 	pthread_mutex_unlock(&wi->lock);
 	for (int i = 0; i < n; i++)
 		if (data_read_async(c, ino, &l, &p[i], ra_done, start[i]) != 0)
-			ra_done(start[i], -EIO, NULL, 0);
+			ra_done(start[i], -EIO, NULL);
 	pthread_mutex_lock(&wi->lock);
 }
