@@ -33,6 +33,9 @@ struct weft_client_opts {
 	bool checksums_off;        /* skip CRC32C (for comparison only) */
 	uint32_t readahead_units;  /* stripe units fetched ahead of a sequential reader; 0: 8,
 				    * WEFT_READAHEAD_OFF: none */
+	uint32_t attr_timeout_ms;  /* how long what this client learned of an inode may be
+				    * trusted without asking meta again (the mount's
+				    * attr_timeout); 0: ask every time */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 
@@ -112,6 +115,11 @@ int weft_setstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 
 /* ---- files ---- */
 
+/* Creates a regular file (mode: permission bits) and opens it (flags as open(2) without
+ * O_CREAT, O_EXCL and O_TRUNC): weft_mknod, then weft_file_open. attr: the new file's. */
+int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		const char *name, uint32_t mode, int flags, bool excl, struct weft_file **out,
+		struct weft_attr *attr);
 /* Opens ino (flags as open(2); O_TRUNC truncates). attr receives fresh attributes. */
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr);

@@ -34,6 +34,7 @@ struct weft_client {
 	char node[WEFT_NODE_MAX + 1];
 	bool checksums;
 	uint32_t readahead_units;
+	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
 	uint64_t session;
 	uint32_t lease_ms;
 
@@ -96,7 +97,16 @@ struct winode {
 	struct ra_block *ra;      /* prefetched stripe units (readahead.c) */
 	int nra;
 	int ra_inflight;          /* fetches not completed; the winode outlives them */
+	/* Until this CLOCK_MONOTONIC time the file is known to have no security.capability
+	 * xattr: the kernel asks for it before every write (to strip capabilities), and
+	 * answering from here saves a meta round trip per write. Learned from meta's
+	 * answer or from creating the file; forgotten on this client's own xattr changes;
+	 * another client's become visible within the attribute timeout, like its chmod. */
+	int64_t nocap_until;
 };
+/* The security.capability cache of winode ino (xattr.c): */
+bool winode_nocap(struct weft_client *c, uint64_t ino);
+void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
 
 /* A stripe unit fetched ahead of a sequential reader. */
 struct ra_block {

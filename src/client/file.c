@@ -465,6 +465,49 @@ uint64_t weft_file_size(struct weft_file *f)
 	return s;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool winode_nocap(struct weft_client *c, uint64_t ino)
+{
+	struct winode *wi = winode_find(c, ino);
+	if (!wi)
+		return false;
+	pthread_mutex_lock(&wi->lock);
+	bool absent = mono_ns() < wi->nocap_until;
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+	return absent;
+}
+
+void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
+{
+	struct winode *wi = winode_find(c, ino);
+	if (!wi)
+		return;
+	pthread_mutex_lock(&wi->lock);
+	wi->nocap_until = absent ? mono_ns() + c->attr_timeout_ns : 0;
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+}
+
+int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		const char *name, uint32_t mode, int flags, bool excl, struct weft_file **out,
+		struct weft_attr *attr)
+{
+	struct weft_attr a;
+	int err = weft_mknod(c, cr, parent, name, (mode & 07777) | S_IFREG, 0, excl, &a);
+	if (!err)
+		err = weft_file_open(c, cr, a.ino, flags & ~(O_TRUNC | O_CREAT | O_EXCL), out, attr);
+	if (!err)
+		winode_set_nocap(c, a.ino, true); /* a new inode has no xattrs */
+	return err;
+}
+
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr)
 {

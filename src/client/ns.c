@@ -352,15 +352,26 @@ int weft_setxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 		  const char *name, const void *value, size_t size, uint32_t flags)
 {
 	static const char empty;
+	winode_set_nocap(c, ino, false);
 	return (int)xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
 			       flags, NULL, 0);
+}
+
+static bool is_cap(const char *name)
+{
+	return strcmp(name, "security.capability") == 0;
 }
 
 ssize_t weft_getxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		      const char *name, void *buf, size_t cap)
 {
 	static char dummy;
-	return xattr_call(c, WEFT_OP_GETXATTR, cr, ino, name, NULL, 0, 0, cap ? buf : &dummy, cap);
+	if (is_cap(name) && winode_nocap(c, ino))
+		return -ENODATA;
+	ssize_t n = xattr_call(c, WEFT_OP_GETXATTR, cr, ino, name, NULL, 0, 0, cap ? buf : &dummy, cap);
+	if (n == -ENODATA && is_cap(name))
+		winode_set_nocap(c, ino, true);
+	return n;
 }
 
 ssize_t weft_listxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
@@ -373,6 +384,7 @@ ssize_t weft_listxattr(struct weft_client *c, const struct weft_cred *cr, uint64
 int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		     const char *name)
 {
+	winode_set_nocap(c, ino, false);
 	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
 }
 

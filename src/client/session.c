@@ -254,6 +254,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		gethostname(c->node, sizeof(c->node) - 1);
 	c->checksums = !o->checksums_off;
 	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
+	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
 			     : o->readahead_units ? o->readahead_units : 8;
 	pthread_rwlock_init(&c->chains_lock, NULL);

@@ -346,10 +346,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct weft_attr a;
 	struct weft_file *f;
 	cred_of(req, &cr);
-	int err = weft_mknod(wc, &cr, parent, name, (mode & 07777) | S_IFREG, 0,
-			     (fi->flags & O_EXCL) != 0, &a);
-	if (!err)
-		err = weft_file_open(wc, &cr, a.ino, fi->flags & ~O_TRUNC & ~O_CREAT & ~O_EXCL, &f, &a);
+	int err = weft_create(wc, &cr, parent, name, mode, fi->flags, (fi->flags & O_EXCL) != 0,
+			      &f, &a);
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
@@ -768,7 +766,8 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	struct weft_client_opts co = {.meta_addr = o->meta, .key_file = o->key_file,
 				      .node_name = o->node_name, .pagepool = o->pagepool,
 				      .checksums_off = o->checksums_off,
-				      .readahead_units = o->readahead_units};
+				      .readahead_units = o->readahead_units,
+				      .attr_timeout_ms = (uint32_t)(o->attr_timeout * 1000)};
 	int rc = weft_client_open(&co, &wc, err, sizeof(err));
 	if (rc) {
 		log_error("mount %s: %s", o->mountpoint, err);

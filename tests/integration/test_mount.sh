@@ -31,6 +31,27 @@ grep -q 'stripe_unit:  65536' "$T/getstripe" || fail "new file did not inherit t
 	&& fail "setstripe accepted a stripe unit that is not a power of two"
 ok "fsx (1 MiB and 64 KiB stripe units); setstripe/getstripe"
 
+# --- a write strips a file's capabilities, as on a local file system (libweft answers the
+# kernel's per-write security.capability question from its cache: the cache must not hide
+# a capability set since)
+for d in "$T/local" "$MNT/posix"; do
+	printf 'x' >"$d/capfile"
+	setcap cap_net_raw+ep "$d/capfile" || fail "setcap on $d"
+	getcap "$d/capfile" | grep -q cap_net_raw || fail "no capability after setcap on $d"
+	printf 'y' >>"$d/capfile"
+	# the same with the file held open from its creation, across the setcap
+	exec 5>"$d/capfile2"
+	printf 'x' >&5
+	setcap cap_net_raw+ep "$d/capfile2" || fail "setcap on $d (open file)"
+	printf 'y' >&5
+	exec 5>&-
+	getcap "$d/capfile" "$d/capfile2" >"$d.caps"
+done
+[ -s "$T/local.caps" ] && fail "setup: the local write kept the capability"
+[ -s "$MNT/posix.caps" ] && fail "a write on weft kept the file's capability: $(cat "$MNT/posix.caps")"
+rm -f "$MNT/posix.caps" "$T/local.caps"
+ok "a write strips security.capability, as locally"
+
 # --- a second mount sees what the first wrote and closed
 mkdir -p "$T/mnt2"
 "$WEFT" mount "$(cat "$STATE/meta.addr")" "$T/mnt2" --key "$STATE/cluster.key" \
