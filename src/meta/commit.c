@@ -1,4 +1,4 @@
-/* Group commit writer thread (see commit.h for the design). */
+/* Group commit: writer, syncer and completion threads (see commit.h for the design). */
 #include "meta/commit.h"
 
 #include <errno.h>
@@ -9,39 +9,54 @@
 
 #include "common/log.h"
 
+/* The mutations of one write txn. */
+struct batch {
+	struct meta_mutation *first, *last;
+	unsigned n;
+	MDB_txn *txn;
+	bool nested; /* redone with a nested txn per op (an op failed after writing) */
+	int err;     /* txn begin/commit or sync error: every op completes with it */
+};
+
 struct meta_commit {
 	struct meta_db *db;
 	unsigned max_batch;
-	pthread_t writer, completer;
+	pthread_t writer, syncer, completer;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;              /* writer: signalled on submit and stop */
+	pthread_cond_t wake;              /* writer: submit, stop, or the sync is done */
 	struct meta_mutation *head, *tail; /* submitted, guarded by lock */
 	bool stopping;                    /* guarded by lock */
 	struct meta_commit_stats st;      /* guarded by lock */
-	/* Batches applied and synced, waiting for their done() calls. A lock of their own:
-	 * the completion thread must not contend with submitters. */
+	/* The committed batch being synced (one at a time), guarded by lock. */
+	pthread_cond_t sync_wake;         /* syncer: a batch, or writer gone */
+	struct batch sync_batch;
+	bool sync_busy, writer_gone;
+	/* Batches synced, waiting for their done() calls. A lock of their own: the
+	 * completion thread must not contend with submitters. */
 	pthread_mutex_t dlock;
-	pthread_cond_t dwake;               /* completion thread: work, or writer gone */
+	pthread_cond_t dwake;               /* completion thread: work, or syncer gone */
 	struct meta_mutation *dhead, *dtail; /* guarded by dlock */
-	bool writer_gone;                   /* guarded by dlock */
+	bool syncer_gone;                   /* guarded by dlock */
 };
 
-/* Takes up to max mutations off the queue (lock held). */
-static struct meta_mutation *take(struct meta_commit *gc, unsigned *n)
+/* Takes up to max mutations off the queue (lock held); *last is the last taken. */
+static struct meta_mutation *take(struct meta_commit *gc, unsigned max, unsigned *n,
+				  struct meta_mutation **last)
 {
-	struct meta_mutation *first = gc->head, *m = first, *last = NULL;
+	struct meta_mutation *first = gc->head, *m = first;
 	*n = 0;
-	while (m && *n < gc->max_batch) {
-		last = m;
+	*last = NULL;
+	while (m && *n < max) {
+		*last = m;
 		m = m->next;
 		(*n)++;
 	}
-	if (last)
-		last->next = NULL;
+	if (*last)
+		(*last)->next = NULL;
 	gc->head = m;
 	if (!m)
 		gc->tail = NULL;
-	return first;
+	return *n ? first : NULL;
 }
 
 /* Errors an op may return because LMDB itself failed under it (map full, I/O, out of
@@ -51,39 +66,116 @@ static bool lmdb_may_have_failed(int rc)
 	return rc == -EIO || rc == -ENOSPC || rc == -ENOMEM || rc == -EAGAIN;
 }
 
-/* The fast path: every op straight in the batch txn. Returns false when an op failed
- * after attempting a write (or as lmdb_may_have_failed): its partial writes cannot be
- * taken out, so the caller aborts txn and redoes the batch with apply_nested. */
-static bool apply_direct(MDB_txn *txn, struct meta_mutation *list)
+/* The slow path for one op: a nested txn, committed if apply returns 0, aborted
+ * otherwise, so a failing op's writes go with its child. */
+static void apply_nested(MDB_env *env, MDB_txn *txn, struct meta_mutation *m)
 {
-	for (struct meta_mutation *m = list; m; m = m->next) {
-		uint64_t writes = meta_mdb_writes;
-		m->result = m->apply(txn, m->arg);
-		if (m->result && (meta_mdb_writes != writes || lmdb_may_have_failed(m->result)))
-			return false;
+	MDB_txn *child;
+	int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
+	if (rc == 0) {
+		rc = m->apply(child, m->arg);
+		if (rc == 0)
+			rc = meta_mdb_err(mdb_txn_commit(child));
+		else
+			mdb_txn_abort(child);
 	}
-	return true;
+	m->result = rc;
 }
 
-/* The slow path: one nested txn per op, committed if apply returns 0, aborted otherwise,
- * so a failing op's writes go with its child. */
-static void apply_nested(MDB_env *env, MDB_txn *txn, struct meta_mutation *list)
+/* Adds the list more..last (n ops) to b and applies them. The fast path runs each op
+ * straight in the batch txn. An op failing after a write attempt (or as
+ * lmdb_may_have_failed) cannot have its partial writes taken out: the txn is aborted and
+ * everything b holds so far is redone with a nested txn per op, and so is the rest of
+ * the batch. */
+static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutation *more,
+		      struct meta_mutation *last, unsigned n)
 {
-	for (struct meta_mutation *m = list; m; m = m->next) {
-		MDB_txn *child;
-		int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
-		if (rc == 0) {
-			rc = m->apply(child, m->arg);
-			if (rc == 0)
-				rc = meta_mdb_err(mdb_txn_commit(child));
-			else
-				mdb_txn_abort(child);
+	MDB_env *env = gc->db->env;
+	if (b->last)
+		b->last->next = more;
+	else
+		b->first = more;
+	b->last = last;
+	b->n += n;
+	for (struct meta_mutation *m = more; m && !b->err; m = m->next) {
+		if (b->nested) {
+			apply_nested(env, b->txn, m);
+			continue;
 		}
-		m->result = rc;
+		uint64_t writes = meta_mdb_writes;
+		m->result = m->apply(b->txn, m->arg);
+		if (!m->result || (meta_mdb_writes == writes && !lmdb_may_have_failed(m->result)))
+			continue;
+		mdb_txn_abort(b->txn);
+		b->txn = NULL;
+		b->nested = true;
+		b->err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b->txn));
+		for (struct meta_mutation *x = b->first; !b->err; x = x->next) {
+			apply_nested(env, b->txn, x);
+			if (x == m)
+				break;
+		}
 	}
 }
 
-/* Appends a finished batch to the completion queue. */
+static void *writer(void *arg)
+{
+	struct meta_commit *gc = arg;
+	MDB_env *env = gc->db->env;
+	pthread_setname_np(pthread_self(), "meta-writer"); /* for top, perf */
+	pthread_mutex_lock(&gc->lock);
+	for (;;) {
+		while (!gc->head && !gc->stopping)
+			pthread_cond_wait(&gc->wake, &gc->lock);
+		if (!gc->head)
+			break; /* stopping, and everything taken is committed */
+		struct batch b = {0};
+		pthread_mutex_unlock(&gc->lock);
+		b.err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b.txn));
+		pthread_mutex_lock(&gc->lock);
+		/* Fill the batch until the previous one is synced: applying overlaps that
+		 * sync, and ops that arrive meanwhile still join this batch. */
+		for (;;) {
+			struct meta_mutation *more, *last;
+			unsigned n;
+			if (b.n < gc->max_batch &&
+			    (more = take(gc, gc->max_batch - b.n, &n, &last))) {
+				pthread_mutex_unlock(&gc->lock);
+				if (b.err) { /* nothing to apply in: completes with b.err */
+					if (b.last)
+						b.last->next = more;
+					else
+						b.first = more;
+					b.last = last;
+					b.n += n;
+				} else {
+					batch_add(gc, &b, more, last, n);
+				}
+				pthread_mutex_lock(&gc->lock);
+				continue;
+			}
+			if (!gc->sync_busy)
+				break;
+			pthread_cond_wait(&gc->wake, &gc->lock); /* an op, or the sync done */
+		}
+		/* The previous batch is on disk: only now may this one write to the file (a
+		 * commit racing a sync could make its meta page durable before its data). */
+		pthread_mutex_unlock(&gc->lock);
+		if (!b.err)
+			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
+		else if (b.txn)
+			mdb_txn_abort(b.txn);
+		b.txn = NULL;
+		pthread_mutex_lock(&gc->lock);
+		gc->sync_batch = b;
+		gc->sync_busy = true;
+		pthread_cond_signal(&gc->sync_wake);
+	}
+	pthread_mutex_unlock(&gc->lock);
+	return NULL;
+}
+
+/* Appends a synced batch to the completion queue. */
 static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
 		      struct meta_mutation *last)
 {
@@ -97,87 +189,66 @@ static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
 	pthread_mutex_unlock(&gc->dlock);
 }
 
-/* Runs one batch: ops in one txn, one commit, one sync, then hands it to completion. */
-static void run_batch(struct meta_commit *gc, struct meta_mutation *list, unsigned n)
-{
-	MDB_env *env = gc->db->env;
-	MDB_txn *txn = NULL;
-	bool synced = false, redone = false;
-	int err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &txn));
-
-	if (err == 0 && !apply_direct(txn, list)) {
-		mdb_txn_abort(txn);
-		redone = true;
-		err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &txn));
-		if (err == 0)
-			apply_nested(env, txn, list);
-	}
-	if (err == 0) {
-		err = meta_mdb_err(mdb_txn_commit(txn));
-		bool need_sync = false;
-		for (struct meta_mutation *m = list; m; m = m->next)
-			need_sync |= !m->lazy;
-		if (err == 0 && need_sync) {
-			err = meta_mdb_err(mdb_env_sync(env, 1));
-			synced = true;
-		}
-	}
-	if (err)
-		log_error("meta group commit of %u ops: %s", n, strerror(-err));
-
-	unsigned failed = 0;
-	struct meta_mutation *last = NULL;
-	for (struct meta_mutation *m = list; m; m = m->next) {
-		if (err)
-			m->result = err;
-		failed += m->result != 0;
-		last = m;
-	}
-	/* stats first: a waiter woken by done() sees its own op counted */
-	pthread_mutex_lock(&gc->lock);
-	gc->st.ops += n;
-	gc->st.failed += failed;
-	gc->st.batches += err == 0;
-	gc->st.syncs += synced;
-	gc->st.redone += redone;
-	pthread_mutex_unlock(&gc->lock);
-	if (list)
-		hand_over(gc, list, last);
-}
-
-static void *writer(void *arg)
+/* Syncs each committed batch, then passes it on for completion; meanwhile the writer
+ * fills the next batch. */
+static void *syncer(void *arg)
 {
 	struct meta_commit *gc = arg;
-	pthread_setname_np(pthread_self(), "meta-writer"); /* for top, perf */
+	MDB_env *env = gc->db->env;
+	pthread_setname_np(pthread_self(), "meta-sync");
 	pthread_mutex_lock(&gc->lock);
 	for (;;) {
-		while (!gc->head && !gc->stopping)
-			pthread_cond_wait(&gc->wake, &gc->lock);
-		if (!gc->head && gc->stopping)
-			break;
-		unsigned n;
-		struct meta_mutation *list = take(gc, &n);
+		while (!gc->sync_busy && !gc->writer_gone)
+			pthread_cond_wait(&gc->sync_wake, &gc->lock);
+		if (!gc->sync_busy)
+			break; /* writer gone and nothing left */
+		struct batch b = gc->sync_batch;
 		pthread_mutex_unlock(&gc->lock);
-		run_batch(gc, list, n);
+		bool need_sync = false, synced = false;
+		for (struct meta_mutation *m = b.first; m; m = m->next)
+			need_sync |= !m->lazy;
+		if (b.err == 0 && need_sync) {
+			b.err = meta_mdb_err(mdb_env_sync(env, 1));
+			synced = true;
+		}
+		if (b.err)
+			log_error("meta group commit of %u ops: %s", b.n, strerror(-b.err));
+		unsigned failed = 0;
+		for (struct meta_mutation *m = b.first; m; m = m->next) {
+			if (b.err)
+				m->result = b.err;
+			failed += m->result != 0;
+		}
+		pthread_mutex_lock(&gc->lock);
+		/* stats first: a waiter woken by done() sees its own op counted */
+		gc->st.ops += b.n;
+		gc->st.failed += failed;
+		gc->st.batches += b.err == 0;
+		gc->st.syncs += synced;
+		gc->st.redone += b.nested;
+		gc->sync_busy = false;
+		pthread_cond_signal(&gc->wake);
+		pthread_mutex_unlock(&gc->lock);
+		hand_over(gc, b.first, b.last);
 		pthread_mutex_lock(&gc->lock);
 	}
 	pthread_mutex_unlock(&gc->lock);
 	return NULL;
 }
 
-/* Calls done() of finished mutations in order, off the writer thread: replying (a
- * socket write per op) overlaps the next batch's apply, commit and sync. */
+/* Calls done() of synced mutations in order, off the writer and syncer threads:
+ * replying (a socket write per op) overlaps the next batches' apply, commit and sync. */
 static void *completer(void *arg)
 {
 	struct meta_commit *gc = arg;
 	pthread_setname_np(pthread_self(), "meta-done");
 	pthread_mutex_lock(&gc->dlock);
 	for (;;) {
-		while (!gc->dhead && !gc->writer_gone)
+		while (!gc->dhead && !gc->syncer_gone)
 			pthread_cond_wait(&gc->dwake, &gc->dlock);
 		struct meta_mutation *m = gc->dhead;
 		if (!m)
-			break; /* writer gone and nothing left */
+			break; /* syncer gone and nothing left */
 		gc->dhead = gc->dtail = NULL;
 		pthread_mutex_unlock(&gc->dlock);
 		for (struct meta_mutation *next; m; m = next) {
@@ -190,10 +261,30 @@ static void *completer(void *arg)
 	return NULL;
 }
 
+/* Stops the syncer (after the writer is gone) and the completer, joining them. */
+static void stop_syncer(struct meta_commit *gc)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->writer_gone = true;
+	pthread_cond_signal(&gc->sync_wake);
+	pthread_mutex_unlock(&gc->lock);
+	pthread_join(gc->syncer, NULL);
+}
+
+static void stop_completer(struct meta_commit *gc)
+{
+	pthread_mutex_lock(&gc->dlock);
+	gc->syncer_gone = true;
+	pthread_cond_signal(&gc->dwake);
+	pthread_mutex_unlock(&gc->dlock);
+	pthread_join(gc->completer, NULL);
+}
+
 static void destroy(struct meta_commit *gc)
 {
 	pthread_cond_destroy(&gc->dwake);
 	pthread_mutex_destroy(&gc->dlock);
+	pthread_cond_destroy(&gc->sync_wake);
 	pthread_cond_destroy(&gc->wake);
 	pthread_mutex_destroy(&gc->lock);
 	free(gc);
@@ -209,18 +300,21 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_cond_init(&gc->wake, NULL);
+	pthread_cond_init(&gc->sync_wake, NULL);
 	pthread_mutex_init(&gc->dlock, NULL);
 	pthread_cond_init(&gc->dwake, NULL);
 	if ((rc = pthread_create(&gc->completer, NULL, completer, gc))) {
 		destroy(gc);
 		return -rc;
 	}
+	if ((rc = pthread_create(&gc->syncer, NULL, syncer, gc))) {
+		stop_completer(gc);
+		destroy(gc);
+		return -rc;
+	}
 	if ((rc = pthread_create(&gc->writer, NULL, writer, gc))) {
-		pthread_mutex_lock(&gc->dlock);
-		gc->writer_gone = true;
-		pthread_cond_signal(&gc->dwake);
-		pthread_mutex_unlock(&gc->dlock);
-		pthread_join(gc->completer, NULL);
+		stop_syncer(gc);
+		stop_completer(gc);
 		destroy(gc);
 		return -rc;
 	}
@@ -236,13 +330,10 @@ void meta_commit_stop(struct meta_commit *gc)
 	gc->stopping = true;
 	pthread_cond_signal(&gc->wake);
 	pthread_mutex_unlock(&gc->lock);
+	/* each thread drains what the one before it handed over, then exits */
 	pthread_join(gc->writer, NULL);
-	/* the writer has handed over its last batch: the completer drains it and exits */
-	pthread_mutex_lock(&gc->dlock);
-	gc->writer_gone = true;
-	pthread_cond_signal(&gc->dwake);
-	pthread_mutex_unlock(&gc->dlock);
-	pthread_join(gc->completer, NULL);
+	stop_syncer(gc);
+	stop_completer(gc);
 	destroy(gc);
 }
 

@@ -1,12 +1,15 @@
 /* Group commit: many mutations, one LMDB write txn, one sync.
  *
- * DESIGN: one writer thread owns all write txns of the env. Producers (any thread)
- * queue struct meta_mutation; the writer takes everything queued (up to max_batch),
- * opens one write txn, runs each mutation's apply() directly in it, commits, calls
- * mdb_env_sync(env, 1) once, and hands the batch to a completion thread that calls
- * every done() with that mutation's result. While the writer syncs and the completion
- * thread replies, new mutations queue up and form the next batch, so the number of syncs
- * falls as load rises, and sending replies overlaps the next batch's work.
+ * DESIGN: three threads in a pipeline. Producers (any thread) queue struct
+ * meta_mutation. The writer opens a write txn, runs queued mutations' apply() directly
+ * in it (up to max_batch), and keeps taking newly queued ones into the same txn for as
+ * long as the previous batch is still being synced; then it commits and hands the batch
+ * to the syncer, which calls mdb_env_sync(env, 1) once and hands the batch to the
+ * completion thread, which calls every done() with that mutation's result. So applying
+ * batch N+1 overlaps the sync of batch N and the replies of batch N-1, and the number of
+ * syncs falls as load rises. A batch is committed (its pages written to the file) only
+ * once the batch before it is synced: a commit racing a sync could make its meta page
+ * durable before its data pages, which a power loss would turn into a corrupt file.
  *
  * A failing op rolls back alone. Applying in the batch txn (no nested txn per op: LMDB
  * copies every page a child touches and allocates its lists per child) is safe for an op
@@ -14,8 +17,9 @@
  * write), and the writer tells the cases apart by the count of write attempts
  * (meta_mdb_writes, mdb.h). An op that fails after a write attempt, or with an error
  * that may come from LMDB itself (-EIO, -ENOSPC, -ENOMEM, -EAGAIN: the txn may be
- * unusable), makes the writer abort the batch txn and redo the whole batch with one
- * nested txn per op, where that op's child is aborted alone. So apply() may run twice:
+ * unusable), makes the writer abort the batch txn and redo the batch (what it held so
+ * far, and the rest of it) with one nested txn per op, where that op's child is aborted
+ * alone. So apply() may run twice:
  * it must act only through the txn and fields of its own that it sets afresh each run.
  * If the commit or the sync fails, every mutation of the batch completes with that error
  * (nothing of it is reported durable).
@@ -23,7 +27,8 @@
  * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
  * in submission order (across batches too); a batch's effects are visible to read txns
  * begun after its commit. done() runs on the completion thread: it must be short and
- * must not submit and wait (it may submit without waiting).
+ * must not submit and wait (it may submit without waiting). --sync-each (max_batch 1)
+ * still commits and syncs every mutation alone.
  *
  * Threads: submit/run/stats from any thread; start/stop from the owner. No other
  * thread may write to the env while the committer runs (meta_db_write would block
@@ -36,12 +41,13 @@
 #include "meta/mdb.h"
 
 struct meta_mutation {
-	/* Runs inside a nested write txn; return 0 to keep its changes or -errno. */
+	/* Runs in the batch's write txn (in a nested one on the slow path, see above); returns
+	 * 0 to keep its changes or -errno, which takes them all out. May run twice. */
 	int (*apply)(MDB_txn *txn, void *arg);
-	/* Called once on the writer thread after the batch is durable (or failed). */
+	/* Called once on the completion thread after the batch is durable (or failed). */
 	void (*done)(void *arg, int result);
 	void *arg;
-	/* Lazy: done() may run once the batch is committed, without waiting for the sync;
+	/* Lazy: done() may run once the batch is committed, without a sync of its own;
 	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
 	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
 	bool lazy;
@@ -62,10 +68,10 @@ struct meta_commit_stats {
 
 #define META_COMMIT_BATCH_DEFAULT 512
 
-/* Starts the writer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
+/* Starts the writer, syncer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
 int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out);
-/* Completes everything queued, stops and joins both threads, frees gc. NULL is a no-op.
+/* Completes everything queued, stops and joins the threads, frees gc. NULL is a no-op.
  * No submit may race with or follow it. */
 void meta_commit_stop(struct meta_commit *gc);
 /* Queues m (the caller keeps m alive until m->done is called). Never blocks on I/O.

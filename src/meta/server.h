@@ -10,7 +10,7 @@
  * durable pending-deletions table by sending OBJ_DELETE to the stores.
  *
  * Threads: meta_server_start/stop from one owner thread; everything else runs on the
- * server's own loop, writer, completion and deleter threads. */
+ * server's own loop, writer, sync, completion and deleter threads. */
 #ifndef WEFT_META_SERVER_H
 #define WEFT_META_SERVER_H
 

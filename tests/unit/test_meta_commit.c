@@ -79,7 +79,7 @@ static void test_concurrent_creates(void)
 }
 
 /* Holds the writer inside one batch until released, so the next submissions queue up
- * and form one batch together. */
+ * and are applied together in one batch. */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static int gate_state; /* 0 closed, 1 writer inside, 2 open */
@@ -89,10 +89,12 @@ static int results[8];
 static int gate_apply(MDB_txn *txn, void *arg)
 {
 	pthread_mutex_lock(&gate_lock);
-	gate_state = 1;
-	pthread_cond_broadcast(&gate_cond);
-	while (gate_state != 2)
-		pthread_cond_wait(&gate_cond, &gate_lock);
+	if (gate_state != 2) { /* once open, a redo of its batch passes straight through */
+		gate_state = 1;
+		pthread_cond_broadcast(&gate_cond);
+		while (gate_state != 2)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+	}
 	pthread_mutex_unlock(&gate_lock);
 	return 0;
 }
@@ -149,7 +151,9 @@ static void test_batch_isolation(void)
 	CHECK_INT(lookup("b_bad"), ==, -ENOENT); /* created, then rolled back alone */
 	meta_commit_stats(gc, &after);
 	CHECK_INT(after.ops - before.ops, ==, 5);
-	CHECK_INT(after.syncs - before.syncs, ==, 2); /* gate's batch + the four together */
+	/* the four together, with or without the gate (the writer goes on filling a batch
+	 * while the one before it syncs) */
+	CHECK_INT(after.syncs - before.syncs, <=, 2);
 	CHECK_INT(after.failed - before.failed, ==, 2);
 	CHECK_INT(after.redone - before.redone, ==, 1); /* b_bad failed after writing */
 }
