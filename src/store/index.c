@@ -488,7 +488,12 @@ int store_index_open(const char *dir, const struct store_index_opts *opts,
 	rc = mdb_env_set_mapsize(idx->env, map);
 	if (rc)
 		goto fail;
-	rc = mdb_env_open(idx->env, dir, MDB_NOSYNC | MDB_NOTLS, 0640);
+	/* MDB_NOMETASYNC, not MDB_NOSYNC: each commit syncs its data pages before it writes
+	 * the meta page that points to them, so no power loss can leave a meta page on disk
+	 * ahead of its tree (with MDB_NOSYNC the kernel may write them back in any order:
+	 * a corrupt index). The meta page itself reaches the disk with the next commit's
+	 * sync or store_index_sync. */
+	rc = mdb_env_open(idx->env, dir, MDB_NOMETASYNC | MDB_NOTLS, 0640);
 	if (rc)
 		goto fail;
 	rc = mdb_txn_begin(idx->env, NULL, 0, &txn);

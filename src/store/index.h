@@ -17,12 +17,14 @@
  * flush (background thread every sync_interval_ms, store_index_flush/sync, close)
  * writes committed records of idle objects in one transaction.
  *
- * Durability: the environment is opened MDB_NOSYNC. A commit is a write(2) into the
- * page cache, so a killed process (SIGKILL, crash) loses nothing and torn detection is
- * exact. After a power loss or kernel crash the index is as of its last fsync
- * (store_index_sync: every sync_interval_ms, and on every store_obj_fsync); objects
- * changed since may be torn without being listed -- their chunks still fail checksum
- * verification on read, so damage is reported, never returned as data.
+ * Durability: the environment is opened MDB_NOMETASYNC: a commit syncs the pages it
+ * wrote, then writes the meta page that makes them current without waiting for it. A
+ * killed process (SIGKILL, crash) loses nothing and torn detection is exact. After a
+ * power loss or kernel crash the index is intact (never a meta page ahead of its tree)
+ * and as of its last commit or the one before; objects changed since may be torn
+ * without being listed -- their chunks still fail checksum verification on read, so
+ * damage is reported, never returned as data. store_index_sync (every
+ * sync_interval_ms, and on every store_obj_fsync) makes the last commit durable too.
  *
  * Threads: every function is safe from any thread, except open/close. */
 #ifndef WEFT_STORE_INDEX_H
