@@ -118,6 +118,50 @@ static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutat
 	}
 }
 
+/* Appends a synced batch to the completion queue. */
+static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
+		      struct meta_mutation *last)
+{
+	pthread_mutex_lock(&gc->dlock);
+	if (gc->dtail)
+		gc->dtail->next = list;
+	else
+		gc->dhead = list;
+	gc->dtail = last;
+	pthread_cond_signal(&gc->dwake);
+	pthread_mutex_unlock(&gc->dlock);
+}
+
+/* Syncs a committed batch (unless it failed or is all lazy), sets every result, counts
+ * it, and passes it to the completion thread. */
+static void finish_batch(struct meta_commit *gc, struct batch *b)
+{
+	bool need_sync = false, synced = false;
+	for (struct meta_mutation *m = b->first; m; m = m->next)
+		need_sync |= !m->lazy;
+	if (b->err == 0 && need_sync) {
+		b->err = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
+		synced = true;
+	}
+	if (b->err)
+		log_error("meta group commit of %u ops: %s", b->n, strerror(-b->err));
+	unsigned failed = 0;
+	for (struct meta_mutation *m = b->first; m; m = m->next) {
+		if (b->err)
+			m->result = b->err;
+		failed += m->result != 0;
+	}
+	/* stats first: a waiter woken by done() sees its own op counted */
+	pthread_mutex_lock(&gc->lock);
+	gc->st.ops += b->n;
+	gc->st.failed += failed;
+	gc->st.batches += b->err == 0;
+	gc->st.syncs += synced;
+	gc->st.redone += b->nested;
+	pthread_mutex_unlock(&gc->lock);
+	hand_over(gc, b->first, b->last);
+}
+
 static void *writer(void *arg)
 {
 	struct meta_commit *gc = arg;
@@ -167,34 +211,28 @@ static void *writer(void *arg)
 			mdb_txn_abort(b.txn);
 		b.txn = NULL;
 		pthread_mutex_lock(&gc->lock);
-		gc->sync_batch = b;
-		gc->sync_busy = true;
-		pthread_cond_signal(&gc->sync_wake);
+		/* With ops waiting, the syncer syncs while the writer applies them. With none
+		 * (a lone client), or in --sync-each mode (max_batch 1: one create, one commit,
+		 * one sync, strictly in turn, as without group commit), the writer syncs itself:
+		 * a hand-off would only add a thread wake-up to every op's latency. */
+		if (gc->head && gc->max_batch > 1) {
+			gc->sync_batch = b;
+			gc->sync_busy = true;
+			pthread_cond_signal(&gc->sync_wake);
+		} else {
+			pthread_mutex_unlock(&gc->lock);
+			finish_batch(gc, &b);
+			pthread_mutex_lock(&gc->lock);
+		}
 	}
 	pthread_mutex_unlock(&gc->lock);
 	return NULL;
 }
 
-/* Appends a synced batch to the completion queue. */
-static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
-		      struct meta_mutation *last)
-{
-	pthread_mutex_lock(&gc->dlock);
-	if (gc->dtail)
-		gc->dtail->next = list;
-	else
-		gc->dhead = list;
-	gc->dtail = last;
-	pthread_cond_signal(&gc->dwake);
-	pthread_mutex_unlock(&gc->dlock);
-}
-
-/* Syncs each committed batch, then passes it on for completion; meanwhile the writer
- * fills the next batch. */
+/* Syncs each committed batch the writer hands over, while the writer fills the next. */
 static void *syncer(void *arg)
 {
 	struct meta_commit *gc = arg;
-	MDB_env *env = gc->db->env;
 	pthread_setname_np(pthread_self(), "meta-sync");
 	pthread_mutex_lock(&gc->lock);
 	for (;;) {
@@ -204,33 +242,10 @@ static void *syncer(void *arg)
 			break; /* writer gone and nothing left */
 		struct batch b = gc->sync_batch;
 		pthread_mutex_unlock(&gc->lock);
-		bool need_sync = false, synced = false;
-		for (struct meta_mutation *m = b.first; m; m = m->next)
-			need_sync |= !m->lazy;
-		if (b.err == 0 && need_sync) {
-			b.err = meta_mdb_err(mdb_env_sync(env, 1));
-			synced = true;
-		}
-		if (b.err)
-			log_error("meta group commit of %u ops: %s", b.n, strerror(-b.err));
-		unsigned failed = 0;
-		for (struct meta_mutation *m = b.first; m; m = m->next) {
-			if (b.err)
-				m->result = b.err;
-			failed += m->result != 0;
-		}
+		finish_batch(gc, &b);
 		pthread_mutex_lock(&gc->lock);
-		/* stats first: a waiter woken by done() sees its own op counted */
-		gc->st.ops += b.n;
-		gc->st.failed += failed;
-		gc->st.batches += b.err == 0;
-		gc->st.syncs += synced;
-		gc->st.redone += b.nested;
-		gc->sync_busy = false;
+		gc->sync_busy = false; /* after the hand-over: completions stay in order */
 		pthread_cond_signal(&gc->wake);
-		pthread_mutex_unlock(&gc->lock);
-		hand_over(gc, b.first, b.last);
-		pthread_mutex_lock(&gc->lock);
 	}
 	pthread_mutex_unlock(&gc->lock);
 	return NULL;

@@ -7,7 +7,10 @@
  * to the syncer, which calls mdb_env_sync(env, 1) once and hands the batch to the
  * completion thread, which calls every done() with that mutation's result. So applying
  * batch N+1 overlaps the sync of batch N and the replies of batch N-1, and the number of
- * syncs falls as load rises. A batch is committed (its pages written to the file) only
+ * syncs falls as load rises. When nothing is queued at commit time (a lone client), or
+ * with max_batch 1 (--sync-each: one create, one commit, one sync, strictly in turn), the
+ * writer syncs the batch itself: a hand-off would only add a wake-up to each op's
+ * latency. A batch is committed (its pages written to the file) only
  * once the batch before it is synced: a commit racing a sync could make its meta page
  * durable before its data pages, which a power loss would turn into a corrupt file.
  *
@@ -27,8 +30,7 @@
  * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
  * in submission order (across batches too); a batch's effects are visible to read txns
  * begun after its commit. done() runs on the completion thread: it must be short and
- * must not submit and wait (it may submit without waiting). --sync-each (max_batch 1)
- * still commits and syncs every mutation alone.
+ * must not submit and wait (it may submit without waiting).
  *
  * Threads: submit/run/stats from any thread; start/stop from the owner. No other
  * thread may write to the env while the committer runs (meta_db_write would block
