@@ -202,8 +202,9 @@ static void *writer(void *arg)
 				break;
 			pthread_cond_wait(&gc->wake, &gc->lock); /* an op, or the sync done */
 		}
-		/* The previous batch is on disk: only now may this one write to the file (a
-		 * commit racing a sync could make its meta page durable before its data). */
+		/* Committing syncs this batch's pages before writing its meta page
+		 * (MDB_NOMETASYNC, mdb.c); the syncer then makes that meta page durable. One
+		 * sync at a time: commit after the previous batch's sync is done. */
 		pthread_mutex_unlock(&gc->lock);
 		if (!b.err)
 			b.err = meta_mdb_err(mdb_txn_commit(b.txn));

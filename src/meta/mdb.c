@@ -73,7 +73,13 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	    (rc = mdb_env_set_maxdbs(db->env, META_MAXDBS)) ||
 	    (rc = mdb_env_set_maxreaders(db->env, META_MAXREADERS)))
 		goto fail_env;
-	rc = mdb_env_open(db->env, dir, MDB_NOSYNC | MDB_NOTLS, 0600);
+	/* MDB_NOMETASYNC: a commit syncs the pages it wrote before it writes the meta page
+	 * that makes them current, so no power loss can leave a meta page on disk ahead of
+	 * its tree. (With MDB_NOSYNC the kernel may write them back in any order, and one
+	 * sync after the commit flushes them in no particular order either: a corrupt
+	 * database after a power cut.) The meta page is made durable by the group commit's
+	 * mdb_env_sync, or by the next commit's sync. */
+	rc = mdb_env_open(db->env, dir, MDB_NOMETASYNC | MDB_NOTLS, 0600);
 	if (rc) {
 		log_error("mdb_env_open %s: %s", dir, mdb_strerror(rc));
 		goto fail_env;
