@@ -495,17 +495,58 @@ void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
 	winode_put(c, wi);
 }
 
+/* Makes the open file from an OPENED reply (fr is freed). */
+static int file_from_opened(struct weft_client *c, const struct weft_cred *cr, int flags,
+			    struct frame *fr, struct weft_file **out, struct weft_msg_opened *o)
+{
+	int err = weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL);
+	frame_free(fr);
+	if (err)
+		return -EIO;
+	if (o->layout.stripe_unit == 0)
+		o->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	struct weft_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->c = c;
+	f->cred = *cr;
+	f->flags = flags;
+	f->wi = winode_get(c, &o->attr, &o->layout);
+	if (!f->wi) {
+		free(f);
+		return -ENOMEM;
+	}
+	*out = f;
+	return 0;
+}
+
 int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name, uint32_t mode, int flags, bool excl, struct weft_file **out,
 		struct weft_attr *attr)
 {
-	struct weft_attr a;
-	int err = weft_mknod(c, cr, parent, name, (mode & 07777) | S_IFREG, 0, excl, &a);
-	if (!err)
-		err = weft_file_open(c, cr, a.ino, flags & ~(O_TRUNC | O_CREAT | O_EXCL), out, attr);
-	if (!err)
-		winode_set_nocap(c, a.ino, true); /* a new inode has no xattrs */
-	return err;
+	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_create_open m = {.cred = *cr, .parent = parent, .name = weft_str_of(name, strlen(name)),
+					 .mode = (mode & 07777) | S_IFREG,
+					 .flags = excl ? WEFT_CREATE_EXCL : 0,
+					 .open_flags = (uint32_t)flags, .session = c->session};
+	weft_create_open_encode(&w, &m);
+	struct frame *fr;
+	int err = client_meta_call(c, WEFT_OP_CREATE_OPEN, &w, NULL, 0, &fr);
+	if (err) {
+		frame_free(fr);
+		return err;
+	}
+	struct weft_msg_opened o;
+	if ((err = file_from_opened(c, cr, flags, fr, out, &o)))
+		return err;
+	if (o.created)
+		winode_set_nocap(c, o.attr.ino, true); /* a new inode has no xattrs */
+	client_fix_size(c, &o.attr);
+	if (attr)
+		*attr = o.attr;
+	return 0;
 }
 
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
@@ -523,23 +564,9 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 		return err;
 	}
 	struct weft_msg_opened o;
-	err = weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL);
-	frame_free(fr);
-	if (err)
-		return -EIO;
-	if (o.layout.stripe_unit == 0)
-		o.layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
-	struct weft_file *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->c = c;
-	f->cred = *cr;
-	f->flags = flags;
-	f->wi = winode_get(c, &o.attr, &o.layout);
-	if (!f->wi) {
-		free(f);
-		return -ENOMEM;
-	}
+	struct weft_file *f;
+	if ((err = file_from_opened(c, cr, flags, fr, &f, &o)))
+		return err;
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(o.attr.mode)) {
 		struct weft_attr in = {.size = 0};
 		err = weft_setattr(c, cr, ino, WEFT_SET_SIZE, &in, &o.attr);

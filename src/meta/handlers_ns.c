@@ -337,24 +337,31 @@ static int h_access(struct mreq *r, const struct meta_ctx *c)
  * EISDIR) and counts the open in the session (session 0: not recorded), so an unlinked
  * file keeps its data until its last release. Errors: EACCES, EISDIR, ESTALE, ENOENT
  * (unknown session), EINVAL (bad access mode). */
+/* The access an open(2) with these flags needs (4 read, 2 write), or -EINVAL. */
+static int open_mask(uint32_t flags)
+{
+	int mask;
+	switch (flags & O_ACCMODE) {
+	case O_RDONLY: mask = 4; break;
+	case O_WRONLY: mask = 2; break;
+	case O_RDWR: mask = 6; break;
+	default: return -EINVAL;
+	}
+	return flags & O_TRUNC ? mask | 2 : mask;
+}
+
 static int h_open(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_open *m = MSG(open);
 	int rc = meta_ns_getattr(c, ref_of(m->ino, 0), &r->attr);
 	if (rc)
 		return rc;
-	uint32_t mask;
-	switch (m->flags & O_ACCMODE) {
-	case O_RDONLY: mask = 4; break;
-	case O_WRONLY: mask = 2; break;
-	case O_RDWR: mask = 6; break;
-	default: return -EINVAL;
-	}
-	if (m->flags & O_TRUNC)
-		mask |= 2;
+	int mask = open_mask(m->flags);
+	if (mask < 0)
+		return mask;
 	if (S_ISDIR(r->attr.mode) && (mask & 2))
 		return -EISDIR;
-	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), mask)))
+	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), (uint32_t)mask)))
 		return rc;
 	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
 		return rc;
@@ -362,10 +369,36 @@ static int h_open(struct mreq *r, const struct meta_ctx *c)
 	return fill_layout(r, c);
 }
 
+/* CREATE_OPEN {cred, parent, name, mode, flags, open_flags, session} -> OPENED. CREATE of
+ * a regular file, then OPEN's bookkeeping in the same transaction. A file it created is
+ * not checked against its own new mode (open("f", O_CREAT|O_WRONLY, 0444) succeeds, as on
+ * Linux); an existing file (no WEFT_CREATE_EXCL) gets OPEN's access check. */
+static int h_create_open(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_create_open *m = MSG(create_open);
+	uint32_t type = m->mode & S_IFMT;
+	if ((type != 0 && type != S_IFREG) || (m->flags & ~WEFT_CREATE_EXCL))
+		return -EINVAL;
+	int mask = open_mask(m->open_flags);
+	if (mask < 0)
+		return mask;
+	int rc = meta_ns_create(c, ref_of(m->parent, 0), NAME(m->name), m->mode,
+				(m->flags & WEFT_CREATE_EXCL) ? META_CREATE_EXCL : 0, &r->attr,
+				&r->layout, &r->flag);
+	if (rc)
+		return rc;
+	if (!r->flag && (rc = meta_ns_access(c, ref_of(r->attr.ino, 0), (uint32_t)mask)))
+		return rc;
+	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, r->attr.ino)))
+		return rc;
+	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
+	return 0;
+}
+
 static void rep_open(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
-				    .lease = 0};
+				    .lease = 0, .created = r->flag};
 	weft_opened_encode(w, &m);
 }
 
@@ -457,6 +490,7 @@ const struct meta_handler meta_ns_handlers[] = {
 	WR(REMOVEXATTR, h_removexattr, NULL, false),
 	RD(ACCESS, h_access, NULL),
 	WR(OPEN, h_open, rep_open, false),
+	WR(CREATE_OPEN, h_create_open, rep_open, false),
 	{WEFT_OP_RELEASE, true, false, true, false, h_release, NULL},
 	RD(FSYNC, h_fsync, NULL),
 	WR(EXTEND, h_extend, NULL, false),

@@ -128,8 +128,16 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_ACCESS(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, mask, 0)
 /* open: flags are the open(2) flags; reply MSG_OPENED */
 #define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
-#define MSG_OPENED(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0)
+/* created: the file did not exist before this request (CREATE_OPEN) */
+#define MSG_OPENED(F) \
+	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
+/* create_open: create a regular file (flags: WEFT_CREATE_EXCL) and open it (open_flags as
+ * open(2)) in one op; reply MSG_OPENED. As open(2) with O_CREAT: a file this op created
+ * is opened whatever its new mode allows; an existing one is checked as OPEN checks. */
+#define MSG_CREATE_OPEN(F) \
+	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
+	F(U32, flags, 0) F(U32, open_flags, 0) F(U64, session, 0)
 /* writer reports size = max(size, new size) and mtime after data is on the stores */
 #define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0)
 #define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
@@ -220,7 +228,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(link, MSG_LINK) X(symlink, MSG_SYMLINK) X(path, MSG_PATH) X(readdir, MSG_READDIR) \
 	X(dirlist, MSG_DIRLIST) X(statfs_reply, MSG_STATFS_REPLY) X(xattr, MSG_XATTR) \
 	X(size, MSG_SIZE) X(access, MSG_ACCESS) X(open, MSG_OPEN) X(opened, MSG_OPENED) \
-	X(release, MSG_RELEASE) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
+	X(release, MSG_RELEASE) X(create_open, MSG_CREATE_OPEN) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
 	X(layout, MSG_LAYOUT) X(session_open, MSG_SESSION_OPEN) X(session, MSG_SESSION) \
 	X(session_id, MSG_SESSION_ID) X(recall, MSG_RECALL) \
 	X(target_register, MSG_TARGET_REGISTER) X(target_registered, MSG_TARGET_REGISTERED) \
@@ -264,6 +272,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(EXTEND,       0x0116, extend, attr) \
 	X(SETSTRIPE,    0x0117, setstripe, empty) \
 	X(GETSTRIPE,    0x0118, ino, layout) \
+	X(CREATE_OPEN,  0x0119, create_open, opened) \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
 	X(SESSION_BEAT, 0x0202, session_id, empty) \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \

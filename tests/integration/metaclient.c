@@ -547,6 +547,58 @@ static void t_open(struct mc *m)
 	EXPECT(mc_getattr(m, &root, f.ino, 0, &x), -ESTALE);
 }
 
+/* CREATE_OPEN: create and open in one op; the creator's open ignores the new mode. */
+static void t_create_open(struct mc *m)
+{
+	struct weft_attr d, x;
+	OK(mc_create(m, &root, 1, "co", S_IFDIR | 0777, WEFT_CREATE_EXCL, &d));
+	struct weft_msg_create_open q = {.cred = user, .parent = d.ino, .name = MC_STR("ro"),
+					 .mode = 0444, .flags = WEFT_CREATE_EXCL,
+					 .open_flags = O_WRONLY, .session = session};
+	struct frame *fr = NULL;
+	OK(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, &fr));
+	if (fr) {
+		struct weft_msg_opened o;
+		OK(weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
+		EXPECT(o.created, 1);
+		EXPECT(o.attr.mode, S_IFREG | 0444);
+		EXPECT(o.attr.uid, user.uid);
+		TRUE(o.layout.stripe_unit > 0 && o.layout.chain_count > 0);
+		struct weft_msg_release rl = {.ino = o.attr.ino, .session = session};
+		OK(mc_call(m, WEFT_OP_RELEASE, &rl, NULL, 0, NULL)); /* the open was recorded */
+	}
+	frame_free(fr);
+	OK(mc_lookup(m, &user, d.ino, "ro", &x));
+	/* exclusive on an existing name */
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EEXIST);
+	/* an existing file is checked like OPEN: 0444 for writing is refused */
+	q.flags = 0;
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EACCES);
+	q.open_flags = O_RDONLY;
+	fr = NULL;
+	OK(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, &fr));
+	if (fr) {
+		struct weft_msg_opened o;
+		OK(weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
+		EXPECT(o.created, 0);
+		EXPECT(o.attr.ino, x.ino);
+	}
+	frame_free(fr);
+	/* bad requests */
+	q.open_flags = O_ACCMODE;
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EINVAL);
+	q.open_flags = O_RDONLY;
+	q.mode = S_IFDIR | 0755;
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EINVAL);
+	q.mode = 0644;
+	q.flags = 0x80;
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EINVAL);
+	/* no write permission in the directory */
+	q = (struct weft_msg_create_open){.cred = user, .parent = 1, .name = MC_STR("nope"),
+					  .mode = 0644, .open_flags = O_WRONLY, .session = session};
+	EXPECT(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, NULL), -EACCES);
+}
+
 static void t_xattr(struct mc *m)
 {
 	struct weft_attr f;
@@ -844,6 +896,7 @@ static int run_proto(struct mc *m, bool squash)
 	t_setattr(m);
 	t_perms(m);
 	t_open(m);
+	t_create_open(m);
 	t_xattr(m);
 	t_stripe_statfs(m);
 	t_names(m);

@@ -382,6 +382,10 @@ static void permissions(void)
 		show("nobody: create in 0755 root dir", openat(dfd, "priv/x", O_CREAT | O_WRONLY, 0644));
 		show("nobody: create in 0777 dir", ({ int f = openat(dfd, "open/mine", O_CREAT | O_WRONLY, 0644); if (f >= 0) close(f); f; }));
 		show_stat("nobody: owner of new file", "open/mine");
+		/* the creator may write a file it creates read-only (git's objects, install -m 444) */
+		show("nobody: create 0444 for write", ({ int f = openat(dfd, "open/ro", O_CREAT | O_EXCL | O_WRONLY, 0444); int w = f >= 0 ? (int)write(f, "x", 1) : -1; if (f >= 0) close(f); w; }));
+		show("nobody: reopen 0444 for write", openat(dfd, "open/ro", O_WRONLY));
+		show("nobody: O_CREAT of the existing 0444 file for write", openat(dfd, "open/ro", O_CREAT | O_WRONLY, 0644));
 		show("nobody: open 0600 root file", openat(dfd, "secret", O_RDONLY));
 		show("nobody: open 0644 root file for read", ({ int f = openat(dfd, "readable", O_RDONLY); if (f >= 0) close(f); f; }));
 		show("nobody: open 0644 root file for write", openat(dfd, "readable", O_WRONLY));
