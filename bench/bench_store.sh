@@ -15,12 +15,19 @@
 # then OBJ_FSYNC of each, all timed) and, after drop_caches, reads them back. Besides
 # MB/s it records the CPU seconds the store process and the client spent per GiB: the
 # checksum cost shows there without the noise of wall-clock rates. Needs root (drop_caches).
+#
+# LINK=RATE (e.g. LINK=10gbit) puts meta and the stores in a network namespace behind a
+# veth pair shaped to RATE each way (tc tbf), like a store host behind its NIC; the client
+# stays in the root namespace. Without it everything talks over loopback and the store
+# is CPU-bound on a small machine.
 set -euo pipefail
 B=$(cd "$1" && pwd); D=${2:-/var/tmp}; N=${3:-2048}; ROUNDS=${4:-3}
 W=$(mktemp -d "$D/weft-bench-store.XXXXXX")
 PIDS=()
+NS=""
 cleanup() {
 	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && { kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }; done
+	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -33,29 +40,48 @@ rec() { R[$1]="${R[$1]:-} $2"; }
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 median_f() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
+IP=127.0.0.1 RUN=()
+if [ -n "${LINK:-}" ]; then
+	NS=weftbench$$ IP=10.231.$(($$ % 250)).2 HOSTIP=10.231.$(($$ % 250)).1
+	ip netns add "$NS"
+	ip link add wb$$a type veth peer name wb$$b
+	ip link set wb$$b netns "$NS"
+	ip addr add "$HOSTIP/24" dev wb$$a && ip link set wb$$a up
+	ip netns exec "$NS" ip addr add "$IP/24" dev wb$$b
+	ip netns exec "$NS" ip link set wb$$b up
+	ip netns exec "$NS" ip link set lo up
+	tc qdisc add dev wb$$a root tbf rate "$LINK" burst 4mb latency 50ms
+	ip netns exec "$NS" tc qdisc add dev wb$$b root tbf rate "$LINK" burst 4mb latency 50ms
+	RUN=(ip netns exec "$NS")
+fi
+
 declare -A MA SA SPID KEY
 start_setup() { # NAME MKFS_OPTS STORE_OPTS
 	local n=$1 M="$W/meta-$1"
 	"$B/weft" mkfs --meta "$M" $2 >/dev/null
-	"$B/weft" meta "$M" --listen 127.0.0.1:0 -f >"$W/meta-$n.log" 2>&1 &
+	"${RUN[@]}" "$B/weft" meta "$M" --listen "$IP:0" -f >"$W/meta-$n.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 100); do grep -q 'serving .* on' "$W/meta-$n.log" && break; sleep 0.05; done
-	MA[$n]=$(grep -oE 'on 127.0.0.1:[0-9]+' "$W/meta-$n.log" | head -1 | cut -c4-)
-	"$B/weft" store "$W/store-$n" --meta "${MA[$n]}" --listen 127.0.0.1:0 --node bench \
+	MA[$n]=$(grep -oE "on $IP:[0-9]+" "$W/meta-$n.log" | head -1 | cut -c4-)
+	"${RUN[@]}" "$B/weft" store "$W/store-$n" --meta "${MA[$n]}" --listen "$IP:0" --node bench \
 		--key "$M/cluster.key" -f $3 >"$W/store-$n.log" 2>&1 &
 	SPID[$n]=$!
 	PIDS+=($!)
 	for _ in $(seq 100); do grep -q 'registered as' "$W/store-$n.log" && break; sleep 0.05; done
-	SA[$n]=$(grep -oE 'registered as 127.0.0.1:[0-9]+' "$W/store-$n.log" | head -1 | cut -d' ' -f3)
+	SA[$n]=$(grep -oE "registered as $IP:[0-9]+" "$W/store-$n.log" | head -1 | cut -d' ' -f3)
 	KEY[$n]="$M/cluster.key"
 }
 SETUPS=${SETUPS:-on off on-buf}   # env SETUPS="on off" for the checksum comparison alone
-start_setup on "" ""
-start_setup off --no-checksums ""
-start_setup on-buf "" --buffered
+for s in $SETUPS; do
+	case $s in
+	on) start_setup on "" "" ;;
+	off) start_setup off --no-checksums "" ;;
+	on-buf) start_setup on-buf "" --buffered ;;
+	esac
+done
 hz=$(getconf CLK_TCK)
 
-echo "# $(nproc) CPUs; disk: $(df -T "$D" | tail -1 | awk '{print $1, $2}'); $N MiB per run; $ROUNDS rounds"
+echo "# $(nproc) CPUs; disk: $(df -T "$D" | tail -1 | awk '{print $1, $2}'); $N MiB per run; $ROUNDS rounds; ${LINK:+link $LINK each way (netns + tbf)}${LINK:-loopback}"
 for r in $(seq "$ROUNDS"); do
 	drop; rec dd-write-fsync "$(ddrate if=/dev/zero of="$W/dd" bs=1M count="$N" conv=fsync)"
 	drop; rec dd-write-direct-1M "$(ddrate if=/dev/zero of="$W/dd" bs=1M count="$N" oflag=direct)"
