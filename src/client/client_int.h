@@ -19,6 +19,9 @@
 #include "weft/client.h"
 
 #define CLIENT_META_TIMEOUT_MS  60000
+/* How long a meta request waits for an unreachable meta (restarting, failing over)
+ * before the application gets the error. */
+#define CLIENT_META_WAIT_MS     300000
 #define CLIENT_STORE_TIMEOUT_MS 60000
 
 struct store_ep {
@@ -56,6 +59,7 @@ struct weft_client {
 	pthread_mutex_t beat_lock;
 	pthread_cond_t beat_cond;
 	bool stopping;
+	atomic_bool meta_wait;         /* wait for meta when unreachable (set once open) */
 
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
 };
@@ -143,6 +147,9 @@ struct meta_wait {
 	pthread_cond_t cond;
 	bool done;
 	int status;
+	struct weft_client *c;
+	uint16_t op;
+	struct wbuf again;  /* the request, to send again if meta was away */
 };
 /* Sends a request to meta without waiting (payload taken). */
 void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,

@@ -11,10 +11,93 @@
 #include "common/log.h"
 #include "weft/err.h"
 
+/* Requests that can be sent again after their connection died, whether or not meta got
+ * them: they change nothing, or (EXTEND: size = max, the same mtime) the same thing
+ * twice. The others are sent again only if they never left (meta refused the
+ * connection): once sent, a second try could apply them twice. */
+static bool resend_safe(uint16_t op)
+{
+	switch (op) {
+	case WEFT_OP_LOOKUP: case WEFT_OP_GETATTR: case WEFT_OP_READLINK:
+	case WEFT_OP_READDIR: case WEFT_OP_STATFS: case WEFT_OP_GETXATTR:
+	case WEFT_OP_LISTXATTR: case WEFT_OP_ACCESS: case WEFT_OP_FSYNC:
+	case WEFT_OP_GETSTRIPE: case WEFT_OP_CHAINS_GET: case WEFT_OP_TARGETS_GET:
+	case WEFT_OP_EXTEND: case WEFT_OP_SESSION_BEAT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Errors that say meta is not there (rather than answering). */
+static bool meta_gone(int err)
+{
+	return err == -ECONNREFUSED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE ||
+	       err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
+	       err == -ECONNABORTED;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends a request to meta and waits for its reply. While meta is unreachable (a restart,
+ * a failover) the request waits for it, up to CLIENT_META_WAIT_MS, as an NFS hard mount
+ * or a Lustre client waits for its server, rather than failing the application at once;
+ * see resend_safe for what is sent again. Not while the client opens (a mount should
+ * say at once that meta is not there) or closes. */
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		     const struct iovec *bulk, int nbulk, struct frame **reply)
 {
-	return rpc_call(c->meta, op, payload, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+	int64_t give_up = mono_ms() + CLIENT_META_WAIT_MS;
+	unsigned pause_ms = 20;
+	bool waited = false;
+	int err;
+	for (;;) {
+		struct wbuf w; /* each try sends its own copy: conn_call_sync takes it */
+		wbuf_init(&w);
+		if (payload)
+			wbuf_put(&w, payload->data, payload->len);
+		struct conn *cn;
+		bool sent = false;
+		if (w.err) {
+			err = w.err;
+			wbuf_free(&w);
+		} else if ((err = rpc_conn(c->meta, &cn)) == 0) {
+			sent = true;
+			err = conn_call_sync(cn, op, &w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+			conn_put(cn);
+		} else {
+			wbuf_free(&w);
+			if (reply)
+				*reply = NULL;
+		}
+		if (!meta_gone(err) || (sent && !resend_safe(op)) || !atomic_load(&c->meta_wait) ||
+		    c->stopping || mono_ms() >= give_up)
+			break;
+		if (!waited)
+			log_warn("meta %s unreachable (%s): %s waits for it (up to %d s)",
+				 rpc_addr(c->meta), weft_strerror(err), weft_op_name(op),
+				 CLIENT_META_WAIT_MS / 1000);
+		waited = true;
+		if (reply) {
+			frame_free(*reply);
+			*reply = NULL;
+		}
+		usleep(pause_ms * 1000);
+		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
+	}
+	if (waited)
+		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), weft_op_name(op),
+			 meta_gone(err) ? "gave up" : "went through");
+	if (payload)
+		wbuf_free(payload);
+	if (meta_gone(err) && waited)
+		return -EIO; /* the application learns it could not be done, not why */
+	return err;
 }
 
 static void meta_wait_done(void *arg, int status, struct frame *reply)
@@ -35,6 +118,10 @@ void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	pthread_cond_init(&w->cond, NULL);
 	w->done = false;
 	w->status = 0;
+	w->c = c;
+	w->op = op;
+	wbuf_init(&w->again);
+	wbuf_put(&w->again, payload->data, payload->len);
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
@@ -56,6 +143,9 @@ int client_meta_wait(struct meta_wait *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	if (meta_gone(w->status) && !w->again.err)
+		return client_meta_call(w->c, w->op, &w->again, NULL, 0, NULL); /* waits for meta */
+	wbuf_free(&w->again);
 	return w->status;
 }
 
@@ -294,6 +384,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 			 weft_strerror(err));
 		goto fail_rpc;
 	}
+	atomic_store(&c->meta_wait, true); /* from now on, wait for meta when it is away */
 	err = pthread_create(&c->beat_thread, NULL, beat_main, c);
 	if (err) {
 		err = -err;

@@ -135,6 +135,24 @@ wait $reader || fail "read failed after a store was killed"
 [ "$(cat "$T/read.sha")" = "$want" ] || fail "read after a store was killed returned different data"
 ok "reads went on from the other replica after a store was killed"
 
+# --- meta killed and restarted under a live mount: what the application asks meanwhile
+# waits for meta instead of failing
+mkdir "$MNT/during"
+kill -9 "$(cat "$STATE/meta.pid")"
+(
+	for i in $(seq 20); do
+		echo "file $i" >"$MNT/during/f$i" || exit 1
+		[ "$(cat "$MNT/during/f$i")" = "file $i" ] || exit 1
+	done
+) 2>"$T/during.err" &
+worker=$!
+sleep 2
+"$WEFT" up --dir "$STATE" --mount "$MNT" >"$T/up2.out" 2>&1 || { cat "$T/up2.out"; fail "weft up after killing meta"; }
+wait $worker || fail "operations during a meta restart failed: $(cat "$T/during.err")"
+[ "$(ls "$MNT/during" | wc -l)" = 20 ] || fail "expected 20 files made across the meta restart"
+grep -q 'waits for it' "$STATE/logs/mount.log" || fail "the mount did not report waiting for meta"
+ok "meta killed and restarted: the mount's requests waited for it, none failed"
+
 # --- mount -t fuse.weft, as /etc/fstab entries do: mount.fuse3 runs "weft SRC MNT -o ..."
 # through /bin/sh with a fixed PATH, so weft must be installed; the test links it into
 # /usr/local/sbin for its duration when it is not there
