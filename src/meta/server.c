@@ -185,7 +185,9 @@ static void on_request(struct conn *c, struct frame *f)
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
 	r->mut.arg = r;
-	/* open bookkeeping need not wait for the disk: a crash of meta ends every session */
+	/* Open bookkeeping does not wait for the meta page's sync (it is intact after a power
+	 * cut, and durable with the next sync): what a power cut can lose is the record that
+	 * keeps an unlinked file's data while it is still open somewhere. */
 	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE;
 	int rc = meta_commit_submit(s->gc, &r->mut);
 	if (rc)
