@@ -495,14 +495,17 @@ void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
 	winode_put(c, wi);
 }
 
-/* Makes the open file from an OPENED reply (fr is freed). */
-static int file_from_opened(struct weft_client *c, const struct weft_cred *cr, int flags,
-			    struct frame *fr, struct weft_file **out, struct weft_msg_opened *o)
+/* Sends OPEN or CREATE_OPEN (payload w) and makes the open file from the OPENED reply. */
+static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t op,
+		     struct wbuf *w, int flags, struct weft_file **out, struct weft_msg_opened *o)
 {
-	int err = weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL);
+	struct frame *fr;
+	int err = client_meta_call(c, op, w, NULL, 0, &fr);
+	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
+		err = -EIO;
 	frame_free(fr);
 	if (err)
-		return -EIO;
+		return err;
 	if (o->layout.stripe_unit == 0)
 		o->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
 	struct weft_file *f = calloc(1, sizeof(*f));
@@ -527,19 +530,15 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_create_open m = {.cred = *cr, .parent = parent, .name = weft_str_of(name, strlen(name)),
+	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
+					 .name = weft_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
 					 .flags = excl ? WEFT_CREATE_EXCL : 0,
 					 .open_flags = (uint32_t)flags, .session = c->session};
 	weft_create_open_encode(&w, &m);
-	struct frame *fr;
-	int err = client_meta_call(c, WEFT_OP_CREATE_OPEN, &w, NULL, 0, &fr);
-	if (err) {
-		frame_free(fr);
-		return err;
-	}
 	struct weft_msg_opened o;
-	if ((err = file_from_opened(c, cr, flags, fr, out, &o)))
+	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, &w, flags, out, &o);
+	if (err)
 		return err;
 	if (o.created)
 		winode_set_nocap(c, o.attr.ino, true); /* a new inode has no xattrs */
@@ -557,15 +556,10 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags,
 				  .session = c->session};
 	weft_open_encode(&w, &m);
-	struct frame *fr;
-	int err = client_meta_call(c, WEFT_OP_OPEN, &w, NULL, 0, &fr);
-	if (err) {
-		frame_free(fr);
-		return err;
-	}
 	struct weft_msg_opened o;
 	struct weft_file *f;
-	if ((err = file_from_opened(c, cr, flags, fr, &f, &o)))
+	int err = open_call(c, cr, WEFT_OP_OPEN, &w, flags, &f, &o);
+	if (err)
 		return err;
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(o.attr.mode)) {
 		struct weft_attr in = {.size = 0};
