@@ -441,7 +441,15 @@ int weft_file_fsync(struct weft_file *f)
 	int err = weft_file_flush(f);
 	if (err)
 		return err;
-	return data_fsync(f->c, f->wi->ino, &f->wi->layout);
+	err = data_fsync(f->c, f->wi->ino, &f->wi->layout);
+	if (err)
+		return err;
+	/* the size the flush reported is durable at meta only after a sync there */
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = f->cred, .ino = f->wi->ino};
+	weft_ino_encode(&w, &m);
+	return client_meta_call(f->c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
 }
 
 int weft_file_release(struct weft_file *f)

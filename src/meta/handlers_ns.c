@@ -412,13 +412,17 @@ static int h_release(struct mreq *r, const struct meta_ctx *c)
 	return meta_session_release(c->db, c->txn, m->session, m->ino);
 }
 
-/* FSYNC {cred, ino} -> EMPTY: every reply of meta is already durable. ESTALE if gone. */
+/* FSYNC {cred, ino} -> EMPTY. Writes nothing, but goes through the group commit as a
+ * durable op: its reply waits for a sync, which makes what lazy ops (EXTEND, OPEN,
+ * RELEASE) committed before it durable too. ESTALE if gone. */
 static int h_fsync(struct mreq *r, const struct meta_ctx *c)
 {
 	return meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
 }
 
-/* EXTEND {cred, ino, size, mtime} -> ATTR: size = max(size, new), mtime set. */
+/* EXTEND {cred, ino, size, mtime} -> ATTR: size = max(size, new), mtime set. Lazy: the
+ * reply does not wait for the sync (a close does not promise durability; fsync sends
+ * FSYNC after its EXTEND). */
 static int h_extend(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_extend *m = MSG(extend);
@@ -492,7 +496,7 @@ const struct meta_handler meta_ns_handlers[] = {
 	WR(OPEN, h_open, rep_open, false),
 	WR(CREATE_OPEN, h_create_open, rep_open, false),
 	{WEFT_OP_RELEASE, true, false, true, false, h_release, NULL},
-	RD(FSYNC, h_fsync, NULL),
+	WR(FSYNC, h_fsync, NULL, false),
 	WR(EXTEND, h_extend, NULL, false),
 	WR(SETSTRIPE, h_setstripe, NULL, false),
 	RD(GETSTRIPE, h_getstripe, rep_layout),

@@ -185,10 +185,12 @@ static void on_request(struct conn *c, struct frame *f)
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
 	r->mut.arg = r;
-	/* Open bookkeeping does not wait for the meta page's sync (it is intact after a power
-	 * cut, and durable with the next sync): what a power cut can lose is the record that
-	 * keeps an unlinked file's data while it is still open somewhere. */
-	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE;
+	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
+	 * with the next sync): open bookkeeping, where a power cut can lose the record that
+	 * keeps an unlinked file's data while it is open somewhere; and EXTEND, the size a
+	 * writer reports at close, which like a local file system's is durable once fsync
+	 * returns (the client's fsync sends FSYNC, a durable op, after it), not at close. */
+	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE || op == WEFT_OP_EXTEND;
 	int rc = meta_commit_submit(s->gc, &r->mut);
 	if (rc)
 		mreq_finish(r, rc);
