@@ -90,22 +90,12 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 		return 1;
 	}
 	frame_free(rep);
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_chains_get g = {0};
-	weft_chains_get_encode(&w, &g);
-	rc = rpc_call(meta, WEFT_OP_CHAINS_GET, &w, NULL, 0, 10000, &rep);
+	struct meta_chain_set set;
+	rc = meta_chain_set_fetch(meta, 10000, &set);
 	if (rc) {
-		fprintf(stderr, "bench_store: CHAINS_GET: %s\n", weft_strerror(rc));
+		fprintf(stderr, "bench_store: chain tables: %s\n", weft_strerror(rc));
 		return 1;
 	}
-	struct meta_chain_set set;
-	struct rbuf rb;
-	rbuf_init(&rb, rep->bulk, rep->h.bulk_len);
-	rc = meta_chain_set_decode(&rb, &set);
-	frame_free(rep);
-	if (rc)
-		return 1;
 	rc = 1;
 	for (uint32_t i = 0; i < set.nchains[0]; i++)
 		if (set.chains[0][i].members[0].target == ss.target) {

@@ -221,9 +221,11 @@ void ra_quiesce(struct weft_client *c, struct winode *wi);
 int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 		    const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg);
-/* Checks a reply of data_read_async (read at obj_off) against its piece CRCs when the file
- * system has checksums on, and counts its bytes. 0, -WEFT_ECHECKSUM or -EIO. */
-int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off);
+/* Checks a reply of data_read_async (a read of len bytes at obj_off): well formed, no
+ * longer than asked, and its piece CRCs when the file system has checksums on; counts
+ * its bytes. 0, -WEFT_ECHECKSUM or -EIO. */
+int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
+		     uint32_t len);
 
 /* ns.c */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);

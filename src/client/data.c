@@ -260,38 +260,29 @@ int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layou
 /* ---- one asynchronous read (readahead): one member, no failover ---- */
 
 struct async_read {
-	struct weft_client *c;
-	uint32_t len;
 	void (*done)(void *arg, int err, struct frame *f);
 	void *arg;
 };
 
+/* Only the status here (loop thread): the reply is checked by data_read_verify. */
 static void async_read_done(void *arg, int status, struct frame *f)
 {
 	struct async_read *k = arg;
-	int err = status;
-	struct weft_msg_obj_data m;
-	if (!err && weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0)
-		err = -EIO;
-	if (!err && f->h.bulk_len > k->len)
-		err = -EIO;
-	if (err) {
+	if (status)
 		frame_free(f);
-		f = NULL;
-	}
-	if (err == -ENOENT)
-		k->done(k->arg, 0, NULL);
-	else if (err)
-		k->done(k->arg, err, NULL);
+	if (status == -ENOENT)
+		k->done(k->arg, 0, NULL); /* never written: zeros */
 	else
-		k->done(k->arg, 0, f);
+		k->done(k->arg, status, status ? NULL : f);
 	free(k);
 }
 
-int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off)
+int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
+		     uint32_t len)
 {
 	struct weft_msg_obj_data m;
-	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0)
+	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 ||
+	    f->h.bulk_len > len)
 		return -EIO;
 	if (c->checksums && !crcs_match(f->bulk, f->h.bulk_len, obj_off, &m.crcs)) {
 		atomic_fetch_add(&c->checksum_retries, 1);
@@ -324,7 +315,7 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 			conn_put(cn);
 			return -ENOMEM;
 		}
-		*k = (struct async_read){.c = c, .len = p->len, .done = done, .arg = arg};
+		*k = (struct async_read){.done = done, .arg = arg};
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,

@@ -89,7 +89,7 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 		}
 		if (!b || b->state != RA_READY || b->gen != wi->wgen)
 			return false;
-		if (!b->checked && b->reply && data_read_verify(c, b->reply, b->obj_off) != 0) {
+		if (!b->checked && b->reply && data_read_verify(c, b->reply, b->obj_off, b->len) != 0) {
 			b->state = RA_FAILED;
 			return false;
 		}

@@ -54,29 +54,33 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 {
 	int64_t give_up = mono_ms() + CLIENT_META_WAIT_MS;
 	unsigned pause_ms = 20;
-	bool waited = false;
+	bool waited = false, may_wait = atomic_load(&c->meta_wait);
+	struct wbuf none, *p = payload ? payload : &none;
+	wbuf_init(&none);
 	int err;
 	for (;;) {
-		struct wbuf w; /* each try sends its own copy: conn_call_sync takes it */
-		wbuf_init(&w);
-		if (payload)
-			wbuf_put(&w, payload->data, payload->len);
 		struct conn *cn;
-		bool sent = false;
-		if (w.err) {
-			err = w.err;
-			wbuf_free(&w);
-		} else if ((err = rpc_conn(c->meta, &cn)) == 0) {
-			sent = true;
-			err = conn_call_sync(cn, op, &w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+		if (reply)
+			*reply = NULL;
+		err = rpc_conn(c->meta, &cn);
+		bool sent = err == 0;
+		if (sent) {
+			/* the request goes; a copy stays only if it may be sent again */
+			struct wbuf copy, *w = p;
+			if (may_wait && resend_safe(op)) {
+				wbuf_init(&copy);
+				if (p->len)
+					wbuf_put(&copy, p->data, p->len);
+				w = copy.err ? p : &copy;
+			}
+			err = conn_call_sync(cn, op, w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
 			conn_put(cn);
-		} else {
-			wbuf_free(&w);
-			if (reply)
-				*reply = NULL;
+			if (w == p) {
+				wbuf_init(p); /* taken by the call */
+				break;
+			}
 		}
-		if (!meta_gone(err) || (sent && !resend_safe(op)) || !atomic_load(&c->meta_wait) ||
-		    c->stopping || mono_ms() >= give_up)
+		if (!meta_gone(err) || !may_wait || c->stopping || mono_ms() >= give_up)
 			break;
 		if (!waited)
 			log_warn("meta %s unreachable (%s): %s waits for it (up to %d s)",
@@ -93,8 +97,7 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	if (waited)
 		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), weft_op_name(op),
 			 meta_gone(err) ? "gave up" : "went through");
-	if (payload)
-		wbuf_free(payload);
+	wbuf_free(p);
 	if (meta_gone(err) && waited)
 		return -EIO; /* the application learns it could not be done, not why */
 	return err;
@@ -121,7 +124,8 @@ void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	w->c = c;
 	w->op = op;
 	wbuf_init(&w->again);
-	wbuf_put(&w->again, payload->data, payload->len);
+	if (payload->len)
+		wbuf_put(&w->again, payload->data, payload->len);
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {

@@ -59,6 +59,24 @@ static inline void mc_close(struct mc *m)
 		loop_free(m->loop);
 }
 
+/* Sends payload w (taken) and bulk, returns the status; *rep (may be NULL) gets the reply
+ * frame, m->detail an error reply's detail. */
+static inline int mc_send(struct mc *m, uint16_t op, struct wbuf *w, const void *bulk,
+			  size_t bulklen, struct frame **rep)
+{
+	struct iovec v = {(void *)bulk, bulklen};
+	struct frame *f = NULL;
+	int rc = rpc_call(m->rpc, op, w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
+	m->detail[0] = '\0';
+	if (rc && f)
+		conn_error_detail(f, m->detail, sizeof(m->detail));
+	if (rep)
+		*rep = f;
+	else
+		frame_free(f);
+	return rc;
+}
+
 /* Encodes msg of the opcode's request type, calls, returns the status; *rep (may be NULL)
  * gets the reply frame. */
 static inline int mc_call(struct mc *m, uint16_t op, const void *msg, const void *bulk,
@@ -70,17 +88,7 @@ static inline int mc_call(struct mc *m, uint16_t op, const void *msg, const void
 		wbuf_free(&w);
 		return -EINVAL;
 	}
-	struct iovec v = {(void *)bulk, bulklen};
-	struct frame *f = NULL;
-	int rc = rpc_call(m->rpc, op, &w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
-	m->detail[0] = '\0';
-	if (rc && f)
-		conn_error_detail(f, m->detail, sizeof(m->detail));
-	if (rep)
-		*rep = f;
-	else
-		frame_free(f);
-	return rc;
+	return mc_send(m, op, &w, bulk, bulklen, rep);
 }
 
 /* Sends a raw payload (no encoding): for malformed requests. */
@@ -90,16 +98,7 @@ static inline int mc_call_raw(struct mc *m, uint16_t op, const void *p, size_t l
 	struct wbuf w;
 	wbuf_init(&w);
 	wbuf_put(&w, p, len);
-	struct frame *f = NULL;
-	int rc = rpc_call(m->rpc, op, &w, NULL, 0, 20000, &f);
-	m->detail[0] = '\0';
-	if (rc && f)
-		conn_error_detail(f, m->detail, sizeof(m->detail));
-	if (rep)
-		*rep = f;
-	else
-		frame_free(f);
-	return rc;
+	return mc_send(m, op, &w, NULL, 0, rep);
 }
 
 static inline int mc_entry(struct mc *m, uint16_t op, const void *msg, struct weft_attr *a,

@@ -88,22 +88,12 @@ static int load_chain(void)
 		return -EPROTO;
 	frame_free(rep);
 	target = st.target;
-	struct weft_msg_chains_get g = {0};
-	wbuf_init(&w);
-	weft_chains_get_encode(&w, &g);
-	rc = call(meta, WEFT_OP_CHAINS_GET, &w, NULL, 0, &rep);
+	struct meta_chain_set set;
+	rc = meta_chain_set_fetch(meta, 30000, &set);
 	if (rc) {
-		fprintf(stderr, "CHAINS_GET: %s\n", weft_strerror(rc));
-		frame_free(rep);
+		fprintf(stderr, "chain tables: %s\n", weft_strerror(rc));
 		return rc;
 	}
-	struct meta_chain_set set;
-	struct rbuf rb;
-	rbuf_init(&rb, rep->bulk, rep->h.bulk_len);
-	rc = meta_chain_set_decode(&rb, &set);
-	frame_free(rep);
-	if (rc)
-		return rc;
 	rc = -ENOENT;
 	for (uint32_t i = 0; i < set.nchains[want_replicas - 1]; i++) {
 		const struct meta_chain *c = &set.chains[want_replicas - 1][i];
