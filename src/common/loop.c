@@ -182,6 +182,21 @@ int loop_every(struct loop *l, uint32_t period_ms, loop_task_cb fn, void *arg)
 	return 0;
 }
 
+void loop_cancel(struct loop *l, loop_task_cb fn, void *arg)
+{
+	pthread_mutex_lock(&l->timer_lock);
+	for (struct timer **pp = &l->timers; *pp;) {
+		struct timer *t = *pp;
+		if (t->fn == fn && t->arg == arg) {
+			*pp = t->next;
+			free(t);
+		} else {
+			pp = &t->next;
+		}
+	}
+	pthread_mutex_unlock(&l->timer_lock);
+}
+
 /* Runs due timers; returns ms until the next one (-1 if none). */
 static int run_timers(struct loop *l)
 {

@@ -35,8 +35,11 @@ int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
 void loop_watch_del(struct loop *l, struct loop_watch *w);
 /* Runs fn(arg) on the loop thread soon; any thread. Returns 0 or -ENOMEM. */
 int loop_post(struct loop *l, loop_task_cb fn, void *arg);
-/* Calls fn(arg) on the loop thread every period_ms until the loop ends. */
+/* Calls fn(arg) on the loop thread every period_ms until the loop ends or loop_cancel. */
 int loop_every(struct loop *l, uint32_t period_ms, loop_task_cb fn, void *arg);
+/* Removes the loop_every timers of fn(arg), so that arg may be freed. Call on the loop
+ * thread (from a posted task), not from a timer callback. */
+void loop_cancel(struct loop *l, loop_task_cb fn, void *arg);
 /* Runs in the calling thread until loop_stop(). */
 void loop_run(struct loop *l);
 /* Runs the loop in a new thread. Returns 0 or -errno. */

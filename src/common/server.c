@@ -151,6 +151,7 @@ void server_foreach(struct server *s, void (*fn)(struct conn *c, void *arg), voi
 static void free_task(void *arg)
 {
 	struct server *s = arg;
+	loop_cancel(s->loop, sweep, s); /* the sweep timer must not outlive s */
 	for (size_t i = 0; i < s->nconns; i++)
 		conn_put(s->conns[i]);
 	free(s->conns);
