@@ -36,6 +36,8 @@ if build build; then
 	suite "fuzz (${WEFT_FUZZ_SECONDS:-60} s)" build --suite fuzz
 	# a 4 GiB file and the kernel tree through the mount (long; not under ASan)
 	[ "${WEFT_SKIP_LONG:-0}" = 1 ] || suite "long" build --suite long
+	# meson install, man pages, systemd units and notify, libweft, Debian packages
+	suite "packaging" build --suite packaging
 else
 	echo "build failed"; failed=$((failed + 1))
 fi

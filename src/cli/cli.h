@@ -39,8 +39,13 @@ struct daemon_opts {
 int daemon_start(const char *tag, const struct daemon_opts *o);
 /* Tells a waiting parent that the daemon is serving (status 0) or failed. */
 void daemon_ready(int status);
-/* Removes the pid file at exit. */
+/* Removes the pid file at exit, and tells systemd the daemon is stopping. */
 void daemon_cleanup(void);
+struct loop;
+/* Under systemd's watchdog (WatchdogSec=), sends WATCHDOG=1 while the daemon's event loop
+ * still runs posted tasks; a loop that hangs stops the pings and systemd restarts the
+ * daemon. Call from the main thread every few hundred ms; a no-op without a watchdog. */
+void daemon_watchdog(struct loop *loop);
 /* Installs SIGTERM/SIGINT handlers that set *flag and call wake(arg). */
 void daemon_on_signal(volatile int *flag, void (*wake)(void *), void *arg);
 

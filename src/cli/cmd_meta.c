@@ -104,8 +104,10 @@ static int run(int argc, char **argv)
 	log_info("serving %s on %s%s", o.dir, meta_server_addr(s),
 		 o.sync_each ? " (one sync per mutation)" : "");
 	daemon_ready(0);
-	while (!stop_flag)
+	while (!stop_flag) {
+		daemon_watchdog(meta_server_loop(s));
 		poll(NULL, 0, 200);
+	}
 	log_info("stopping");
 	meta_server_stop(s);
 	daemon_cleanup();

@@ -112,8 +112,10 @@ static int run(int argc, char **argv)
 		return 1;
 	}
 	daemon_ready(0);
-	while (!stop_flag)
+	while (!stop_flag) {
+		daemon_watchdog(store_server_loop(s));
 		poll(NULL, 0, 200);
+	}
 	log_info("stopping");
 	store_server_stop(s);
 	daemon_cleanup();

@@ -1,9 +1,11 @@
 /* Daemon plumbing shared by meta, store and mount: logging setup, detaching with a
  * readiness pipe (the parent exits only when the child serves or failed), pid files,
- * signal handling. */
+ * signal handling, and systemd's notify protocol (READY=1, STOPPING=1, WATCHDOG=1) for
+ * units of Type=notify. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,14 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/loop.h"
+
+#ifdef WEFT_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+static int sd_notify(int unset, const char *state) { (void)unset; (void)state; return 0; }
+static int sd_watchdog_enabled(int unset, uint64_t *usec) { (void)unset; (void)usec; return 0; }
+#endif
 
 static int ready_fd = -1;
 static const char *pid_path;
@@ -98,6 +108,8 @@ int daemon_start(const char *tag, const struct daemon_opts *o)
 
 void daemon_ready(int status)
 {
+	if (status == 0)
+		sd_notify(0, "READY=1");
 	if (ready_fd < 0)
 		return;
 	ssize_t w = write(ready_fd, &status, sizeof(status));
@@ -108,9 +120,38 @@ void daemon_ready(int status)
 
 void daemon_cleanup(void)
 {
+	sd_notify(0, "STOPPING=1");
 	if (pid_path)
 		unlink(pid_path);
 	pid_path = NULL;
+}
+
+static _Atomic uint64_t loop_seen_ms;
+
+static void watchdog_stamp(void *arg)
+{
+	(void)arg;
+	loop_seen_ms = loop_now_ms();
+}
+
+void daemon_watchdog(struct loop *loop)
+{
+	static int enabled = -1;
+	static uint64_t period_ms, sent_ms;
+	if (enabled < 0) {
+		uint64_t usec = 0;
+		enabled = sd_watchdog_enabled(0, &usec) > 0 && usec >= 1000;
+		period_ms = usec / 1000;
+	}
+	if (!enabled)
+		return;
+	uint64_t now = loop_now_ms();
+	/* ping at a quarter of the period, only if the loop ran a task within half of it */
+	if (loop_seen_ms && now - loop_seen_ms < period_ms / 2 && now - sent_ms >= period_ms / 4) {
+		sd_notify(0, "WATCHDOG=1");
+		sent_ms = now;
+	}
+	loop_post(loop, watchdog_stamp, NULL);
 }
 
 static volatile int *signal_flag;

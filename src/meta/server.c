@@ -446,3 +446,8 @@ void meta_server_stop(struct meta_server *s)
 	meta_db_close(s->db);
 	free(s);
 }
+
+struct loop *meta_server_loop(const struct meta_server *s)
+{
+	return s->loop;
+}

@@ -43,5 +43,7 @@ const char *meta_server_addr(const struct meta_server *s);
 /* Stops accepting requests, completes queued mutations, stops every thread, closes the
  * file system, frees s. NULL is a no-op. */
 void meta_server_stop(struct meta_server *s);
+/* The server's event loop (for liveness checks such as systemd's watchdog). */
+struct loop *meta_server_loop(const struct meta_server *s);
 
 #endif

@@ -546,3 +546,8 @@ void store_server_stop(struct store_server *s)
 	store_target_close(s->t);
 	free_server(s);
 }
+
+struct loop *store_server_loop(const struct store_server *s)
+{
+	return s->loop;
+}

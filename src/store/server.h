@@ -59,5 +59,7 @@ uint32_t store_server_target(const struct store_server *s);
 /* Stops serving, waits for pending requests, stops every thread, closes the target.
  * NULL is a no-op. */
 void store_server_stop(struct store_server *s);
+/* The server's event loop (for liveness checks such as systemd's watchdog). */
+struct loop *store_server_loop(const struct store_server *s);
 
 #endif
