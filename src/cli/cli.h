@@ -41,6 +41,9 @@ int daemon_start(const char *tag, const struct daemon_opts *o);
 void daemon_ready(int status);
 /* Removes the pid file at exit, and tells systemd the daemon is stopping. */
 void daemon_cleanup(void);
+/* Starts the Prometheus endpoint when listen is not NULL (--metrics HOST:PORT); logs and
+ * returns 1 if it cannot. */
+int daemon_metrics(const char *listen);
 struct loop;
 /* Under systemd's watchdog (WatchdogSec=), sends WATCHDOG=1 while the daemon's event loop
  * still runs posted tasks; a loop that hangs stops the pings and systemd restarts the

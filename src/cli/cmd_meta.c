@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "meta/server.h"
 
 static int parse_secs(const char *s, uint32_t *ms)
@@ -27,11 +28,13 @@ static volatile int stop_flag;
 static int run(int argc, char **argv)
 {
 	struct daemon_opts d = {0};
+	const char *metrics = NULL;
 	struct meta_server_opts o = {.default_port = WEFT_META_PORT};
 	const char *key_path = NULL, *listen = NULL;
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'}, {"key", required_argument, NULL, 'k'},
 		{"foreground", no_argument, NULL, 'f'}, {"log", required_argument, NULL, 'L'},
+		{"metrics", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"pid-file", required_argument, NULL, 'p'},
 		{"target-timeout", required_argument, NULL, 'T'},
@@ -45,6 +48,7 @@ static int run(int argc, char **argv)
 		case 'l': listen = optarg; break;
 		case 'k': key_path = optarg; break;
 		case 'f': d.foreground = true; break;
+		case 'M': metrics = optarg; break;
 		case 'L': d.log_file = optarg; break;
 		case 'v': d.log_level = optarg; break;
 		case 'p': d.pid_file = optarg; break;
@@ -103,6 +107,13 @@ static int run(int argc, char **argv)
 	}
 	log_info("serving %s on %s%s", o.dir, meta_server_addr(s),
 		 o.sync_each ? " (one sync per mutation)" : "");
+	if (daemon_metrics(metrics)) {
+		meta_server_stop(s);
+		daemon_ready(1);
+		daemon_cleanup();
+		return 1;
+	}
+	stats_set_identity("meta", NULL);
 	daemon_ready(0);
 	while (!stop_flag) {
 		daemon_watchdog(meta_server_loop(s));
@@ -119,7 +130,7 @@ const struct cli_verb cmd_meta = {
 	.summary = "serve a file system's metadata (namespace, layouts, targets, sessions)",
 	.usage = "weft meta DIR [--listen HOST:PORT] [--key FILE] [-f|--foreground] [--log FILE]\n"
 		 "          [--log-level L] [--pid-file F] [--target-timeout SEC]\n"
-		 "          [--session-timeout SEC] [--sync-each]\n\n"
+		 "          [--session-timeout SEC] [--sync-each] [--metrics HOST:PORT]\n\n"
 		 "Serves the file system whose metadata weft mkfs made in DIR. Listens on HOST:PORT\n"
 		 "(default 0.0.0.0:7070; IPv6 as [::1]:7070; port 0 picks a free port, logged as\n"
 		 "\"serving DIR on HOST:PORT\"). The key defaults to DIR/cluster.key.\n"
@@ -127,6 +138,7 @@ const struct cli_verb cmd_meta = {
 		 "  --session-timeout SEC  a client silent this long loses its session (default 30)\n"
 		 "  --sync-each            one write transaction and sync per mutation, no group\n"
 		 "                         commit (for benchmarks; also WEFT_META_SYNC_EACH=1)\n"
+		 "  --metrics HOST:PORT    serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		 "Detaches unless -f; returns once serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

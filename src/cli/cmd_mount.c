@@ -44,6 +44,8 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			o->readahead_kb = (uint32_t)strtoul(val, NULL, 10);
 		} else if (strcmp(opt, "key") == 0 && val) {
 			co->key = strdup(val);
+		} else if (strcmp(opt, "metrics") == 0 && val) {
+			o->metrics = strdup(val);
 		} else if (strcmp(opt, "name") == 0 && val) {
 			o->node_name = strdup(val);
 		} else if (strcmp(opt, "ro") == 0) {
@@ -143,6 +145,7 @@ const struct cli_verb cmd_mount = {
 		 "  key=FILE           cluster key (default: --key, STATE/cluster.key, $WEFT_KEY,\n"
 		 "                     /etc/weft/cluster.key)\n"
 		 "  name=NODE          this client's name at meta (default: host name)\n"
+		 "  metrics=HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		 "  ro, rw, allow_other, and other FUSE mount options\n\n"
 		 "/etc/fstab: HOST:PORT /mnt/weft fuse.weft defaults,key=/etc/weft/cluster.key 0 0\n"
 		 "Unmount with umount MOUNTPOINT (or fusermount3 -u); dirty data is flushed first.",

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "store/server.h"
 
 static volatile int stop_flag;
@@ -30,6 +31,7 @@ static void raise_nofile(void)
 static int run(int argc, char **argv)
 {
 	struct daemon_opts d = {0};
+	const char *metrics = NULL;
 	struct cluster_opts co = {0};
 	struct store_server_opts o = {.default_port = WEFT_STORE_PORT};
 	const char *listen = NULL;
@@ -39,6 +41,7 @@ static int run(int argc, char **argv)
 		{"advertise", required_argument, NULL, 'a'}, {"node", required_argument, NULL, 'n'},
 		{"key", required_argument, NULL, 'k'}, {"workers", required_argument, NULL, 'w'},
 		{"foreground", no_argument, NULL, 'f'}, {"log", required_argument, NULL, 'L'},
+		{"metrics", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'}, {"buffered", no_argument, NULL, 'B'},
 		{"pid-file", required_argument, NULL, 'p'}, {0}};
 	int ch;
@@ -57,6 +60,7 @@ static int run(int argc, char **argv)
 				return cli_usage_error("store", "--workers must be 1..64");
 			break;
 		case 'f': d.foreground = true; break;
+		case 'M': metrics = optarg; break;
 		case 'B': o.buffered = true; break;
 		case 'L': d.log_file = optarg; break;
 		case 'v': d.log_level = optarg; break;
@@ -111,6 +115,14 @@ static int run(int argc, char **argv)
 		daemon_cleanup();
 		return 1;
 	}
+	if (daemon_metrics(metrics)) {
+		store_server_stop(s);
+		daemon_ready(1);
+		daemon_cleanup();
+		return 1;
+	}
+	stats_set_identity("store", o.node);
+	stats_set_target((int)store_server_target(s));
 	daemon_ready(0);
 	while (!stop_flag) {
 		daemon_watchdog(store_server_loop(s));
@@ -127,7 +139,7 @@ const struct cli_verb cmd_store = {
 	.summary = "serve one storage target (objects, checksums, chain replication)",
 	.usage = "weft store DIR --meta HOST:PORT [--listen HOST:PORT] [--advertise HOST:PORT]\n"
 		 "          [--node NAME] [--key FILE] [--workers N] [-f|--foreground] [--log FILE]\n"
-		 "          [--log-level L] [--pid-file F] [--buffered]\n\n"
+		 "          [--log-level L] [--pid-file F] [--buffered] [--metrics HOST:PORT]\n\n"
 		 "Serves the storage target in DIR (formatted on first start, with the file\n"
 		 "system's checksum mode) and registers it with meta at HOST:PORT. Listens on\n"
 		 "--listen (default 0.0.0.0:7071; port 0 picks a free one). Clients are told the\n"
@@ -136,7 +148,8 @@ const struct cli_verb cmd_store = {
 		 "The key defaults to --key, $WEFT_KEY, or /etc/weft/cluster.key. --workers sets\n"
 		 "the I/O threads (default 8). Large page-aligned writes go to disk with O_DIRECT\n"
 		 "(not through the page cache) where the file system allows; --buffered turns\n"
-		 "that off. Detaches unless -f; returns once registered and\n"
+		 "that off. --metrics serves Prometheus metrics at http://HOST:PORT/metrics.\n"
+		 "Detaches unless -f; returns once registered and\n"
 		 "serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

@@ -198,11 +198,11 @@ static int up_run(int argc, char **argv)
 {
 	const char *state = NULL, *mnt = NULL;
 	long nstores = 4, replicas = 2;
-	bool no_mount = false;
+	bool no_mount = false, metrics = false;
 	static const struct option opts[] = {
 		{"stores", required_argument, NULL, 's'}, {"replicas", required_argument, NULL, 'r'},
 		{"dir", required_argument, NULL, 'd'}, {"mount", required_argument, NULL, 'm'},
-		{"no-mount", no_argument, NULL, 'n'}, {0}};
+		{"no-mount", no_argument, NULL, 'n'}, {"metrics", no_argument, NULL, 'M'}, {0}};
 	int ch;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -212,6 +212,7 @@ static int up_run(int argc, char **argv)
 		case 'd': state = optarg; break;
 		case 'm': mnt = optarg; break;
 		case 'n': no_mount = true; break;
+		case 'M': metrics = true; break;
 		default: return cli_usage_error("up", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -266,9 +267,12 @@ static int up_run(int argc, char **argv)
 		return cli_fail("up", "no port for meta: %s", strerror(-rc));
 	path_of(pidf, sizeof(pidf), state, "meta.pid");
 	path_of(logf, sizeof(logf), logs, "meta.log");
+	char maddr[64];
+	if (metrics && (rc = daemon_addr(state, "meta.metrics", 0, maddr, sizeof(maddr))))
+		return cli_fail("up", "no port for meta's metrics: %s", strerror(-rc));
 	if (!alive(pidf)) {
 		char *cmd[] = {self, "meta", metadir, "--listen", meta, "--key", key, "--pid-file", pidf,
-			       "--log", logf, NULL};
+			       "--log", logf, metrics ? "--metrics" : NULL, maddr, NULL};
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft meta did not start; see %s", logf);
 	}
@@ -289,8 +293,13 @@ static int up_run(int argc, char **argv)
 		path_of(logf, sizeof(logf), logs, fname);
 		if (alive(path))
 			continue;
+		char mname[48], maddr2[64];
+		snprintf(mname, sizeof(mname), "%s.metrics", name);
+		if (metrics && (rc = daemon_addr(state, mname, 0, maddr2, sizeof(maddr2))))
+			return cli_fail("up", "no port for %s's metrics: %s", name, strerror(-rc));
 		char *cmd[] = {self, "store", dir, "--meta", meta, "--listen", addr, "--node", node,
-			       "--key", key, "--pid-file", path, "--log", logf, NULL};
+			       "--key", key, "--pid-file", path, "--log", logf,
+			       metrics ? "--metrics" : NULL, maddr2, NULL};
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft store %s did not start; see %s", dir, logf);
 	}
@@ -301,8 +310,11 @@ static int up_run(int argc, char **argv)
 	path_of(pidf, sizeof(pidf), state, "mount.pid");
 	path_of(logf, sizeof(logf), logs, "mount.log");
 	if (!no_mount && !is_mounted(mnt)) {
-		char o[PATH_MAX + 64];
-		snprintf(o, sizeof(o), "%s", getuid() == 0 ? "allow_other" : "rw");
+		char o[PATH_MAX + 64], mtaddr[64] = "";
+		if (metrics && (rc = daemon_addr(state, "mount.metrics", 0, mtaddr, sizeof(mtaddr))))
+			return cli_fail("up", "no port for the mount's metrics: %s", strerror(-rc));
+		snprintf(o, sizeof(o), "%s%s%s", getuid() == 0 ? "allow_other" : "rw",
+			 mtaddr[0] ? ",metrics=" : "", mtaddr);
 		char *cmd[] = {self, "mount", meta, (char *)mnt, "-o", o, "--key", key, "--pid-file",
 			       pidf, "--log", logf, NULL};
 		if (run_cmd(cmd) != 0)
@@ -392,13 +404,15 @@ static int down_run(int argc, char **argv)
 const struct cli_verb cmd_up = {
 	.name = "up",
 	.summary = "start a whole cluster on this machine and mount it",
-	.usage = "weft up [--stores N] [--replicas R] [--dir STATE] [--mount MNT] [--no-mount]\n\n"
+	.usage = "weft up [--stores N] [--replicas R] [--dir STATE] [--mount MNT] [--no-mount]\n"
+		 "        [--metrics]\n\n"
 		 "Creates the file system in STATE (default ~/.weft) if needed, starts weft meta\n"
 		 "and N weft store daemons (default 4, node names node0..) on loopback ports,\n"
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
 		 "with allow_other when run as root). --replicas (default 2) is the default\n"
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
-		 "not running and mounts if not mounted.",
+		 "not running and mounts if not mounted. --metrics gives every daemon and the mount\n"
+		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.",
 	.run = up_run,
 };
 

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/metrics.h"
 
 #ifdef WEFT_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -121,9 +122,19 @@ void daemon_ready(int status)
 void daemon_cleanup(void)
 {
 	sd_notify(0, "STOPPING=1");
+	metrics_stop();
 	if (pid_path)
 		unlink(pid_path);
 	pid_path = NULL;
+}
+
+int daemon_metrics(const char *listen)
+{
+	char err[256];
+	if (!listen || metrics_start(listen, err, sizeof(err)) == 0)
+		return 0;
+	log_error("%s", err);
+	return 1;
 }
 
 static _Atomic uint64_t loop_seen_ms;

@@ -16,6 +16,7 @@
 	X(meta) \
 	X(status) \
 	X(df) \
+	X(stat) \
 	X(store)
 
 #define X(name) extern const struct cli_verb cmd_##name;

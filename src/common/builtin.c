@@ -1,6 +1,11 @@
-/* PING and ECHO handlers shared by every daemon. */
+/* PING, ECHO, SINK and STATS_GET handlers shared by every daemon. */
 #include "common/builtin.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/stats.h"
 #include "weft/err.h"
 
 static void release_frame(void *arg)
@@ -28,6 +33,17 @@ bool builtin_handle(struct conn *c, struct frame *f)
 		/* the reply sends the request's own bulk buffer: no copy */
 		struct iovec v = {f->bulk, f->h.bulk_len};
 		conn_reply(c, f, 0, NULL, &v, 1, release_frame, f);
+		return true;
+	}
+	if (f->h.opcode == WEFT_OP_STATS_GET) {
+		char *json = stats_json();
+		if (!json) {
+			conn_reply_error(c, f, -ENOMEM, 0, "STATS_GET: out of memory");
+		} else {
+			struct iovec v = {json, strlen(json)};
+			conn_reply(c, f, 0, NULL, &v, 1, free, json);
+		}
+		frame_free(f);
 		return true;
 	}
 	if (f->h.opcode == WEFT_OP_SINK) {

@@ -1,5 +1,6 @@
 /* Connections: framing, send queue, calls in flight, handshake. See conn.h. */
 #include "common/conn.h"
+#include "common/stats.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -39,7 +40,25 @@ struct call {
 	uint64_t reqid;
 	conn_call_fn done;
 	void *arg;
+	uint16_t op;      /* for the call's counters (stats.h) */
+	uint64_t t0_ns;
+	uint64_t bytes_out;
 };
+
+/* Counts a finished call: its reply (or the local error that ended it). */
+static void call_count(const struct call *k, int status, const struct frame *reply)
+{
+	uint64_t in = reply ? (uint64_t)reply->h.payload_len + reply->h.bulk_len : 0;
+	stats_op(STATS_CALLED, k->op, status, stats_now_ns() - k->t0_ns, in, k->bytes_out);
+}
+
+static uint64_t body_len(const struct wbuf *payload, const struct iovec *bulk, int nbulk)
+{
+	uint64_t n = payload ? payload->len : 0;
+	for (int i = 0; i < nbulk; i++)
+		n += bulk[i].iov_len;
+	return n;
+}
 
 enum hs_state {
 	HS_SERVER_WAIT_HELLO,
@@ -109,6 +128,7 @@ static struct frame *frame_alloc(const struct weft_hdr *h)
 	if (!f)
 		return NULL;
 	f->h = *h;
+	f->rx_ns = 0;
 	f->payload = (uint8_t *)(f + 1);
 	f->bulk = (uint8_t *)f + head;
 	return f;
@@ -358,6 +378,9 @@ static int build_hdr(struct weft_hdr *h, uint16_t op, uint32_t flags, int status
 int conn_reply(struct conn *c, const struct frame *req, int status, struct wbuf *payload,
 	       const struct iovec *bulk, int nbulk, conn_release_fn release, void *arg)
 {
+	if (req->rx_ns)
+		stats_op(STATS_SERVED, req->h.opcode, status, stats_now_ns() - req->rx_ns,
+			 (uint64_t)req->h.payload_len + req->h.bulk_len, body_len(payload, bulk, nbulk));
 	struct weft_hdr h;
 	int err = build_hdr(&h, req->h.opcode, WEFT_F_REPLY, status, req->h.reqid, payload, bulk, nbulk);
 	if (err) {
@@ -429,6 +452,9 @@ static int call_start(struct conn *c, uint16_t op, uint32_t flags, struct wbuf *
 				release(rarg);
 			return -ENOMEM;
 		}
+		k->op = op;
+		k->t0_ns = stats_now_ns();
+		k->bytes_out = body_len(payload, bulk, nbulk);
 	}
 	pthread_mutex_lock(&c->plock);
 	uint64_t reqid = ++c->next_reqid;
@@ -543,6 +569,7 @@ int conn_call_sync(struct conn *c, uint16_t op, struct wbuf *payload, const stru
 			struct call *mine = pending_take(c, reqid);
 			pthread_mutex_unlock(&c->plock);
 			if (mine) {
+				call_count(mine, -ETIMEDOUT, NULL);
 				free(mine);
 				s.done = true;
 				s.status = -ETIMEDOUT;
@@ -612,6 +639,7 @@ static void close_task(void *arg)
 	while (calls) {
 		struct call *k = calls;
 		calls = k->next;
+		call_count(k, err == -WEFT_EAUTH ? err : -ENOTCONN, NULL);
 		k->done(k->arg, err == -WEFT_EAUTH ? err : -ENOTCONN, NULL);
 		free(k);
 	}
@@ -817,10 +845,12 @@ static void deliver(struct conn *c, struct frame *f)
 			frame_free(f);
 			return;
 		}
+		call_count(k, f->h.status, f);
 		k->done(k->arg, f->h.status, f);
 		free(k);
 		return;
 	}
+	f->rx_ns = stats_now_ns();
 	if (c->ops && c->ops->on_request)
 		c->ops->on_request(c, f);
 	else

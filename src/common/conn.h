@@ -33,6 +33,7 @@ struct frame {
 	struct weft_hdr h;
 	uint8_t *payload;
 	uint8_t *bulk;
+	uint64_t rx_ns; /* requests: when it arrived (stats_now_ns), for the served latency */
 };
 void frame_free(struct frame *f);
 

@@ -25,6 +25,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/stats.h"
+#include "mount/statsfile.h"
 #include "proto/proto.h"
 #include "weft/client.h"
 #include "weft/err.h"
@@ -369,10 +372,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	ssize_t n = weft_file_read(f, buf, size, (uint64_t)off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, sys_err((int)n));
-	else
+	} else {
+		stats_add(STATS_FUSE_READ_OPS, 1);
+		stats_add(STATS_FUSE_READ_BYTES, (uint64_t)n);
 		fuse_reply_buf(req, buf, (size_t)n);
+	}
 	free(buf);
 }
 
@@ -381,10 +387,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
 	ssize_t n = weft_file_write(f, buf, size, (uint64_t)off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, sys_err((int)n));
-	else
+	} else {
+		stats_add(STATS_FUSE_WRITE_OPS, 1);
+		stats_add(STATS_FUSE_WRITE_BYTES, (uint64_t)n);
 		fuse_reply_write(req, (size_t)n);
+	}
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -774,6 +783,12 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		ready(1);
 		return 1;
 	}
+	if (o->metrics && metrics_start(o->metrics, err, sizeof(err))) {
+		log_error("mount %s: %s", o->mountpoint, err);
+		weft_client_close(wc);
+		ready(1);
+		return 1;
+	}
 	readahead_kb = o->readahead_kb;
 	if (!realpath(o->mountpoint, mount_real))
 		mount_real[0] = '\0';
@@ -800,12 +815,15 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		return 1;
 	}
 	log_info("mounted weft from %s at %s", o->meta, o->mountpoint);
+	stats_set_identity("mount", o->node_name);
+	statsfile_start(mount_real[0] ? mount_real : o->mountpoint);
 	ready(0);
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(cfg, 64);
 	fuse_loop_cfg_set_idle_threads(cfg, 16);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	statsfile_stop();
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -18,6 +18,7 @@ struct mount_opts {
 	uint32_t readahead_kb;    /* kernel read-ahead of the mount (bdi read_ahead_kb) */
 	uint32_t readahead_units; /* libweft readahead in stripe units (WEFT_READAHEAD_OFF: none) */
 	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
+	const char *metrics;      /* HOST:PORT of a Prometheus endpoint, or NULL */
 };
 
 /* Connects, mounts and serves until unmounted or signalled (SIGTERM/SIGINT unmount).

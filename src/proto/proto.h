@@ -248,6 +248,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(PING,         0x0003, ping, ping) \
 	X(ECHO,         0x0004, empty, empty)  /* bulk echoed back */ \
 	X(SINK,         0x0005, empty, empty)  /* bulk discarded (transport benchmarks) */ \
+	X(STATS_GET,    0x0006, empty, empty)  /* counters as JSON (weft.stats/1) in bulk */ \
 	X(LOOKUP,       0x0101, lookup, entry) \
 	X(GETATTR,      0x0102, ino, entry) \
 	X(SETATTR,      0x0103, setattr, attr) \

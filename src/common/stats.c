@@ -1,0 +1,313 @@
+/* Process-wide counters and their JSON snapshot (see stats.h). */
+#include "common/stats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/proto.h"
+
+/* Opcodes are family << 8 | number; families 0..7 and numbers below 64 cover the
+ * protocol. Anything else is counted in one "other" slot. */
+#define OP_SLOTS (8 * 64 + 1)
+
+struct op_slot {
+	_Atomic uint64_t ops, errors, bytes_in, bytes_out;
+	_Atomic uint64_t lat_sum_us;
+	_Atomic uint64_t lat[STATS_LAT_BUCKETS];
+};
+
+#define ERRNO_SLOTS 256
+
+static struct op_slot slots[STATS_DIRS][OP_SLOTS];
+static _Atomic uint64_t counters[STATS_COUNTERS];
+static _Atomic uint64_t errnos[ERRNO_SLOTS + 1]; /* last: codes beyond errno's range */
+static char identity_process[16] = "weft", identity_node[64] = "";
+static uint64_t start_ns;
+static int identity_target = -1;
+
+uint64_t stats_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned slot_of(uint16_t op)
+{
+	unsigned fam = op >> 8, num = op & 0xff;
+	return fam < 8 && num < 64 ? fam * 64 + num : OP_SLOTS - 1;
+}
+
+static unsigned bucket_of(uint64_t us)
+{
+	unsigned b = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+	return b < STATS_LAT_BUCKETS ? b : STATS_LAT_BUCKETS - 1;
+}
+
+#define ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
+#define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+void stats_op(enum stats_dir d, uint16_t opcode, int status, uint64_t lat_ns, uint64_t bytes_in,
+	      uint64_t bytes_out)
+{
+	struct op_slot *s = &slots[d][slot_of(opcode)];
+	ADD(s->ops, 1);
+	if (bytes_in)
+		ADD(s->bytes_in, bytes_in);
+	if (bytes_out)
+		ADD(s->bytes_out, bytes_out);
+	if (status < 0) {
+		ADD(s->errors, 1);
+		int e = -status;
+		ADD(errnos[e < ERRNO_SLOTS ? e : ERRNO_SLOTS], 1);
+	}
+	if (lat_ns) {
+		uint64_t us = lat_ns / 1000;
+		ADD(s->lat_sum_us, us);
+		ADD(s->lat[bucket_of(us)], 1);
+	}
+}
+
+void stats_add(enum stats_counter c, uint64_t n)
+{
+	if ((unsigned)c < STATS_COUNTERS)
+		ADD(counters[c], n);
+}
+
+void stats_set_identity(const char *process, const char *node)
+{
+	snprintf(identity_process, sizeof(identity_process), "%s", process ? process : "weft");
+	if (node && node[0])
+		snprintf(identity_node, sizeof(identity_node), "%s", node);
+	else if (gethostname(identity_node, sizeof(identity_node) - 1) < 0)
+		identity_node[0] = '\0';
+	if (!start_ns)
+		start_ns = stats_now_ns();
+}
+
+static const char *stats_counter_name(enum stats_counter c)
+{
+	static const char *const names[STATS_COUNTERS] = {
+		[STATS_FUSE_READ_BYTES] = "fuse_read_bytes",
+		[STATS_FUSE_WRITE_BYTES] = "fuse_write_bytes",
+		[STATS_FUSE_READ_OPS] = "fuse_read_ops",
+		[STATS_FUSE_WRITE_OPS] = "fuse_write_ops",
+		[STATS_CRC_FAILURES] = "crc_failures",
+		[STATS_RECONNECTS] = "reconnects",
+		[STATS_READAHEAD_HITS] = "readahead_hits",
+	};
+	return names[c];
+}
+
+static uint16_t op_of_slot(unsigned i)
+{
+	return (uint16_t)((i / 64) << 8 | (i % 64));
+}
+
+static int put_ops(json_t *root, const char *key, enum stats_dir d)
+{
+	json_t *ops = json_object();
+	if (!ops)
+		return -ENOMEM;
+	for (unsigned i = 0; i < OP_SLOTS; i++) {
+		struct op_slot *s = &slots[d][i];
+		uint64_t n = GET(s->ops);
+		if (!n)
+			continue;
+		const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+		char unknown[16];
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "OP_%04x", op_of_slot(i));
+			name = unknown;
+		}
+		json_t *lat = json_array();
+		unsigned top = 0;
+		for (unsigned b = 0; b < STATS_LAT_BUCKETS; b++)
+			if (GET(s->lat[b]))
+				top = b + 1;
+		for (unsigned b = 0; b < top; b++)
+			json_array_append_new(lat, json_integer((json_int_t)GET(s->lat[b])));
+		json_object_set_new(ops, name, json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}",
+			"ops", (json_int_t)n, "errors", (json_int_t)GET(s->errors),
+			"bytes_in", (json_int_t)GET(s->bytes_in), "bytes_out", (json_int_t)GET(s->bytes_out),
+			"latency_sum_us", (json_int_t)GET(s->lat_sum_us), "latency_log2_us", lat));
+	}
+	return json_object_set_new(root, key, ops) ? -ENOMEM : 0;
+}
+
+char *stats_json(void)
+{
+	if (!start_ns)
+		start_ns = stats_now_ns();
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	json_t *root = json_pack("{s:s,s:s,s:s,s:I,s:I}", "schema", "weft.stats/1",
+		"process", identity_process, "node", identity_node,
+		"time_ms", (json_int_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000,
+		"uptime_ms", (json_int_t)((stats_now_ns() - start_ns) / 1000000));
+	if (!root)
+		return NULL;
+	put_ops(root, "served", STATS_SERVED);
+	put_ops(root, "called", STATS_CALLED);
+	json_t *c = json_object();
+	for (unsigned i = 0; i < STATS_COUNTERS; i++)
+		json_object_set_new(c, stats_counter_name(i), json_integer((json_int_t)GET(counters[i])));
+	json_object_set_new(root, "counters", c);
+	json_t *e = json_object();
+	for (unsigned i = 0; i <= ERRNO_SLOTS; i++) {
+		uint64_t n = GET(errnos[i]);
+		if (!n)
+			continue;
+		const char *name = i < ERRNO_SLOTS ? strerrorname_np((int)i) : NULL;
+		char buf[24];
+		if (!name) {
+			snprintf(buf, sizeof(buf), i < ERRNO_SLOTS ? "E%u" : "WEFT", i);
+			name = buf;
+		}
+		json_object_set_new(e, name, json_integer((json_int_t)n));
+	}
+	json_object_set_new(root, "errors", e);
+	char *s = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return s;
+}
+
+void stats_set_target(int target)
+{
+	identity_target = target;
+}
+
+/* ---- Prometheus text format ---- */
+
+struct text {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void tx(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tx(struct text *t, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = t->oom ? 0 : vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (t->oom || n < 0)
+			return;
+		if ((size_t)n < t->cap - t->len) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t cap = t->cap * 2 + (size_t)n + 4096;
+		char *q = realloc(t->p, cap);
+		if (!q) {
+			t->oom = true;
+			return;
+		}
+		t->p = q;
+		t->cap = cap;
+	}
+}
+
+static void labels(char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "process=\"%s\",node=\"%s\"", identity_process, identity_node);
+	if (identity_target >= 0 && n > 0 && (size_t)n < cap)
+		snprintf(out + n, cap - (size_t)n, ",target=\"%d\"", identity_target);
+}
+
+static void prom_ops(struct text *t, const char *lb, enum stats_dir d)
+{
+	const char *dir = d == STATS_SERVED ? "served" : "called";
+	const char *what = d == STATS_SERVED ? "Requests this process answered" : "Calls this process made";
+	static const struct { const char *suffix, *help; } fields[] = {
+		{"requests_total", "operations"}, {"errors_total", "operations that failed"},
+		{"received_bytes_total", "bytes received (payload and bulk)"},
+		{"sent_bytes_total", "bytes sent (payload and bulk)"}};
+	for (unsigned f = 0; f < 4; f++) {
+		tx(t, "# HELP weft_%s_%s %s: %s, by op.\n", dir, fields[f].suffix, what, fields[f].help);
+		tx(t, "# TYPE weft_%s_%s counter\n", dir, fields[f].suffix);
+		for (unsigned i = 0; i < OP_SLOTS; i++) {
+			struct op_slot *s = &slots[d][i];
+			if (!GET(s->ops))
+				continue;
+			const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+			uint64_t v = f == 0 ? GET(s->ops) : f == 1 ? GET(s->errors)
+				   : f == 2 ? GET(s->bytes_in)
+				   : GET(s->bytes_out);
+			tx(t, "weft_%s_%s{%s,op=\"%s\"} %llu\n", dir, fields[f].suffix, lb,
+			   name ? name : "UNKNOWN", (unsigned long long)v);
+		}
+	}
+	tx(t, "# HELP weft_%s_duration_seconds %s: time from request to reply, by op.\n", dir, what);
+	tx(t, "# TYPE weft_%s_duration_seconds histogram\n", dir);
+	for (unsigned i = 0; i < OP_SLOTS; i++) {
+		struct op_slot *s = &slots[d][i];
+		if (!GET(s->ops))
+			continue;
+		const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+		if (!name)
+			name = "UNKNOWN";
+		uint64_t cum = 0;
+		for (unsigned b = 0; b < STATS_LAT_BUCKETS; b++) {
+			cum += GET(s->lat[b]);
+			/* bucket b holds latencies below 2^b microseconds */
+			tx(t, "weft_%s_duration_seconds_bucket{%s,op=\"%s\",le=\"%g\"} %llu\n", dir, lb,
+			   name, ldexp(1.0, (int)b) / 1e6, (unsigned long long)cum);
+		}
+		tx(t, "weft_%s_duration_seconds_bucket{%s,op=\"%s\",le=\"+Inf\"} %llu\n", dir, lb,
+		   name, (unsigned long long)cum);
+		tx(t, "weft_%s_duration_seconds_sum{%s,op=\"%s\"} %g\n", dir, lb, name,
+		   (double)GET(s->lat_sum_us) / 1e6);
+		tx(t, "weft_%s_duration_seconds_count{%s,op=\"%s\"} %llu\n", dir, lb, name,
+		   (unsigned long long)cum);
+	}
+}
+
+char *stats_prometheus(void)
+{
+	struct text t = {0};
+	char lb[192];
+	labels(lb, sizeof(lb));
+	prom_ops(&t, lb, STATS_SERVED);
+	prom_ops(&t, lb, STATS_CALLED);
+	for (unsigned i = 0; i < STATS_COUNTERS; i++) {
+		const char *n = stats_counter_name(i);
+		tx(&t, "# HELP weft_%s_total %s.\n", n, n);
+		tx(&t, "# TYPE weft_%s_total counter\n", n);
+		tx(&t, "weft_%s_total{%s} %llu\n", n, lb, (unsigned long long)GET(counters[i]));
+	}
+	tx(&t, "# HELP weft_errors_total Failed requests and calls, by error.\n");
+	tx(&t, "# TYPE weft_errors_total counter\n");
+	for (unsigned i = 0; i <= ERRNO_SLOTS; i++) {
+		uint64_t n = GET(errnos[i]);
+		if (!n)
+			continue;
+		const char *name = i < ERRNO_SLOTS ? strerrorname_np((int)i) : NULL;
+		char buf[24];
+		if (!name) {
+			snprintf(buf, sizeof(buf), i < ERRNO_SLOTS ? "E%u" : "WEFT", i);
+			name = buf;
+		}
+		tx(&t, "weft_errors_total{%s,errno=\"%s\"} %llu\n", lb, name, (unsigned long long)n);
+	}
+	tx(&t, "# HELP weft_uptime_seconds Time since the process started counting.\n");
+	tx(&t, "# TYPE weft_uptime_seconds gauge\n");
+	tx(&t, "weft_uptime_seconds{%s} %.3f\n", lb,
+	   start_ns ? (double)(stats_now_ns() - start_ns) / 1e9 : 0.0);
+	if (t.oom) {
+		free(t.p);
+		return NULL;
+	}
+	return t.p;
+}

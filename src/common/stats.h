@@ -1,0 +1,55 @@
+/* Counters of one weft process (meta, a store, a mount): every request it served and
+ * every call it made, by opcode (operations, errors, bytes in and out, a log2 latency
+ * histogram), errors by errno, and named counters for what is not a request (bytes the
+ * kernel read and wrote through a mount, checksum failures, reconnects).
+ *
+ * DESIGN: the transport counts requests and calls in one place (conn.c), so no handler
+ * carries counting code. A count is a few relaxed atomic adds on slots of its own opcode;
+ * nothing is locked and nothing allocates, so counting costs nothing measurable beside a
+ * request (docs/PERFORMANCE.md). Readers take a snapshot (stats_json) whenever they like:
+ * totals only grow, and rates are differences between snapshots (weft stat, Prometheus). */
+#ifndef WEFT_STATS_H
+#define WEFT_STATS_H
+
+#include <stdint.h>
+
+#define STATS_LAT_BUCKETS 28 /* bucket i counts latencies in [2^(i-1), 2^i) us; 0: < 1 us */
+
+enum stats_dir { STATS_SERVED, STATS_CALLED, STATS_DIRS };
+
+/* Named counters. Keep stats_counter_name() in stats.c in step. */
+enum stats_counter {
+	STATS_FUSE_READ_BYTES,  /* bytes a mount returned to the kernel's reads */
+	STATS_FUSE_WRITE_BYTES, /* bytes the kernel wrote through a mount */
+	STATS_FUSE_READ_OPS,
+	STATS_FUSE_WRITE_OPS,
+	STATS_CRC_FAILURES,     /* data that failed its CRC32C check */
+	STATS_RECONNECTS,       /* connections re-established after a loss */
+	STATS_READAHEAD_HITS,   /* reads served from libweft's readahead */
+	STATS_COUNTERS
+};
+
+/* Counts one request served or call made (any thread). status < 0 counts an error;
+ * lat_ns 0 means unknown (not put in the histogram). */
+void stats_op(enum stats_dir d, uint16_t opcode, int status, uint64_t lat_ns, uint64_t bytes_in,
+	      uint64_t bytes_out);
+void stats_add(enum stats_counter c, uint64_t n);
+/* Names this process in snapshots: "meta", "store", "mount", and its node name. */
+void stats_set_identity(const char *process, const char *node);
+
+/* A store's target id, as a label of its metrics (-1: none). */
+void stats_set_target(int target);
+
+/* The same counters in Prometheus' text exposition format (version 0.0.4): weft_served_*
+ * and weft_called_* by op, latency histograms in seconds, named counters, errors by
+ * errno, each labelled with process and node (and target for a store). Returns a
+ * malloc'ed string or NULL on ENOMEM. */
+char *stats_prometheus(void);
+
+/* A snapshot of every counter as one JSON document (schema "weft.stats/1", described in
+ * docs/operations.md). Returns a malloc'ed string (caller frees) or NULL on ENOMEM. */
+char *stats_json(void);
+/* Monotonic nanoseconds, for latencies. */
+uint64_t stats_now_ns(void);
+
+#endif

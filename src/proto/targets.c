@@ -1,0 +1,20 @@
+/* TARGETS_GET records (see targets.h). */
+#include "proto/targets.h"
+
+bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t)
+{
+	t->id = rbuf_u32(r);
+	t->state = rbuf_u8(r);
+	t->node.len = rbuf_u16(r);
+	t->node.p = (const char *)rbuf_ptr(r, t->node.len);
+	t->addr.len = rbuf_u16(r);
+	t->addr.p = (const char *)rbuf_ptr(r, t->addr.len);
+	t->capacity = rbuf_u64(r);
+	t->free = rbuf_u64(r);
+	t->bytes_read = rbuf_u64(r);
+	t->bytes_written = rbuf_u64(r);
+	t->ops_read = rbuf_u64(r);
+	t->ops_written = rbuf_u64(r);
+	t->silent_ms = rbuf_u64(r);
+	return rbuf_ok(r);
+}
