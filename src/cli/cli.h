@@ -24,6 +24,10 @@ bool cli_want_help(const struct cli_verb *v, int argc, char **argv);
 /* Parses "1M", "64K", "4G", "512" into bytes; returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
 const struct cli_verb *cli_find(const char *name);
+struct json_t;
+/* Prints j (taken) as one line of JSON on stdout; returns 0, or 1 with "weft VERB: ..."
+ * when it cannot. For the --json outputs, whose schemas docs/operations.md lists. */
+int cli_print_json(const char *verb, struct json_t *j);
 
 /* Daemon plumbing: --foreground/-f, --log FILE, --log-level L, --pid-file F. */
 struct daemon_opts {

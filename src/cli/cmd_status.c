@@ -1,6 +1,7 @@
 /* weft status and weft df: the cluster's targets, chains and capacity, as meta sees them. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,14 @@
 #include "common/log.h"
 #include "common/rpc.h"
 #include "meta/chains_codec.h"
+#include "proto/targets.h"
 #include "weft/err.h"
 
 struct admin {
 	struct loop *loop;
 	struct rpc *rpc;
 	char addr[256];
+	bool json;
 };
 
 static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
@@ -23,7 +26,7 @@ static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
 	struct cluster_opts co = {0};
 	static const struct option opts[] = {
 		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {0}};
+		{"key", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -32,6 +35,7 @@ static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
 		case 'd': co.dir = optarg; break;
 		case 'm': co.meta = optarg; break;
 		case 'k': co.key = optarg; break;
+		case 'j': a->json = true; break;
 		default: return cli_usage_error(verb, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -95,7 +99,7 @@ static const char *state_name(uint8_t s)
 	}
 }
 
-static int print_targets(struct admin *a)
+static int print_targets(struct admin *a, json_t *out)
 {
 	struct frame *f = NULL;
 	int rc = rpc_call(a->rpc, WEFT_OP_TARGETS_GET, NULL, NULL, 0, 10000, &f);
@@ -106,95 +110,135 @@ static int print_targets(struct admin *a)
 		frame_free(f);
 		return rc;
 	}
-	printf("targets: %u\n", tm.count);
-	if (tm.count)
-		printf("  %4s  %-16s %-22s %-5s %8s %8s %10s %10s %10s %10s %7s\n", "id", "node",
-		       "address", "state", "size", "free", "read", "written", "reads", "writes",
-		       "seen");
+	json_t *list = json_array();
+	if (!out) {
+		printf("targets: %u\n", tm.count);
+		if (tm.count)
+			printf("  %4s  %-16s %-22s %-5s %8s %8s %10s %10s %10s %10s %7s\n", "id", "node",
+			       "address", "state", "size", "free", "read", "written", "reads", "writes",
+			       "seen");
+	}
 	struct rbuf r;
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
-	for (uint32_t i = 0; i < tm.count && rbuf_ok(&r); i++) {
-		uint32_t id = rbuf_u32(&r);
-		uint8_t st = rbuf_u8(&r);
-		uint16_t nl = rbuf_u16(&r);
-		const uint8_t *node = rbuf_ptr(&r, nl);
-		uint16_t al = rbuf_u16(&r);
-		const uint8_t *addr = rbuf_ptr(&r, al);
-		uint64_t v[7];
-		for (int k = 0; k < 7; k++)
-			v[k] = rbuf_u64(&r);
-		if (!rbuf_ok(&r))
-			break;
+	struct weft_target_rec t;
+	for (uint32_t i = 0; i < tm.count && weft_target_rec_read(&r, &t); i++) {
+		const char *state = t.state == WEFT_MEMBER_OFFLINE ? "down" : "up";
+		if (out) {
+			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+				"id", (int)t.id, "node", t.node.p, (size_t)t.node.len, "address", t.addr.p,
+				(size_t)t.addr.len, "state", state, "size_bytes", (json_int_t)t.capacity,
+				"free_bytes", (json_int_t)t.free, "read_bytes", (json_int_t)t.bytes_read,
+				"written_bytes", (json_int_t)t.bytes_written, "read_ops", (json_int_t)t.ops_read,
+				"write_ops", (json_int_t)t.ops_written, "silent_ms", (json_int_t)t.silent_ms));
+			continue;
+		}
 		char cap[16], fr[16], rd[16], wr[16];
-		human(v[0], cap, sizeof(cap));
-		human(v[1], fr, sizeof(fr));
-		human(v[2], rd, sizeof(rd));
-		human(v[3], wr, sizeof(wr));
-		printf("  %4u  %-16.*s %-22.*s %-5s %8s %8s %10s %10s %10llu %10llu %6.1fs\n", id, nl,
-		       (const char *)node, al, (const char *)addr,
-		       st == WEFT_MEMBER_OFFLINE ? "down" : "up", cap, fr, rd, wr,
-		       (unsigned long long)v[4], (unsigned long long)v[5], (double)v[6] / 1000);
+		human(t.capacity, cap, sizeof(cap));
+		human(t.free, fr, sizeof(fr));
+		human(t.bytes_read, rd, sizeof(rd));
+		human(t.bytes_written, wr, sizeof(wr));
+		printf("  %4u  %-16.*s %-22.*s %-5s %8s %8s %10s %10s %10llu %10llu %6.1fs\n", t.id,
+		       (int)t.node.len, t.node.p, (int)t.addr.len, t.addr.p, state, cap, fr, rd, wr,
+		       (unsigned long long)t.ops_read, (unsigned long long)t.ops_written,
+		       (double)t.silent_ms / 1000);
 	}
 	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
 	frame_free(f);
+	if (out)
+		json_object_set_new(out, "targets", list);
+	else
+		json_decref(list);
 	return rc;
 }
 
-static int print_chains(struct admin *a)
+static int print_chains(struct admin *a, json_t *out)
 {
 	struct meta_chain_set set;
 	int rc = meta_chain_set_fetch(a->rpc, 10000, &set);
 	if (rc)
 		return rc;
-	printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);
+	json_t *reps = json_object();
+	if (!out)
+		printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);
 	for (int rep = 1; rep <= WEFT_REPLICAS_MAX; rep++) {
-		uint32_t n = set.nchains[rep - 1], degraded = 0;
-		for (uint32_t i = 0; i < n; i++)
-			for (int m = 0; m < set.chains[rep - 1][i].nmembers; m++)
-				degraded += set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
-		printf("  %d replica%s: %u chain%s%s\n", rep, rep > 1 ? "s" : "", n,
-		       n == 1 ? "" : "s", n ? "" : " (needs more storage nodes)");
+		uint32_t n = set.nchains[rep - 1];
+		json_t *chains = json_array();
+		if (!out)
+			printf("  %d replica%s: %u chain%s%s\n", rep, rep > 1 ? "s" : "", n,
+			       n == 1 ? "" : "s", n ? "" : " (needs more storage nodes)");
 		for (uint32_t i = 0; i < n; i++) {
 			const struct meta_chain *c = &set.chains[rep - 1][i];
-			printf("    chain %-4u v%-4llu", c->id, (unsigned long long)c->version);
-			for (int m = 0; m < c->nmembers; m++)
-				printf(" %s%u(%s)", m ? "-> " : "", c->members[m].target,
-				       state_name(c->members[m].state));
-			printf("\n");
+			json_t *members = json_array();
+			if (!out)
+				printf("    chain %-4u v%-4llu", c->id, (unsigned long long)c->version);
+			for (int m = 0; m < c->nmembers; m++) {
+				if (out)
+					json_array_append_new(members, json_pack("{s:i,s:s}",
+						"target", (int)c->members[m].target,
+						"state", state_name(c->members[m].state)));
+				else
+					printf(" %s%u(%s)", m ? "-> " : "", c->members[m].target,
+					       state_name(c->members[m].state));
+			}
+			if (out)
+				json_array_append_new(chains, json_pack("{s:i,s:I,s:o}", "id", (int)c->id,
+					"version", (json_int_t)c->version, "members", members));
+			else {
+				json_decref(members);
+				printf("\n");
+			}
 		}
+		char key[4];
+		snprintf(key, sizeof(key), "%d", rep);
+		json_object_set_new(reps, key, chains);
 	}
+	if (out)
+		json_object_set_new(out, "chains", json_pack("{s:I,s:o}", "epoch",
+				    (json_int_t)set.epoch, "replicas", reps));
+	else
+		json_decref(reps);
 	meta_chain_set_free(&set);
 	return 0;
 }
 
 static int run_status(int argc, char **argv)
 {
-	struct admin a;
+	struct admin a = {0};
 	int rc = admin_open("status", argc, argv, &a);
 	if (rc)
 		return rc;
+	json_t *j = a.json ? json_pack("{s:s,s:s}", "schema", "weft.status/1", "meta", a.addr) : NULL;
 	struct weft_msg_statfs_reply s;
 	rc = statfs_get(&a, &s);
-	if (rc == 0) {
+	if (rc == 0 && j) {
+		json_object_set_new(j, "capacity", json_pack("{s:I,s:I,s:I,s:I}",
+			"size_bytes", (json_int_t)(s.blocks * s.bsize),
+			"used_bytes", (json_int_t)((s.blocks - s.bfree) * s.bsize),
+			"free_bytes", (json_int_t)(s.bfree * s.bsize),
+			"inodes_used", (json_int_t)(s.files - s.ffree)));
+	} else if (rc == 0) {
 		char t[16], u[16], fr[16];
 		human(s.blocks * s.bsize, t, sizeof(t));
 		human((s.blocks - s.bfree) * s.bsize, u, sizeof(u));
 		human(s.bfree * s.bsize, fr, sizeof(fr));
 		printf("meta %s: capacity %s, used %s, free %s, inodes %llu used\n", a.addr, t, u, fr,
 		       (unsigned long long)(s.files - s.ffree));
-		rc = print_targets(&a);
 	}
 	if (rc == 0)
-		rc = print_chains(&a);
+		rc = print_targets(&a, j);
+	if (rc == 0)
+		rc = print_chains(&a, j);
 	admin_close(&a);
-	if (rc)
+	if (rc) {
+		json_decref(j);
 		return cli_fail("status", "meta %s: %s", a.addr, weft_strerror(rc));
-	return 0;
+	}
+	return j ? cli_print_json("status", j) : 0;
 }
 
 static int run_df(int argc, char **argv)
 {
-	struct admin a;
+	struct admin a = {0};
 	int rc = admin_open("df", argc, argv, &a);
 	if (rc)
 		return rc;
@@ -209,10 +253,17 @@ static int run_df(int argc, char **argv)
 	human(used * s.bsize, u, sizeof(u));
 	human(s.bavail * s.bsize, fr, sizeof(fr));
 	uint64_t denom = used + s.bavail;
-	printf("%-24s %8s %8s %8s %5s %12s %12s\n", "Filesystem", "Size", "Used", "Avail", "Use%",
-	       "Inodes", "IUsed");
 	char name[300];
 	snprintf(name, sizeof(name), "weft@%s", a.addr);
+	if (a.json)
+		return cli_print_json("df", json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:I,s:I}",
+			"schema", "weft.df/1", "filesystem", name,
+			"size_bytes", (json_int_t)(s.blocks * s.bsize), "used_bytes", (json_int_t)(used * s.bsize),
+			"avail_bytes", (json_int_t)(s.bavail * s.bsize),
+			"use_percent", denom ? 100.0 * (double)used / (double)denom : 0.0,
+			"inodes", (json_int_t)s.files, "inodes_used", (json_int_t)(s.files - s.ffree)));
+	printf("%-24s %8s %8s %8s %5s %12s %12s\n", "Filesystem", "Size", "Used", "Avail", "Use%",
+	       "Inodes", "IUsed");
 	printf("%-24s %8s %8s %8s %4.0f%% %12llu %12llu\n", name, t, u, fr,
 	       denom ? 100.0 * (double)used / (double)denom : 0.0, (unsigned long long)s.files,
 	       (unsigned long long)(s.files - s.ffree));
@@ -222,19 +273,20 @@ static int run_df(int argc, char **argv)
 const struct cli_verb cmd_status = {
 	.name = "status",
 	.summary = "targets, chains and capacity of a cluster",
-	.usage = "weft status [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
+	.usage = "weft status [--json] [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
 		 "Asks meta for its storage targets (id, node, address, up/down, size, free,\n"
 		 "bytes and operations read and written, time since the last heartbeat), its\n"
 		 "chain tables per replica count (members in order and their states), and the\n"
-		 "file system's capacity.",
+		 "file system's capacity. --json prints it as one weft.status/1 object.",
 	.run = run_status,
 };
 
 const struct cli_verb cmd_df = {
 	.name = "df",
 	.summary = "capacity, used and free space, like df",
-	.usage = "weft df [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
+	.usage = "weft df [--json] [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
 		 "Prints the file system's size, used and available space (summed over the\n"
-		 "storage targets that are up) and inodes, in human units.",
+		 "storage targets that are up) and inodes, in human units (--json: bytes, as\n"
+		 "one weft.df/1 object).",
 	.run = run_df,
 };

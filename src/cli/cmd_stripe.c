@@ -3,6 +3,7 @@
  * mount (its source is weft:HOST:PORT) unless --meta or --dir says otherwise. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ struct stripe_args {
 	uint64_t unit;
 	long count, replicas;
 	const char *path;
+	bool json;
 };
 
 static int parse(const char *verb, int argc, char **argv, struct stripe_args *a, bool set)
@@ -57,7 +59,8 @@ static int parse(const char *verb, int argc, char **argv, struct stripe_args *a,
 	static const struct option opts[] = {
 		{"stripe-unit", required_argument, NULL, 'u'}, {"stripe-count", required_argument, NULL, 'c'},
 		{"replicas", required_argument, NULL, 'r'}, {"key", required_argument, NULL, 'k'},
-		{"meta", required_argument, NULL, 'm'}, {"dir", required_argument, NULL, 'd'}, {0}};
+		{"meta", required_argument, NULL, 'm'}, {"dir", required_argument, NULL, 'd'},
+		{"json", no_argument, NULL, 'j'}, {0}};
 	int ch;
 	opterr = 0;
 	a->count = a->replicas = -1;
@@ -72,6 +75,11 @@ static int parse(const char *verb, int argc, char **argv, struct stripe_args *a,
 			a->count = strtol(optarg, NULL, 10);
 			if (!set || a->count < 0 || a->count > 65536)
 				return cli_usage_error(verb, "--stripe-count %s: 0 (all chains) or a count", optarg);
+			break;
+		case 'j':
+			if (set)
+				return cli_usage_error(verb, "--json is for getstripe");
+			a->json = true;
 			break;
 		case 'r':
 			a->replicas = strtol(optarg, NULL, 10);
@@ -179,6 +187,16 @@ static int getstripe_run(int argc, char **argv)
 	rc = get_layout("getstripe", &a, st.st_ino, &l, &def);
 	if (rc)
 		return rc;
+	if (a.json) {
+		json_t *j = json_pack("{s:s,s:s,s:b,s:i,s:i,s:i}", "schema", "weft.layout/1",
+			"path", a.path, "directory", S_ISDIR(st.st_mode), "stripe_unit", (int)l.stripe_unit,
+			"stripe_count", (int)l.stripe_count, "replicas", (int)l.replicas);
+		if (!S_ISDIR(st.st_mode)) {
+			json_object_set_new(j, "first_chain", json_integer(l.first_chain));
+			json_object_set_new(j, "chain_count", json_integer(l.chain_count));
+		}
+		return cli_print_json("getstripe", j);
+	}
 	printf("%s\n", a.path);
 	if (S_ISDIR(st.st_mode))
 		printf("  default layout of new files:\n");
@@ -229,7 +247,7 @@ static int setstripe_run(int argc, char **argv)
 const struct cli_verb cmd_getstripe = {
 	.name = "getstripe",
 	.summary = "show the layout of a file or a directory's default",
-	.usage = "weft getstripe PATH [--meta HOST:PORT | --dir STATE] [--key FILE]\n\n"
+	.usage = "weft getstripe PATH [--json] [--meta HOST:PORT | --dir STATE] [--key FILE]\n\n"
 		 "Shows stripe unit, stripe count and replicas of a file (and its first chain),\n"
 		 "or the default layout a directory gives new files.",
 	.run = getstripe_run,

@@ -1,5 +1,6 @@
 /* weft: one binary, one verb per subcommand (weft <verb> [options]). */
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,17 @@ bool cli_want_help(const struct cli_verb *v, int argc, char **argv)
 		}
 	}
 	return false;
+}
+
+int cli_print_json(const char *verb, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		return cli_fail(verb, "cannot format JSON (out of memory)");
+	printf("%s\n", s);
+	free(s);
+	return 0;
 }
 
 int cli_parse_size(const char *s, uint64_t *out)

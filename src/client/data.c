@@ -7,6 +7,7 @@
 #include "client/client_int.h"
 #include "common/crc.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "weft/err.h"
 
 void io_batch_init(struct io_batch *b)
@@ -89,6 +90,7 @@ static int take_read_reply(struct read_call *k, struct frame *f)
 		return -EIO;
 	if (k->c->checksums && !crcs_match(f->bulk, got, k->p.obj_off, &m.crcs)) {
 		atomic_fetch_add(&k->c->checksum_retries, 1);
+		stats_add(STATS_CRC_FAILURES, 1);
 		log_warn("checksum mismatch reading ino %llu stripe %u at %llu from target %u",
 			 (unsigned long long)k->ino, k->p.stripe, (unsigned long long)k->p.obj_off,
 			 k->chain.members[k->member].target);
@@ -286,6 +288,7 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 		return -EIO;
 	if (c->checksums && !crcs_match(f->bulk, f->h.bulk_len, obj_off, &m.crcs)) {
 		atomic_fetch_add(&c->checksum_retries, 1);
+		stats_add(STATS_CRC_FAILURES, 1);
 		log_warn("checksum mismatch in a read-ahead block at object offset %llu: read again",
 			 (unsigned long long)obj_off);
 		return -WEFT_ECHECKSUM;

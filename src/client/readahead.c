@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "common/stats.h"
 
 #define RA_INFLIGHT 0
 #define RA_READY    1
@@ -112,6 +113,7 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 			memset(dst + (from - off) + (have > a ? have - a : 0), 0, e - (have > a ? have : a));
 		b->used += (uint32_t)(to - from);
 	}
+	stats_add(STATS_READAHEAD_HITS, 1);
 	/* A block is done with once all of it was read, or when it lies far behind this
 	 * reader. Not merely behind: the kernel sends a sequential reader's requests from
 	 * several threads at once, so a block just behind may still be wanted. */

@@ -9,6 +9,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "weft/err.h"
 
 struct rpc {
@@ -19,6 +20,7 @@ struct rpc {
 	struct weft_addr sa;
 	pthread_mutex_t lock; /* guards conn; serializes connecting */
 	struct conn *conn;
+	bool connected_once;  /* a later connect is a reconnect (counted in stats) */
 };
 
 int rpc_new(const struct rpc_params *p, struct rpc **out)
@@ -91,6 +93,9 @@ int rpc_conn(struct rpc *r, struct conn **out)
 			pthread_mutex_unlock(&r->lock);
 			return err;
 		}
+		if (r->connected_once)
+			stats_add(STATS_RECONNECTS, 1);
+		r->connected_once = true;
 		r->conn = c;
 	}
 	conn_get(r->conn);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/proto.h"
+#include "weft/err.h"
 
 /* Opcodes are family << 8 | number; families 0..7 and numbers below 64 cover the
  * protocol. Anything else is counted in one "other" slot. */
@@ -26,10 +27,11 @@ struct op_slot {
 };
 
 #define ERRNO_SLOTS 256
+#define WEFT_SLOTS 32 /* weft's own codes, from WEFT_ERR_BASE (weft/err.h) */
 
 static struct op_slot slots[STATS_DIRS][OP_SLOTS];
 static _Atomic uint64_t counters[STATS_COUNTERS];
-static _Atomic uint64_t errnos[ERRNO_SLOTS + 1]; /* last: codes beyond errno's range */
+static _Atomic uint64_t errnos[ERRNO_SLOTS + WEFT_SLOTS + 1]; /* last: any other code */
 static char identity_process[16] = "weft", identity_node[64] = "";
 static uint64_t start_ns;
 static int identity_target = -1;
@@ -39,6 +41,36 @@ uint64_t stats_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned errno_slot(int e)
+{
+	if (e >= 0 && e < ERRNO_SLOTS)
+		return (unsigned)e;
+	if (e >= WEFT_ERR_BASE && e < WEFT_ERR_BASE + WEFT_SLOTS)
+		return ERRNO_SLOTS + (unsigned)(e - WEFT_ERR_BASE);
+	return ERRNO_SLOTS + WEFT_SLOTS;
+}
+
+/* "ENOSPC", "WEFT_ECHECKSUM", or a number for codes without a name. */
+static const char *errno_slot_name(unsigned i, char *buf, size_t cap)
+{
+	static const char *const weft_names[] = {"WEFT_EPROTO", "WEFT_EAUTH", "WEFT_ECHECKSUM",
+		"WEFT_ESTALECHAIN", "WEFT_ETARGETDOWN", "WEFT_EVERSION", "WEFT_ENOTSERVING"};
+	const char *name = NULL;
+	if (i < ERRNO_SLOTS)
+		name = strerrorname_np((int)i);
+	else if (i - ERRNO_SLOTS < sizeof(weft_names) / sizeof(weft_names[0]))
+		name = weft_names[i - ERRNO_SLOTS];
+	if (name)
+		return name;
+	if (i < ERRNO_SLOTS)
+		snprintf(buf, cap, "E%u", i);
+	else if (i < ERRNO_SLOTS + WEFT_SLOTS)
+		snprintf(buf, cap, "WEFT_E%u", WEFT_ERR_BASE + i - ERRNO_SLOTS);
+	else
+		snprintf(buf, cap, "OTHER");
+	return buf;
 }
 
 static unsigned slot_of(uint16_t op)
@@ -67,8 +99,7 @@ void stats_op(enum stats_dir d, uint16_t opcode, int status, uint64_t lat_ns, ui
 		ADD(s->bytes_out, bytes_out);
 	if (status < 0) {
 		ADD(s->errors, 1);
-		int e = -status;
-		ADD(errnos[e < ERRNO_SLOTS ? e : ERRNO_SLOTS], 1);
+		ADD(errnos[errno_slot(-status)], 1);
 	}
 	if (lat_ns) {
 		uint64_t us = lat_ns / 1000;
@@ -163,17 +194,12 @@ char *stats_json(void)
 		json_object_set_new(c, stats_counter_name(i), json_integer((json_int_t)GET(counters[i])));
 	json_object_set_new(root, "counters", c);
 	json_t *e = json_object();
-	for (unsigned i = 0; i <= ERRNO_SLOTS; i++) {
+	for (unsigned i = 0; i <= ERRNO_SLOTS + WEFT_SLOTS; i++) {
 		uint64_t n = GET(errnos[i]);
 		if (!n)
 			continue;
-		const char *name = i < ERRNO_SLOTS ? strerrorname_np((int)i) : NULL;
 		char buf[24];
-		if (!name) {
-			snprintf(buf, sizeof(buf), i < ERRNO_SLOTS ? "E%u" : "WEFT", i);
-			name = buf;
-		}
-		json_object_set_new(e, name, json_integer((json_int_t)n));
+		json_object_set_new(e, errno_slot_name(i, buf, sizeof(buf)), json_integer((json_int_t)n));
 	}
 	json_object_set_new(root, "errors", e);
 	char *s = json_dumps(root, JSON_COMPACT);
@@ -289,17 +315,13 @@ char *stats_prometheus(void)
 	}
 	tx(&t, "# HELP weft_errors_total Failed requests and calls, by error.\n");
 	tx(&t, "# TYPE weft_errors_total counter\n");
-	for (unsigned i = 0; i <= ERRNO_SLOTS; i++) {
+	for (unsigned i = 0; i <= ERRNO_SLOTS + WEFT_SLOTS; i++) {
 		uint64_t n = GET(errnos[i]);
 		if (!n)
 			continue;
-		const char *name = i < ERRNO_SLOTS ? strerrorname_np((int)i) : NULL;
 		char buf[24];
-		if (!name) {
-			snprintf(buf, sizeof(buf), i < ERRNO_SLOTS ? "E%u" : "WEFT", i);
-			name = buf;
-		}
-		tx(&t, "weft_errors_total{%s,errno=\"%s\"} %llu\n", lb, name, (unsigned long long)n);
+		tx(&t, "weft_errors_total{%s,errno=\"%s\"} %llu\n", lb,
+		   errno_slot_name(i, buf, sizeof(buf)), (unsigned long long)n);
 	}
 	tx(&t, "# HELP weft_uptime_seconds Time since the process started counting.\n");
 	tx(&t, "# TYPE weft_uptime_seconds gauge\n");

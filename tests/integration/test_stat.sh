@@ -113,4 +113,34 @@ stores=$(query 'sum(weft_served_received_bytes_total{op="OBJ_WRITE"}) - sum(weft
 python3 -c "import sys; v=float(sys.argv[1]); sys.exit(0 if 2**30 <= v <= 2**30 + (16 << 20) else 1)" "$stores" \
 	|| fail "Prometheus: stores received $stores bytes from clients for 1 GiB written"
 ok "promtool accepts all six endpoints; Prometheus reports the mount's 1 GiB exactly, the stores' within a frame"
+
+# --- --json on status, df and getstripe: one object each, with its schema; exit codes
+"$WEFT" status --dir "$STATE" --json >"$T/status.json" || fail "weft status --json"
+"$WEFT" df --dir "$STATE" --json >"$T/df.json" || fail "weft df --json"
+"$WEFT" getstripe "$MNT/big" --dir "$STATE" --json >"$T/gs.json" || fail "weft getstripe --json"
+python3 - "$T" <<'PY' || fail "a --json output does not match its schema"
+import json, sys
+t = sys.argv[1]
+st = json.load(open(t + "/status.json"))
+assert st["schema"] == "weft.status/1"
+assert len(st["targets"]) == 4, st["targets"]
+for x in st["targets"]:
+    for k in ("id", "size_bytes", "free_bytes", "read_bytes", "written_bytes", "read_ops", "write_ops", "silent_ms"):
+        assert isinstance(x[k], int), k
+    assert x["state"] == "up" and isinstance(x["node"], str) and ":" in x["address"]
+assert sum(x["written_bytes"] for x in st["targets"]) >= 2 * 2**30, "replicas 2: 2 GiB reached the stores"
+assert st["capacity"]["size_bytes"] >= st["capacity"]["free_bytes"] > 0
+chains = st["chains"]["replicas"]["2"]
+assert chains and all(len(c["members"]) == 2 for c in chains)
+df = json.load(open(t + "/df.json"))
+assert df["schema"] == "weft.df/1" and df["size_bytes"] >= df["avail_bytes"] and 0 <= df["use_percent"] <= 100
+gs = json.load(open(t + "/gs.json"))
+assert gs["schema"] == "weft.layout/1" and gs["replicas"] == 2 and gs["stripe_unit"] == 1 << 20
+assert gs["directory"] is False and gs["first_chain"] < gs["chain_count"]
+PY
+rc=0; "$WEFT" status --bogus >/dev/null 2>&1 || rc=$?
+[ $rc -eq 2 ] || fail "a usage error exits $rc, not 2"
+rc=0; "$WEFT" status --meta 127.0.0.1:1 --key "$STATE/cluster.key" >/dev/null 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "an unreachable meta exits $rc, not 1"
+ok "status, df and getstripe --json match their schemas; exit codes 0, 1, 2"
 check_logs
