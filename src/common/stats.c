@@ -31,6 +31,8 @@ struct op_slot {
 
 static struct op_slot slots[STATS_DIRS][OP_SLOTS];
 static _Atomic uint64_t counters[STATS_COUNTERS];
+static _Atomic uint64_t gauges[STATS_GAUGES];
+static _Atomic unsigned gauges_set; /* bit per gauge: exported only once set */
 static _Atomic uint64_t errnos[ERRNO_SLOTS + WEFT_SLOTS + 1]; /* last: any other code */
 static char identity_process[16] = "weft", identity_node[64] = "";
 static uint64_t start_ns;
@@ -114,6 +116,19 @@ void stats_add(enum stats_counter c, uint64_t n)
 		ADD(counters[c], n);
 }
 
+void stats_set_gauge(enum stats_gauge g, uint64_t v)
+{
+	if ((unsigned)g >= STATS_GAUGES)
+		return;
+	atomic_store_explicit(&gauges[g], v, memory_order_relaxed);
+	atomic_fetch_or_explicit(&gauges_set, 1u << g, memory_order_relaxed);
+}
+
+static const char *const gauge_names[STATS_GAUGES] = {
+	[STATS_TARGET_CAPACITY_BYTES] = "target_capacity_bytes",
+	[STATS_TARGET_FREE_BYTES] = "target_free_bytes",
+};
+
 void stats_set_identity(const char *process, const char *node)
 {
 	snprintf(identity_process, sizeof(identity_process), "%s", process ? process : "weft");
@@ -193,6 +208,11 @@ char *stats_json(void)
 	for (unsigned i = 0; i < STATS_COUNTERS; i++)
 		json_object_set_new(c, stats_counter_name(i), json_integer((json_int_t)GET(counters[i])));
 	json_object_set_new(root, "counters", c);
+	json_t *g = json_object();
+	for (unsigned i = 0; i < STATS_GAUGES; i++)
+		if (GET(gauges_set) & (1u << i))
+			json_object_set_new(g, gauge_names[i], json_integer((json_int_t)GET(gauges[i])));
+	json_object_set_new(root, "gauges", g);
 	json_t *e = json_object();
 	for (unsigned i = 0; i <= ERRNO_SLOTS + WEFT_SLOTS; i++) {
 		uint64_t n = GET(errnos[i]);
@@ -312,6 +332,13 @@ char *stats_prometheus(void)
 		tx(&t, "# HELP weft_%s_total %s.\n", n, n);
 		tx(&t, "# TYPE weft_%s_total counter\n", n);
 		tx(&t, "weft_%s_total{%s} %llu\n", n, lb, (unsigned long long)GET(counters[i]));
+	}
+	for (unsigned i = 0; i < STATS_GAUGES; i++) {
+		if (!(GET(gauges_set) & (1u << i)))
+			continue;
+		tx(&t, "# HELP weft_%s %s.\n", gauge_names[i], gauge_names[i]);
+		tx(&t, "# TYPE weft_%s gauge\n", gauge_names[i]);
+		tx(&t, "weft_%s{%s} %llu\n", gauge_names[i], lb, (unsigned long long)GET(gauges[i]));
 	}
 	tx(&t, "# HELP weft_errors_total Failed requests and calls, by error.\n");
 	tx(&t, "# TYPE weft_errors_total counter\n");

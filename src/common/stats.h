@@ -29,11 +29,19 @@ enum stats_counter {
 	STATS_COUNTERS
 };
 
+/* Gauges: values that go up and down, set by their owner. */
+enum stats_gauge {
+	STATS_TARGET_CAPACITY_BYTES, /* a store's target: size of its file system */
+	STATS_TARGET_FREE_BYTES,     /* and what is free for weft */
+	STATS_GAUGES
+};
+
 /* Counts one request served or call made (any thread). status < 0 counts an error;
  * lat_ns 0 means unknown (not put in the histogram). */
 void stats_op(enum stats_dir d, uint16_t opcode, int status, uint64_t lat_ns, uint64_t bytes_in,
 	      uint64_t bytes_out);
 void stats_add(enum stats_counter c, uint64_t n);
+void stats_set_gauge(enum stats_gauge g, uint64_t v);
 /* Names this process in snapshots: "meta", "store", "mount", and its node name. */
 void stats_set_identity(const char *process, const char *node);
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/stats.h"
 #include "weft/err.h"
 
 /* Sleeps up to ms unless the server is stopping; returns true if it should stop. */
@@ -44,15 +45,15 @@ static bool transient(int rc)
 static void space(struct store_server *s, uint64_t *cap, uint64_t *avail)
 {
 	*cap = *avail = 0;
+	struct statvfs v;
 	if (s->t) {
 		store_target_space(s->t, cap, avail);
-		return;
-	}
-	struct statvfs v;
-	if (statvfs(s->dir, &v) == 0) {
+	} else if (statvfs(s->dir, &v) == 0) {
 		*cap = (uint64_t)v.f_blocks * v.f_frsize;
 		*avail = (uint64_t)v.f_bavail * v.f_frsize;
 	}
+	stats_set_gauge(STATS_TARGET_CAPACITY_BYTES, *cap);
+	stats_set_gauge(STATS_TARGET_FREE_BYTES, *avail);
 }
 
 static void set_lease(struct store_server *s, uint64_t sent_ms, uint32_t lease_ms)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What an operator watches: while dd writes 1 GiB through a mount, weft stat --json (the
+# What an operator watches: while dd writes 2 GiB through a mount, weft stat --json (the
 # cluster's rates, read from meta and every store) reports dd's write rate within 20% and
 # matches its schema; weft stat --mount reads the mount's own counters; Debian's dstat
 # with the weft plugin shows the writes; a real Prometheus server scrapes meta, the four
@@ -42,19 +42,21 @@ n=100; until [ "$(query 'count(up == 1)' 2>/dev/null)" = 6 ] || [ $n -eq 0 ]; do
 ok "Prometheus scrapes meta, 4 stores and the mount"
 
 # --- dd with weft stat (cluster and mount) and dstat watching
-"$WEFT" stat --dir "$STATE" -i 1 -c 14 --json >"$T/stat.json" 2>"$T/stat.err" &
+"$WEFT" stat --dir "$STATE" -i 1 -c 600 --json >"$T/stat.json" 2>"$T/stat.err" &
 stat_pid=$!
-"$WEFT" stat --mount "$MNT" -i 1 -c 12 --json >"$T/statm.json" 2>"$T/statm.err" &
+"$WEFT" stat --mount "$MNT" -i 1 -c 600 --json >"$T/statm.json" 2>"$T/statm.err" &
 statm_pid=$!
 mkdir -p "$T/home/.dstat"
 cp "$SRC/contrib/dstat/dstat_weft.py" "$T/home/.dstat/"
-HOME=$T/home dstat -c -d -M weft -n 1 12 >"$T/dstat.out" 2>"$T/dstat.err" &
+HOME=$T/home dstat -c -d -M weft -n 1 600 >"$T/dstat.out" 2>"$T/dstat.err" &
 dstat_pid=$!
 sleep 2
-dd if=/dev/zero of="$MNT/big" bs=1M count=1024 conv=fsync 2>"$T/dd.out" || fail "dd"
-wait $stat_pid || fail "weft stat failed: $(cat "$T/stat.err")"
-wait $statm_pid || fail "weft stat --mount failed: $(cat "$T/statm.err")"
-wait $dstat_pid || true
+dd if=/dev/zero of="$MNT/big" bs=1M count=2048 conv=fsync 2>"$T/dd.out" || fail "dd"
+sleep 2.5 # the watchers see the end of the writes, then stop
+kill -0 $stat_pid || fail "weft stat ended early: $(cat "$T/stat.err")"
+kill -0 $statm_pid || fail "weft stat --mount ended early: $(cat "$T/statm.err")"
+kill $stat_pid $statm_pid $dstat_pid 2>/dev/null
+wait $stat_pid $statm_pid $dstat_pid 2>/dev/null || true
 dd_bps=$(awk '/copied/ {print $(NF-1) * ($NF == "GB/s" ? 1e9 : $NF == "MB/s" ? 1e6 : 1e3)}' "$T/dd.out")
 [ -n "$dd_bps" ] || fail "no rate in dd's output: $(cat "$T/dd.out")"
 
@@ -83,7 +85,7 @@ mean, dd = sum(full) / len(full), float(sys.argv[2])
 total = sum(l["total"]["write_bytes_per_s"] * l["interval_s"] for l in lines)
 print("%s: %.0f MB/s over %d full intervals, dd %.0f MB/s; %.0f MiB counted" % (sys.argv[3], mean / 1e6, len(full), dd / 1e6, total / 2**20))
 assert abs(mean - dd) <= 0.2 * dd, "rate %.0f vs dd %.0f" % (mean, dd)
-assert abs(total - 2**30) <= 0.1 * 2**30, "counted %.0f bytes for 1 GiB" % total
+assert abs(total - 2**31) <= 0.1 * 2**31, "counted %.0f bytes for 2 GiB" % total
 PY
 ok "weft stat --json: schema holds, write rate within 20% of dd's"
 
@@ -93,7 +95,7 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 total = sum(l["total"]["write_bytes_per_s"] * l["interval_s"] for l in lines)
 assert len(lines[0]["sources"]) == 1, "expected this one mount: %s" % lines[0]["sources"]
 print("weft stat --mount: %.0f MiB written" % (total / 2**20))
-assert abs(total - 2**30) <= 0.1 * 2**30, "counted %.0f bytes for 1 GiB" % total
+assert abs(total - 2**31) <= 0.1 * 2**31, "counted %.0f bytes for 2 GiB" % total
 PY
 ok "weft stat --mount counts the mount's writes"
 
@@ -106,13 +108,25 @@ for n in meta store0 store1 store2 store3 mount; do
 	fetch "http://$(cat "$STATE/$n.metrics.addr")/metrics" >"$T/$n.prom" || fail "GET /metrics of $n"
 	promtool check metrics <"$T/$n.prom" >"$T/$n.promtool" 2>&1 || { cat "$T/$n.promtool"; fail "promtool check metrics: $n"; }
 done
+python3 - "$SRC/contrib/grafana/weft.json" "$T" <<'PY' || fail "the Grafana dashboard names metrics no endpoint serves"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+served = "".join(open("%s/%s.prom" % (sys.argv[2], n)).read() for n in ("meta", "store0", "store1", "store2", "store3", "mount"))
+names = set()
+for p in d["panels"]:
+    for t in p["targets"]:
+        names |= set(re.findall(r"\b(weft_[a-z_]+?)(?:_bucket)?\b", t["expr"]))
+missing = [n for n in sorted(names) if not re.search(r"^%s(_bucket)?\{" % n, served, re.M)]
+assert not missing, "missing: %s" % missing
+print("dashboard: %d panels, %d metric names, all served" % (len(d["panels"]), len(names)))
+PY
 sleep 2.5 # two scrapes after the writes
 fuse=$(query 'sum(weft_fuse_write_bytes_total{process="mount"})')
-[ "$fuse" = "$((1 << 30))" ] || fail "Prometheus: the mount wrote $fuse bytes, not $((1 << 30))"
+[ "$fuse" = "$((1 << 31))" ] || fail "Prometheus: the mount wrote $fuse bytes, not $((1 << 31))"
 stores=$(query 'sum(weft_served_received_bytes_total{op="OBJ_WRITE"}) - sum(weft_called_sent_bytes_total{process="store",op="OBJ_WRITE"})')
-python3 -c "import sys; v=float(sys.argv[1]); sys.exit(0 if 2**30 <= v <= 2**30 + (16 << 20) else 1)" "$stores" \
-	|| fail "Prometheus: stores received $stores bytes from clients for 1 GiB written"
-ok "promtool accepts all six endpoints; Prometheus reports the mount's 1 GiB exactly, the stores' within a frame"
+python3 -c "import sys; v=float(sys.argv[1]); sys.exit(0 if 2**31 <= v <= 2**31 + (16 << 20) else 1)" "$stores" \
+	|| fail "Prometheus: stores received $stores bytes from clients for 2 GiB written"
+ok "promtool accepts all six endpoints; Prometheus reports the mount's 2 GiB exactly, the stores' within a frame"
 
 # --- --json on status, df and getstripe: one object each, with its schema; exit codes
 "$WEFT" status --dir "$STATE" --json >"$T/status.json" || fail "weft status --json"
@@ -128,7 +142,7 @@ for x in st["targets"]:
     for k in ("id", "size_bytes", "free_bytes", "read_bytes", "written_bytes", "read_ops", "write_ops", "silent_ms"):
         assert isinstance(x[k], int), k
     assert x["state"] == "up" and isinstance(x["node"], str) and ":" in x["address"]
-assert sum(x["written_bytes"] for x in st["targets"]) >= 2 * 2**30, "replicas 2: 2 GiB reached the stores"
+assert sum(x["written_bytes"] for x in st["targets"]) >= 2 * 2**31, "replicas 2: 4 GiB reached the stores"
 assert st["capacity"]["size_bytes"] >= st["capacity"]["free_bytes"] > 0
 chains = st["chains"]["replicas"]["2"]
 assert chains and all(len(c["members"]) == 2 for c in chains)
