@@ -134,8 +134,10 @@ static bool pool_try(struct weft_client *c, uint64_t bytes)
 	bool ok;
 	pthread_mutex_lock(&c->pool_lock);
 	ok = c->pool_used + bytes <= c->pool_max;
-	if (ok)
+	if (ok) {
 		c->pool_used += bytes;
+		stats_set_gauge(STATS_PAGEPOOL_USED_BYTES, c->pool_used);
+	}
 	pthread_mutex_unlock(&c->pool_lock);
 	return ok;
 }

@@ -9,6 +9,7 @@
 
 #include "client/client_int.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "weft/err.h"
 
 /* Requests that can be sent again after their connection died, whether or not meta got
@@ -249,9 +250,12 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
 void client_pool_take(struct weft_client *c, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->pool_lock);
+	if (c->pool_used && c->pool_used + bytes > c->pool_max)
+		stats_add(STATS_PAGEPOOL_WAITS, 1);
 	while (c->pool_used && c->pool_used + bytes > c->pool_max)
 		pthread_cond_wait(&c->pool_cond, &c->pool_lock);
 	c->pool_used += bytes;
+	stats_set_gauge(STATS_PAGEPOOL_USED_BYTES, c->pool_used);
 	pthread_mutex_unlock(&c->pool_lock);
 }
 
@@ -259,6 +263,7 @@ void client_pool_grow(struct weft_client *c, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->pool_lock);
 	c->pool_used += bytes;
+	stats_set_gauge(STATS_PAGEPOOL_USED_BYTES, c->pool_used);
 	pthread_mutex_unlock(&c->pool_lock);
 }
 
@@ -266,6 +271,7 @@ void client_pool_give(struct weft_client *c, uint64_t bytes)
 {
 	pthread_mutex_lock(&c->pool_lock);
 	c->pool_used -= bytes;
+	stats_set_gauge(STATS_PAGEPOOL_USED_BYTES, c->pool_used);
 	pthread_cond_broadcast(&c->pool_cond);
 	pthread_mutex_unlock(&c->pool_lock);
 }

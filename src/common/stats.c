@@ -127,6 +127,7 @@ void stats_set_gauge(enum stats_gauge g, uint64_t v)
 static const char *const gauge_names[STATS_GAUGES] = {
 	[STATS_TARGET_CAPACITY_BYTES] = "target_capacity_bytes",
 	[STATS_TARGET_FREE_BYTES] = "target_free_bytes",
+	[STATS_PAGEPOOL_USED_BYTES] = "pagepool_used_bytes",
 };
 
 void stats_set_identity(const char *process, const char *node)
@@ -150,6 +151,7 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_CRC_FAILURES] = "crc_failures",
 		[STATS_RECONNECTS] = "reconnects",
 		[STATS_READAHEAD_HITS] = "readahead_hits",
+		[STATS_PAGEPOOL_WAITS] = "pagepool_waits",
 	};
 	return names[c];
 }

@@ -26,6 +26,7 @@ enum stats_counter {
 	STATS_CRC_FAILURES,     /* data that failed its CRC32C check */
 	STATS_RECONNECTS,       /* connections re-established after a loss */
 	STATS_READAHEAD_HITS,   /* reads served from libweft's readahead */
+	STATS_PAGEPOOL_WAITS,   /* writers that waited for pagepool room (write-behind full) */
 	STATS_COUNTERS
 };
 
@@ -33,6 +34,7 @@ enum stats_counter {
 enum stats_gauge {
 	STATS_TARGET_CAPACITY_BYTES, /* a store's target: size of its file system */
 	STATS_TARGET_FREE_BYTES,     /* and what is free for weft */
+	STATS_PAGEPOOL_USED_BYTES,   /* a mount: write-behind and readahead buffers held */
 	STATS_GAUGES
 };
 
