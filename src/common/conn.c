@@ -60,6 +60,9 @@ static uint64_t body_len(const struct wbuf *payload, const struct iovec *bulk, i
 	return n;
 }
 
+/* The largest HELLO or AUTH payload (a node name of WEFT_NODE_MAX and fixed fields fit). */
+#define HS_PAYLOAD_MAX 1024
+
 enum hs_state {
 	HS_SERVER_WAIT_HELLO,
 	HS_SERVER_WAIT_AUTH,
@@ -658,12 +661,21 @@ void conn_close(struct conn *c, int err)
 
 /* ---- handshake ---- */
 
+/* Lines a stranger can provoke, at most 10 per 10 s per process (a flood costs no disk). */
+static struct log_limit stranger_lines = LOG_LIMIT_INIT;
+
 static void hs_fail(struct conn *c, const char *why)
 {
-	if (c->hs == HS_SERVER_WAIT_HELLO || c->hs == HS_SERVER_WAIT_AUTH)
-		log_error("authentication failed from %s: %s", c->peer, why);
-	else
-		log_error("authentication failed to %s: %s", c->peer, why);
+	unsigned dropped;
+	if (log_limit_ok(&stranger_lines, 10, 10000, &dropped)) {
+		char more[64] = "";
+		if (dropped)
+			snprintf(more, sizeof(more), " (and %u more not logged)", dropped);
+		if (c->hs == HS_SERVER_WAIT_HELLO || c->hs == HS_SERVER_WAIT_AUTH)
+			log_error("authentication failed from %s: %s%s", c->peer, why, more);
+		else
+			log_error("authentication failed to %s: %s%s", c->peer, why, more);
+	}
 	conn_close(c, -WEFT_EAUTH);
 }
 
@@ -859,7 +871,10 @@ static void deliver(struct conn *c, struct frame *f)
 
 static void protocol_error(struct conn *c, const char *why)
 {
-	log_warn("closing connection %s: %s", c->peer, why);
+	unsigned dropped = 0;
+	if (c->hs == HS_READY || log_limit_ok(&stranger_lines, 10, 10000, &dropped))
+		log_warn("closing connection %s: %s%s", c->peer, why,
+			 dropped ? " (and more from unauthenticated peers not logged)" : "");
 	conn_close(c, -WEFT_EPROTO);
 }
 
@@ -874,6 +889,15 @@ static bool parse_rx(struct conn *c)
 		const char *why;
 		if (weft_hdr_decode(c->rx + c->rx_off, &h, &why) < 0) {
 			protocol_error(c, why);
+			return false;
+		}
+		/* Before the peer proved it holds the key it gets no bulk and no large payload:
+		 * nothing is allocated on the word of an unauthenticated header. */
+		if (c->hs != HS_READY &&
+		    (h.bulk_len || h.payload_len > HS_PAYLOAD_MAX ||
+		     (h.opcode != WEFT_OP_HELLO && h.opcode != WEFT_OP_AUTH))) {
+			protocol_error(c, "handshake frame with bulk, a large payload or another "
+					  "opcode than HELLO/AUTH");
 			return false;
 		}
 		struct frame *f = frame_alloc(&h);

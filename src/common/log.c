@@ -63,3 +63,25 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	ssize_t w = write(log_fd, line, len);
 	(void)w;
 }
+
+bool log_limit_ok(struct log_limit *l, unsigned burst, uint64_t period_ms, unsigned *dropped)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	pthread_mutex_lock(&l->lock);
+	if (now - l->start_ms >= period_ms) {
+		l->start_ms = now;
+		l->n = 0;
+	}
+	bool ok = l->n < burst;
+	if (ok) {
+		l->n++;
+		*dropped = l->dropped;
+		l->dropped = 0;
+	} else {
+		l->dropped++;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ok;
+}

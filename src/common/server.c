@@ -2,6 +2,7 @@
 #include "common/server.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,13 @@
 #include "common/log.h"
 #include "weft/err.h"
 
-#define HANDSHAKE_TIMEOUT_MS 10000
+#define HANDSHAKE_TIMEOUT_MS 5000
+/* Limits before trust: connections that have not authenticated yet, at once, in all and
+ * from one address. Past them a new connection is closed at once (counted, logged at most
+ * every 10 s), so a flood of strangers costs a socket each, not memory or service. */
+#define UNAUTH_MAX          256
+#define UNAUTH_PER_ADDR_MAX 32
+#define LOG_EVERY_MS        10000
 
 struct server {
 	struct loop *loop;
@@ -25,7 +32,48 @@ struct server {
 	int port;
 	struct conn **conns;   /* loop thread only */
 	size_t nconns, cap;
+	bool accept_paused;    /* out of descriptors: accepting resumes at the next sweep */
+	uint64_t refused, fd_waits, last_log_ms;
 };
+
+/* One log line per LOG_EVERY_MS for refusals and descriptor shortages, with counts. */
+static void log_limits(struct server *s, bool force)
+{
+	uint64_t now = loop_now_ms();
+	if ((!s->refused && !s->fd_waits) || (!force && now - s->last_log_ms < LOG_EVERY_MS))
+		return;
+	if (s->refused)
+		log_warn("refused %llu connections over the limit of unauthenticated peers (%d at "
+			 "once, %d per address)", (unsigned long long)s->refused, UNAUTH_MAX,
+			 UNAUTH_PER_ADDR_MAX);
+	if (s->fd_waits)
+		log_warn("out of file descriptors %llu times: accepting paused for a second each "
+			 "time (raise the limit: ulimit -n, LimitNOFILE=)",
+			 (unsigned long long)s->fd_waits);
+	s->refused = s->fd_waits = 0;
+	s->last_log_ms = now;
+}
+
+/* The host part of "host:port" or "[v6]:port", for counting connections per address. */
+static size_t host_len(const char *peer)
+{
+	const char *colon = strrchr(peer, ':');
+	return colon ? (size_t)(colon - peer) : strlen(peer);
+}
+
+static bool over_unauth_limit(struct server *s, const char *peer)
+{
+	size_t all = 0, same = 0, hl = host_len(peer);
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct conn *c = s->conns[i];
+		if (conn_is_ready(c) || conn_is_closed(c))
+			continue;
+		all++;
+		const char *p = conn_peer(c);
+		same += host_len(p) == hl && memcmp(p, peer, hl) == 0;
+	}
+	return all >= UNAUTH_MAX || same >= UNAUTH_PER_ADDR_MAX;
+}
 
 static void srv_on_close(struct conn *c, int err)
 {
@@ -59,11 +107,28 @@ static void on_accept(struct loop_watch *w, uint32_t events)
 {
 	struct server *s = w->arg;
 	for (;;) {
-		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(w->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* the listener is level-triggered: stop watching it rather than spin */
+				s->fd_waits++;
+				s->accept_paused = true;
+				loop_watch_mod(s->loop, &s->watch, 0);
+				log_limits(s, s->last_log_ms == 0);
+			} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
 				log_warn("accept: %s", strerror(errno));
+			}
 			return;
+		}
+		char peer[128];
+		addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+		if (over_unauth_limit(s, peer)) {
+			close(fd);
+			s->refused++;
+			log_limits(s, s->last_log_ms == 0);
+			continue;
 		}
 		addr_tune(fd);
 		if (s->nconns == s->cap) {
@@ -84,14 +149,24 @@ static void on_accept(struct loop_watch *w, uint32_t events)
 	}
 }
 
+static struct log_limit sweep_lines = LOG_LIMIT_INIT;
+
 static void sweep(void *arg)
 {
 	struct server *s = arg;
+	if (s->accept_paused) {
+		s->accept_paused = false;
+		loop_watch_mod(s->loop, &s->watch, EPOLLIN);
+	}
+	log_limits(s, false);
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *c = s->conns[i];
 		if (!conn_is_ready(c) && !conn_is_closed(c) && conn_age_ms(c) > HANDSHAKE_TIMEOUT_MS) {
-			log_error("authentication failed from %s: no handshake within %d s", conn_peer(c),
-				  HANDSHAKE_TIMEOUT_MS / 1000);
+			unsigned dropped;
+			if (log_limit_ok(&sweep_lines, 10, 10000, &dropped))
+				log_error("authentication failed from %s: no handshake within %d s%s",
+					  conn_peer(c), HANDSHAKE_TIMEOUT_MS / 1000,
+					  dropped ? " (more not logged)" : "");
 			conn_close(c, -WEFT_EAUTH);
 		}
 	}

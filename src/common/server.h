@@ -1,6 +1,8 @@
 /* A listening endpoint: accepts connections, runs the server side of the handshake,
  * hands ready connections' requests to the caller's handlers, and closes peers that do
- * not authenticate within 10 s. All server calls belong to the loop thread unless noted. */
+ * not authenticate within 5 s. Strangers are limited (256 unauthenticated at once, 32 per
+ * address) and a shortage of descriptors pauses accepting instead of spinning (see
+ * docs/protocol.md). All server calls belong to the loop thread unless noted. */
 #ifndef WEFT_SERVER_H
 #define WEFT_SERVER_H
 
