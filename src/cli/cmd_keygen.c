@@ -23,7 +23,8 @@ static int run(int argc, char **argv)
 	int err = auth_keygen(argv[optind], force);
 	if (err)
 		return cli_fail("keygen", "%s: %s%s", argv[optind], strerror(-err),
-				err == -EEXIST ? " (use --force to replace it)" : "");
+				err == -EEXIST ? " (use --force to replace it)" :
+				err == -ELOOP ? " (a symbolic link: give the file itself)" : "");
 	return 0;
 }
 

@@ -32,9 +32,16 @@ int auth_keygen(const char *path, int force)
 {
 	uint8_t k[WEFT_KEY_LEN];
 	auth_random(k, sizeof(k));
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0600);
+	/* never through a symlink: --force must not truncate whatever a link points to */
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+			    (force ? O_TRUNC : O_EXCL), 0600);
 	if (fd < 0)
 		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	int err = 0;
 	if (fchmod(fd, 0600) < 0 || write(fd, k, sizeof(k)) != (ssize_t)sizeof(k) || fsync(fd) < 0)
 		err = errno ? -errno : -EIO;
@@ -46,10 +53,11 @@ int auth_keygen(const char *path, int force)
 
 int auth_key_load(const char *path, struct weft_key *key, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "cluster key %s: %s", path, strerror(e));
+		snprintf(err, errlen, "cluster key %s: %s", path,
+			 e == ELOOP ? "is a symbolic link (give the file itself)" : strerror(e));
 		return -e;
 	}
 	struct stat st;
@@ -57,6 +65,13 @@ int auth_key_load(const char *path, struct weft_key *key, char *err, size_t errl
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cluster key %s: %s", path, strerror(-rc));
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "cluster key %s is not a regular file", path);
+	} else if (st.st_uid != geteuid() && st.st_uid != 0) {
+		rc = -EPERM;
+		snprintf(err, errlen, "cluster key %s is owned by uid %u, not by this user (%u) or root",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
 	} else if (st.st_mode & 077) {
 		rc = -EPERM;
 		snprintf(err, errlen,

@@ -58,4 +58,22 @@ grep -q 'out of file descriptors' "$T/m2.log" || fail "meta never ran out of des
 n=50; until "$WEFT" ping "$m2_addr" --count 3 --key "$T/m2/cluster.key" >/dev/null 2>&1 || [ $n -eq 0 ]; do sleep 0.2; n=$((n - 1)); done
 [ $n -gt 0 ] || fail "meta does not serve again after the descriptors came back"
 ok "out of descriptors: $pct% CPU, $lines log lines, serving again afterwards"
+
+# --- the key file: a regular file of this user or root, never through a symlink
+key=$STATE/cluster.key
+ln -s "$key" "$T/link.key"
+out=$("$WEFT" ping "$meta_addr" --count 1 --key "$T/link.key" 2>&1) && fail "a symlinked key was used"
+echo "$out" | grep -q "symbolic link" || fail "symlinked key: unclear error: $out"
+cp "$key" "$T/other.key"; chmod 600 "$T/other.key"; chown 65534 "$T/other.key"
+out=$("$WEFT" ping "$meta_addr" --count 1 --key "$T/other.key" 2>&1) && fail "a key owned by another user was used"
+echo "$out" | grep -q "owned by uid 65534" || fail "foreign key: unclear error: $out"
+mkfifo -m 600 "$T/fifo.key"
+out=$(timeout 5 "$WEFT" ping "$meta_addr" --count 1 --key "$T/fifo.key" 2>&1) && fail "a fifo was taken as a key"
+echo "$out" | grep -q "not a regular file" || fail "fifo key: unclear error: $out"
+printf 'precious' >"$T/target"
+ln -s "$T/target" "$T/trap.key"
+"$WEFT" keygen "$T/trap.key" --force 2>"$T/keygen.err" && fail "keygen --force followed a symlink"
+[ "$(cat "$T/target")" = precious ] || fail "keygen --force overwrote a symlink's target"
+grep -q "symbolic link" "$T/keygen.err" || fail "keygen: unclear error: $(cat "$T/keygen.err")"
+ok "key files: symlinks, other owners and fifos refused with a clear error; keygen --force follows no symlink"
 check_logs
