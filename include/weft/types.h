@@ -57,6 +57,10 @@ struct weft_cred {
 	uint32_t ngroups;
 	uint32_t groups[WEFT_GROUPS_MAX];
 	uint32_t umask;
+	/* 1: the caller is in more supplementary groups than groups[] holds. Meta then
+	 * fails closed: a group it cannot see may be the file's, so a caller it does not
+	 * find in the file's group gets only what both the group and other bits allow. */
+	uint8_t more_groups;
 };
 
 /* Member states of a chain. */

@@ -159,9 +159,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
-	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u",
+	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u, capable %#x want %#x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_read,
-		 conn->max_readahead);
+		 conn->max_readahead, conn->capable, conn->want);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
