@@ -13,6 +13,7 @@
 #define WEFT_NODE_MAX      63           /* bytes in a node name */
 #define WEFT_ADDR_MAX      63           /* bytes in "host:port" */
 #define WEFT_ROOT_INO      1ULL
+#define WEFT_NOBODY        65534u       /* uid and gid of a squashed root */
 /* Largest file size: 4 EiB (2^62 bytes). off_t could name up to 2^63 - 1, but the
  * kernel refuses an offset at that edge with EINVAL before weft sees it; a cap one bit
  * lower makes "past the largest size" reachable, answered with EFBIG, and leaves

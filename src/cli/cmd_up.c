@@ -302,7 +302,8 @@ static int up_run(int argc, char **argv)
 	path_of(logf, sizeof(logf), logs, "mount.log");
 	if (!no_mount && !is_mounted(mnt)) {
 		char o[PATH_MAX + 64];
-		snprintf(o, sizeof(o), "%s", getuid() == 0 ? "allow_other" : "rw");
+		/* the node that holds the cluster key mounts as itself: root stays root */
+		snprintf(o, sizeof(o), "%s,no_root_squash", getuid() == 0 ? "allow_other" : "rw");
 		char *cmd[] = {self, "mount", meta, (char *)mnt, "-o", o, "--key", key, "--pid-file",
 			       pidf, "--log", logf, NULL};
 		if (run_cmd(cmd) != 0)
