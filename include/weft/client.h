@@ -137,17 +137,10 @@ int weft_file_fsync(struct weft_file *f);
 int weft_file_release(struct weft_file *f);
 /* Current size as this client knows it (meta's size at open plus local writes). */
 uint64_t weft_file_size(struct weft_file *f);
-/* True when the file has S_ISUID, or S_ISGID with S_IXGRP, as this client last saw it
- * (open, setattr): a write by a caller without CAP_FSETID must clear them. */
-bool weft_file_has_priv(struct weft_file *f);
 /* True when this client holds ino open for writing (any handle). */
 bool weft_open_for_write(struct weft_client *c, uint64_t ino);
 /* True when f was opened for writing. */
 bool weft_file_writable(struct weft_file *f);
-/* Clears those bits at meta on behalf of writer cr, through f's write access (SETATTR
- * KILL_PRIV + HANDLE), as Linux does at write. Returns 1 when meta cleared something,
- * 0 when nothing was to do (cr is root, or no such bits), or -errno. */
-int weft_file_kill_priv(struct weft_file *f, const struct weft_cred *cr);
 
 /* Counters for `weft stat` style reporting. */
 struct weft_client_stats {

@@ -397,7 +397,8 @@ const struct cli_verb cmd_up = {
 		 "Creates the file system in STATE (default ~/.weft) if needed, starts weft meta\n"
 		 "and N weft store daemons (default 4, node names node0..) on loopback ports,\n"
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
-		 "with allow_other when run as root). --replicas (default 2) is the default\n"
+		 "with allow_other when run as root, and no_root_squash: root stays root on the\n"
+		 "node that holds the key). --replicas (default 2) is the default\n"
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
 		 "not running and mounts if not mounted.",
 	.run = up_run,

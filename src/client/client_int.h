@@ -107,11 +107,8 @@ struct winode {
 	 * answer or from creating the file; forgotten on this client's own xattr changes;
 	 * another client's become visible within the attribute timeout, like its chmod. */
 	int64_t nocap_until;
-	uint32_t mode;            /* as last seen (open, setattr replies): setuid/setgid */
 	int writers;              /* handles open for writing */
 };
-/* Records the mode meta returned for ino in its winode, if the file is open here. */
-void winode_set_mode(struct weft_client *c, uint64_t ino, uint32_t mode);
 /* The security.capability cache of winode ino (xattr.c): */
 bool winode_nocap(struct weft_client *c, uint64_t ino);
 void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);

@@ -532,11 +532,11 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		free(f);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&f->wi->lock);
-	f->wi->mode = o->attr.mode;
-	if ((flags & O_ACCMODE) != O_RDONLY)
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		pthread_mutex_lock(&f->wi->lock);
 		f->wi->writers++;
-	pthread_mutex_unlock(&f->wi->lock);
+		pthread_mutex_unlock(&f->wi->lock);
+	}
 	*out = f;
 	return 0;
 }
@@ -594,22 +594,6 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	return 0;
 }
 
-void winode_set_mode(struct weft_client *c, uint64_t ino, uint32_t mode)
-{
-	struct winode *wi = winode_find(c, ino);
-	if (!wi)
-		return;
-	pthread_mutex_lock(&wi->lock);
-	wi->mode = mode;
-	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
-}
-
-static bool mode_has_priv(uint32_t mode)
-{
-	return (mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
-}
-
 bool weft_open_for_write(struct weft_client *c, uint64_t ino)
 {
 	struct winode *wi = winode_find(c, ino);
@@ -625,24 +609,6 @@ bool weft_open_for_write(struct weft_client *c, uint64_t ino)
 bool weft_file_writable(struct weft_file *f)
 {
 	return (f->flags & O_ACCMODE) != O_RDONLY;
-}
-
-bool weft_file_has_priv(struct weft_file *f)
-{
-	pthread_mutex_lock(&f->wi->lock);
-	bool r = mode_has_priv(f->wi->mode);
-	pthread_mutex_unlock(&f->wi->lock);
-	return r;
-}
-
-int weft_file_kill_priv(struct weft_file *f, const struct weft_cred *cr)
-{
-	if (cr->uid == 0 || !weft_file_has_priv(f))
-		return 0;
-	struct weft_attr in = {0}, out;
-	int err = weft_setattr(f->c, cr, f->wi->ino, WEFT_SET_KILL_PRIV | WEFT_SET_HANDLE, &in,
-			       &out); /* the reply's mode lands in the winode */
-	return err ? err : 1;
 }
 
 int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)

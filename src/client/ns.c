@@ -116,7 +116,6 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		} else {
 			if (valid & WEFT_SET_SIZE)
 				file_truncate_local(c, ino, a.attr.size);
-			winode_set_mode(c, ino, a.attr.mode);
 			client_fix_size(c, &a.attr);
 			if (out)
 				*out = a.attr;

@@ -6,8 +6,9 @@
  * kept here and forget is a no-op. Attributes and entries may be cached by the kernel
  * for attr_timeout seconds; file data is cached by the kernel's page cache while a file
  * is open and dropped at open (keep_cache off), which gives close-to-open consistency
- * between mounts. Every request runs with the caller's uid, gid, umask and groups, and
- * meta checks permissions. */
+ * between mounts. Permissions: the kernel checks them first (default_permissions, with
+ * the caller's exact credentials), then meta with the uid, gid, umask and groups each
+ * request carries (docs/ARCHITECTURE.md, "Permissions and trust"). */
 #define FUSE_USE_VERSION 312
 
 #include "mount/mount.h"
@@ -30,7 +31,6 @@
 #include "weft/err.h"
 
 static struct weft_client *wc;
-static struct fuse_session *session; /* for notifications to the kernel */
 static double attr_timeout = 1.0;
 static bool read_only;
 static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
@@ -514,20 +514,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	if (weft_file_has_priv(f)) {
-		/* with handle_killpriv the kernel leaves this to us: a write by a caller
-		 * other than root clears setuid/setgid at once, as on a local file system,
-		 * and the kernel's cached mode is dropped so that no exec sees the old one */
-		struct weft_cred cr;
-		cred_of(req, &cr);
-		int k = weft_file_kill_priv(f, &cr);
-		if (k < 0) {
-			fuse_reply_err(req, sys_err(k));
-			return;
-		}
-		if (k > 0)
-			fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
-	}
 	ssize_t n = weft_file_write(f, buf, size, (uint64_t)off);
 	if (n < 0)
 		fuse_reply_err(req, sys_err((int)n));
@@ -946,7 +932,6 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	char *argv[] = {"weft", fsname, opts, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	session = se;
 	if (!se) {
 		log_error("mount %s: cannot create FUSE session (options %s)", o->mountpoint, opts + 2);
 		weft_client_close(wc);
