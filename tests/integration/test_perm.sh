@@ -42,6 +42,22 @@ mkdir -m 755 "$MNT/two"
 "$PD" --warm --settle 1.1 "$MNT/two" "$T/mnt2/two" >"$T/two.weft" 2>&1
 diffrun two
 
+# a cached attribute grants nothing meta refuses: B stats a 0666 file through the second
+# mount, root makes it 0600 through the first, and B at once truncates it by path and
+# opens it for writing through the second, whose kernel still holds 0666: both refused,
+# and no byte lost (the stores' objects are cut only after meta agreed)
+printf 0123456789 >"$MNT/two/stale"
+chmod 666 "$MNT/two/stale"
+asB() { setpriv --reuid=2002 --regid=2002 --clear-groups "$@"; }
+asB stat "$T/mnt2/two/stale" >/dev/null
+chmod 600 "$MNT/two/stale"
+asB perl -e 'truncate($ARGV[0], 2) or exit 1' "$T/mnt2/two/stale" \
+	&& fail "truncate through a second mount's stale attributes succeeded"
+asB sh -c 'echo x >>"$1"' sh "$T/mnt2/two/stale" 2>/dev/null \
+	&& fail "open for writing through a second mount's stale attributes succeeded"
+[ "$(cat "$MNT/two/stale")" = 0123456789 ] || fail "a refused truncate cut the data: $(od -c "$MNT/two/stale" | head -2)"
+ok "stale attributes on a second mount: truncate and open refused by meta, data intact"
+
 # root_squash: root of the second mount is nobody; weft up's own mount keeps root
 echo secret >"$MNT/rootonly"
 chmod 600 "$MNT/rootonly"
