@@ -494,6 +494,30 @@ static void setgroups_same_pid(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* A user in more groups than a request carries (32), with the file's group past them:
+ * what the mount cannot send must not turn a group member into "other". */
+static void many_groups(void)
+{
+	mkdir_("mg", 0755, ROOT, 0);
+	mkfile("mg/oth", 0604, C, G);  /* others may read, members of G may not */
+	gid_t groups[40];
+	for (int i = 0; i < 39; i++)
+		groups[i] = 2100 + (gid_t)i; /* below G: the kernel keeps groups sorted */
+	groups[39] = G;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (fchdir(act_fd) < 0)
+			_exit(1);
+		become(A, 40, groups);
+		show("A/40 groups", "read mg/oth (0604, G is the 40th group)", open_close("mg/oth", O_RDONLY));
+		show("A/40 groups", "read mg/any other path", open_close("mg", O_RDONLY | O_DIRECTORY));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1;
@@ -527,5 +551,6 @@ int main(int argc, char **argv)
 	suid();
 	open_access();
 	setgroups_same_pid();
+	many_groups();
 	return 0;
 }
