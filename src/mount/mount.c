@@ -284,7 +284,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * refuses it in the kernel. So a mode change from a non-owner that only removes the
  * bits a write removes is sent as KILL_PRIV, which meta grants to a caller that may
  * write the file (or holds it open for writing here) and which can only take bits
- * away. Anything else stays a chmod, for meta to refuse. */
+ * away. Anything else stays a chmod, for meta to refuse. Returns valid, changed so
+ * when that applies (one GETATTR: called only once meta refused the chmod, or before
+ * a truncate). Never for root, nor a squashed root (which has CAP_FSETID). */
 static uint32_t kill_priv_of(fuse_ino_t ino, const struct weft_cred *cr, uint32_t valid,
 			     const struct weft_attr *in)
 {
@@ -348,10 +350,20 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	if (fi && fi->fh && (valid & WEFT_SET_SIZE) &&
 	    weft_file_writable((struct weft_file *)(uintptr_t)fi->fh))
 		valid |= WEFT_SET_HANDLE;
-	if ((valid & WEFT_SET_MODE) && cr.uid != 0)
+	/* with a size change, decide before libweft cuts any object; a mode change alone
+	 * is tried as a chmod first, so an owner's chmod costs no extra round trip */
+	bool squashed_root = root_squash && fuse_req_ctx(req)->uid == 0;
+	if ((valid & WEFT_SET_MODE) && (valid & WEFT_SET_SIZE) && cr.uid != 0 && !squashed_root)
 		valid = kill_priv_of(ino, &cr, valid, &in);
 	int err;
 	ASK(req, cr, err, weft_setattr(wc, &cr, ino, valid, &in, &out));
+	if (err == -EPERM && (valid & WEFT_SET_MODE) && cr.uid != 0 && !squashed_root) {
+		uint32_t v = kill_priv_of(ino, &cr, valid, &in);
+		if (v != valid) {
+			valid = v;
+			err = weft_setattr(wc, &cr, ino, valid, &in, &out);
+		}
+	}
 	log_debug("setattr %llu to_set %#x valid %#x uid %u: %d", (unsigned long long)ino, to_set,
 		  valid, cr.uid, err);
 	if (err) {
