@@ -148,16 +148,43 @@ static bool cred_refresh(fuse_req_t req, struct weft_cred *cr)
 	return true;
 }
 
+/* A caller in more groups than a request carries, refused: the next WEFT_GROUPS_MAX of
+ * its groups (up to GROUPS_SCAN in all), window *k + 1. Meta grants only on a group it
+ * sees or on what group and other bits both allow, so a grant through any window is
+ * the right answer, and trying the others turns no refusal into a wrong grant. */
+#define GROUPS_SCAN 256
+static bool cred_next_window(fuse_req_t req, struct weft_cred *cr, int *k)
+{
+	gid_t g[GROUPS_SCAN];
+	int n = fuse_req_getgroups(req, GROUPS_SCAN, g);
+	if (n > GROUPS_SCAN)
+		n = GROUPS_SCAN;
+	int start = (*k + 1) * WEFT_GROUPS_MAX;
+	if (n <= start)
+		return false;
+	(*k)++;
+	int m = n - start < WEFT_GROUPS_MAX ? n - start : WEFT_GROUPS_MAX;
+	for (int i = 0; i < m; i++)
+		cr->groups[i] = root_squash && g[start + i] == 0 ? WEFT_NOBODY : g[start + i];
+	cr->ngroups = (uint32_t)m;
+	cr->more_groups = 1;
+	return true;
+}
+
 static bool denied(long err)
 {
 	return err == -EACCES || err == -EPERM;
 }
 
-/* err = call, asked again with fresh groups when meta refused on cached ones */
+/* err = call, asked again with fresh groups when meta refused on cached ones, and
+ * with each further window of groups of a caller in more than a request carries */
 #define ASK(req, cr, err, call) \
 	do { \
 		err = (call); \
 		if (denied(err) && cred_refresh(req, &(cr))) \
+			err = (call); \
+		for (int k_ = 0; denied(err) && (cr).more_groups && \
+				 cred_next_window(req, &(cr), &k_);) \
 			err = (call); \
 	} while (0)
 

@@ -500,6 +500,8 @@ static void many_groups(void)
 {
 	mkdir_("mg", 0755, ROOT, 0);
 	mkfile("mg/oth", 0604, C, G);  /* others may read, members of G may not */
+	mkfile("mg/grp", 0640, C, G);  /* members of G may read */
+	mkfile("mg/own", 0644, A, 0);
 	gid_t groups[40];
 	for (int i = 0; i < 39; i++)
 		groups[i] = 2100 + (gid_t)i; /* below G: the kernel keeps groups sorted */
@@ -511,7 +513,8 @@ static void many_groups(void)
 			_exit(1);
 		become(A, 40, groups);
 		show("A/40 groups", "read mg/oth (0604, G is the 40th group)", open_close("mg/oth", O_RDONLY));
-		show("A/40 groups", "read mg/any other path", open_close("mg", O_RDONLY | O_DIRECTORY));
+		show("A/40 groups", "read mg/grp (0640, G is the 40th group)", open_close("mg/grp", O_RDONLY));
+		show("A/40 groups", "chown mg/own -1 G (G is the 40th group)", chown("mg/own", (uid_t)-1, G));
 		fflush(stdout);
 		_exit(0);
 	}
