@@ -86,7 +86,7 @@ fi
 
 if want lmdd; then
 	# seed 002: one stream, bs=1M with fsync, checksums on and off
-	"$WEFT" mount "$META" "$MNT_NOCRC" --key "$KEY" -o checksums=off,allow_other
+	"$WEFT" mount "$META" "$MNT_NOCRC" --key "$KEY" -o checksums=off,allow_other,no_root_squash
 	lw=$(secs dd_write "$LOCAL/one"); rm -f "$LOCAL/one"
 	on=$(secs dd_write "$MNT/one"); rm -f "$MNT/one"
 	off=$(secs dd_write "$MNT_NOCRC/one"); rm -f "$MNT_NOCRC/one"
@@ -109,7 +109,7 @@ if want tar && [ -f "$TARBALL" ]; then
 	row "du -s, 1 mount (s)" "$ld2" "$ld" "$(ratio "$ld" "$ld2")"
 	row "rm -rf + sync, 1 mount (s)" "$wrm" "$lrm" "$(ratio "$lrm" "$wrm")"
 	# two mounts at once, each in its own directory
-	"$WEFT" mount "$META" "$MNT2" --key "$KEY" -o allow_other
+	"$WEFT" mount "$META" "$MNT2" --key "$KEY" -o allow_other,no_root_squash
 	mkdir -p "$MNT/a" "$MNT2/b" "$LOCAL/a" "$LOCAL/b"
 	t0=$(date +%s.%N)
 	untar "$MNT/a" & untar "$MNT2/b" & wait

@@ -137,6 +137,10 @@ int weft_file_fsync(struct weft_file *f);
 int weft_file_release(struct weft_file *f);
 /* Current size as this client knows it (meta's size at open plus local writes). */
 uint64_t weft_file_size(struct weft_file *f);
+/* True when this client holds ino open for writing (any handle). */
+bool weft_open_for_write(struct weft_client *c, uint64_t ino);
+/* True when f was opened for writing. */
+bool weft_file_writable(struct weft_file *f);
 
 /* Counters for `weft stat` style reporting. */
 struct weft_client_stats {

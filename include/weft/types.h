@@ -13,6 +13,7 @@
 #define WEFT_NODE_MAX      63           /* bytes in a node name */
 #define WEFT_ADDR_MAX      63           /* bytes in "host:port" */
 #define WEFT_ROOT_INO      1ULL
+#define WEFT_NOBODY        65534u       /* uid and gid of a squashed root */
 /* Largest file size: 4 EiB (2^62 bytes). off_t could name up to 2^63 - 1, but the
  * kernel refuses an offset at that edge with EINVAL before weft sees it; a cap one bit
  * lower makes "past the largest size" reachable, answered with EFBIG, and leaves
@@ -57,6 +58,10 @@ struct weft_cred {
 	uint32_t ngroups;
 	uint32_t groups[WEFT_GROUPS_MAX];
 	uint32_t umask;
+	/* 1: the caller is in more supplementary groups than groups[] holds. Meta then
+	 * fails closed: a group it cannot see may be the file's, so a caller it does not
+	 * find in the file's group gets only what both the group and other bits allow. */
+	uint8_t more_groups;
 };
 
 /* Member states of a chain. */

@@ -54,6 +54,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			o->read_only = false;
 		} else if (strcmp(opt, "allow_other") == 0) {
 			o->allow_other = true;
+		} else if (strcmp(opt, "root_squash") == 0) {
+			o->root_squash = true;
+		} else if (strcmp(opt, "no_root_squash") == 0) {
+			o->root_squash = false;
 		} else if (strcmp(opt, "defaults") == 0 || strcmp(opt, "_netdev") == 0 ||
 			   strcmp(opt, "nofail") == 0 || strcmp(opt, "auto") == 0 ||
 			   strcmp(opt, "noauto") == 0 || strcmp(opt, "user") == 0 ||
@@ -72,7 +76,7 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 
 static int run(int argc, char **argv)
 {
-	struct mount_opts o = {.attr_timeout = 1.0, .readahead_kb = 4096};
+	struct mount_opts o = {.attr_timeout = 1.0, .readahead_kb = 4096, .root_squash = true};
 	struct cluster_opts co = {0};
 	struct daemon_opts d = {0};
 	char rest[1024] = "", optbuf[2048];
@@ -146,6 +150,9 @@ const struct cli_verb cmd_mount = {
 		 "                     /etc/weft/cluster.key)\n"
 		 "  name=NODE          this client's name at meta (default: host name)\n"
 		 "  metrics=HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		 "  root_squash        root of this node acts as nobody (65534) (default)\n"
+		 "  no_root_squash     root of this node is root on the file system (weft up\n"
+		 "                     mounts its local node so)\n"
 		 "  ro, rw, allow_other, and other FUSE mount options\n\n"
 		 "/etc/fstab: HOST:PORT /mnt/weft fuse.weft defaults,key=/etc/weft/cluster.key 0 0\n"
 		 "Unmount with umount MOUNTPOINT (or fusermount3 -u); dirty data is flushed first.",

@@ -313,7 +313,8 @@ static int up_run(int argc, char **argv)
 		char o[PATH_MAX + 64], mtaddr[64] = "";
 		if (metrics && (rc = daemon_addr(state, "mount.metrics", 0, mtaddr, sizeof(mtaddr))))
 			return cli_fail("up", "no port for the mount's metrics: %s", strerror(-rc));
-		snprintf(o, sizeof(o), "%s%s%s", getuid() == 0 ? "allow_other" : "rw",
+		/* the node that holds the cluster key mounts as itself: root stays root */
+		snprintf(o, sizeof(o), "%s,no_root_squash%s%s", getuid() == 0 ? "allow_other" : "rw",
 			 mtaddr[0] ? ",metrics=" : "", mtaddr);
 		char *cmd[] = {self, "mount", meta, (char *)mnt, "-o", o, "--key", key, "--pid-file",
 			       pidf, "--log", logf, NULL};
@@ -409,7 +410,8 @@ const struct cli_verb cmd_up = {
 		 "Creates the file system in STATE (default ~/.weft) if needed, starts weft meta\n"
 		 "and N weft store daemons (default 4, node names node0..) on loopback ports,\n"
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
-		 "with allow_other when run as root). --replicas (default 2) is the default\n"
+		 "with allow_other when run as root, and no_root_squash: root stays root on the\n"
+		 "node that holds the key). --replicas (default 2) is the default\n"
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
 		 "not running and mounts if not mounted. --metrics gives every daemon and the mount\n"
 		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.",

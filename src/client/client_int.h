@@ -107,6 +107,7 @@ struct winode {
 	 * answer or from creating the file; forgotten on this client's own xattr changes;
 	 * another client's become visible within the attribute timeout, like its chmod. */
 	int64_t nocap_until;
+	int writers;              /* handles open for writing */
 };
 /* The security.capability cache of winode ino (xattr.c): */
 bool winode_nocap(struct weft_client *c, uint64_t ino);

@@ -460,6 +460,11 @@ int weft_file_release(struct weft_file *f)
 	struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0, .session = f->c->session};
 	weft_release_encode(&w, &m);
 	client_meta_call(f->c, WEFT_OP_RELEASE, &w, NULL, 0, NULL);
+	if (weft_file_writable(f)) {
+		pthread_mutex_lock(&f->wi->lock);
+		f->wi->writers--;
+		pthread_mutex_unlock(&f->wi->lock);
+	}
 	winode_put(f->c, f->wi);
 	free(f);
 	return err;
@@ -527,6 +532,11 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		free(f);
 		return -ENOMEM;
 	}
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		pthread_mutex_lock(&f->wi->lock);
+		f->wi->writers++;
+		pthread_mutex_unlock(&f->wi->lock);
+	}
 	*out = f;
 	return 0;
 }
@@ -582,6 +592,23 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 		*attr = o.attr;
 	*out = f;
 	return 0;
+}
+
+bool weft_open_for_write(struct weft_client *c, uint64_t ino)
+{
+	struct winode *wi = winode_find(c, ino);
+	if (!wi)
+		return false;
+	pthread_mutex_lock(&wi->lock);
+	bool r = wi->writers > 0;
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+	return r;
+}
+
+bool weft_file_writable(struct weft_file *f)
+{
+	return (f->flags & O_ACCMODE) != O_RDONLY;
 }
 
 int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 #include "common/log.h"
@@ -95,6 +96,12 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		if (err)
 			return err;
 		if (in->size < cur.size && layout.stripe_unit) {
+			/* objects shrink before meta records the size, so meta must say yes
+			 * first: a caller without write access (the kernel's view of the mode
+			 * may be stale) must not cut data it then fails to truncate. A write
+			 * handle's access was checked at open. */
+			if (!(valid & WEFT_SET_HANDLE) && (err = weft_access(c, cr, ino, W_OK)))
+				return err;
 			err = data_truncate(c, ino, &layout, in->size);
 			if (err)
 				return err;

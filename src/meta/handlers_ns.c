@@ -64,7 +64,8 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 		{WEFT_SET_GID, META_SET_GID}, {WEFT_SET_SIZE, META_SET_SIZE},
 		{WEFT_SET_ATIME, META_SET_ATIME}, {WEFT_SET_MTIME, META_SET_MTIME},
 		{WEFT_SET_ATIME_NOW, META_SET_ATIME_NOW}, {WEFT_SET_MTIME_NOW, META_SET_MTIME_NOW},
-		{WEFT_SET_CTIME, META_SET_CTIME},
+		{WEFT_SET_CTIME, META_SET_CTIME}, {WEFT_SET_HANDLE, META_SET_HANDLE},
+		{WEFT_SET_KILL_PRIV, META_SET_KILL_PRIV},
 	};
 	struct meta_setattr sa = {.mode = m->mode, .uid = m->uid, .gid = m->gid,
 				  .size = m->size, .atime_ns = m->atime_ns,

@@ -105,7 +105,7 @@ static void kill_suid(struct weft_attr *a)
 
 #define SET_ALL (META_SET_MODE | META_SET_UID | META_SET_GID | META_SET_SIZE | \
 		 META_SET_ATIME | META_SET_MTIME | META_SET_ATIME_NOW | META_SET_MTIME_NOW | \
-		 META_SET_CTIME | META_SET_HANDLE)
+		 META_SET_CTIME | META_SET_HANDLE | META_SET_KILL_PRIV)
 
 /* Permission part of setattr (setattr_prepare). */
 static int setattr_check(const struct meta_ctx *c, const struct meta_inode *in,
@@ -137,6 +137,12 @@ static int setattr_check(const struct meta_ctx *c, const struct meta_inode *in,
 		if (!(v & META_SET_HANDLE) && meta_perm_check(cr, a, META_MAY_WRITE))
 			return -EACCES;
 	}
+	if (v & META_SET_KILL_PRIV) {
+		if (!S_ISREG(a->mode))
+			return -EINVAL;
+		if (!(v & META_SET_HANDLE) && meta_perm_check(cr, a, META_MAY_WRITE))
+			return -EACCES;
+	}
 	return 0;
 }
 
@@ -156,9 +162,9 @@ int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,
 	struct weft_attr *a = &in.attr;
 	bool root = c->cred->uid == 0;
 
+	if ((v & (META_SET_SIZE | META_SET_KILL_PRIV)) && !root)
+		kill_suid(a);
 	if (v & META_SET_SIZE) {
-		if (!root)
-			kill_suid(a);
 		a->size = sa->size;
 		if (!(v & (META_SET_MTIME | META_SET_MTIME_NOW)))
 			a->mtime_ns = now;

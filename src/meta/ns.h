@@ -69,6 +69,8 @@ int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft
 #define META_SET_CTIME     0x100u /* to sa->ctime_ns (owner or root) */
 #define META_SET_HANDLE    0x200u /* size change through a handle opened for writing:
                                    * no permission check (done at open) */
+#define META_SET_KILL_PRIV 0x400u /* a write: clear S_ISUID (S_ISGID if S_IXGRP) unless
+                                   * root; needs write permission or META_SET_HANDLE */
 
 struct meta_setattr {
 	uint32_t valid;
@@ -92,6 +94,9 @@ struct meta_setattr {
  *    writes), so nothing is queued for the stores.
  *  - atime/mtime explicit, ctime: owner or root (-EPERM); *_NOW: owner, root, or write
  *    permission (-EACCES).
+ *  - kill_priv: regular files (-EINVAL others); write permission or META_SET_HANDLE
+ *    (-EACCES); a non-root caller clears S_ISUID, and S_ISGID if S_IXGRP, as a write
+ *    does on Linux (file_remove_privs).
  *  - ctime = now after any change.
  * Errors also: -ESTALE, -EINVAL unknown valid bits. */
 int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,

@@ -38,6 +38,8 @@ int meta_perm_check(const struct weft_cred *c, const struct weft_attr *a, uint32
 		bits = (a->mode >> 6) & 7;
 	else if (meta_perm_in_group(c, a->gid))
 		bits = (a->mode >> 3) & 7;
+	else if (c->more_groups)
+		bits = (a->mode >> 3) & a->mode & 7; /* group or other: fail closed */
 	else
 		bits = a->mode & 7;
 	return (bits & mask) == mask ? 0 : -EACCES;

@@ -25,7 +25,9 @@ void meta_perm_squash(struct weft_cred *cred);
 bool meta_perm_in_group(const struct weft_cred *cred, uint32_t gid);
 
 /* Checks mask (META_MAY_*) against an inode's mode/uid/gid: the owner class, else the
- * group class (gid or supplementary), else other. uid 0 may read and write anything and
+ * group class (gid or supplementary), else other; a cred with more_groups that is not
+ * found in the file's group gets group & other bits (it may be in the group, unseen).
+ * uid 0 may read and write anything and
  * execute/search a directory, or a non-directory with at least one x bit.
  * Returns 0 or -EACCES. */
 int meta_perm_check(const struct weft_cred *cred, const struct weft_attr *a, uint32_t mask);

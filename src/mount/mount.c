@@ -6,8 +6,9 @@
  * kept here and forget is a no-op. Attributes and entries may be cached by the kernel
  * for attr_timeout seconds; file data is cached by the kernel's page cache while a file
  * is open and dropped at open (keep_cache off), which gives close-to-open consistency
- * between mounts. Every request runs with the caller's uid, gid, umask and groups, and
- * meta checks permissions. */
+ * between mounts. Permissions: the kernel checks them first (default_permissions, with
+ * the caller's exact credentials), then meta with the uid, gid, umask and groups each
+ * request carries (docs/ARCHITECTURE.md, "Permissions and trust"). */
 #define FUSE_USE_VERSION 312
 
 #include "mount/mount.h"
@@ -40,16 +41,26 @@ static uint32_t readahead_kb;
 
 /* ---- credentials ---- */
 
-/* Supplementary groups cost a read of /proc/PID/status per request; cache them per pid
- * for a second. */
+/* Supplementary groups cost a read of /proc/PID/task/TID/status per request, so they are
+ * cached for up to a second, keyed by (pid, uid, gid): a process that changes its uid or
+ * gid (login, su, a setuid program) misses, and so does a reused pid unless the new
+ * process has the same uid and gid. What an entry can still get wrong (a setgroups()
+ * within the second, a pid reused by a process of the same ids) errs only within what
+ * the kernel already allowed: the mount uses default_permissions, so the kernel checks
+ * every path component, open and attribute change with the caller's exact credentials
+ * first, and meta's check with these groups comes second. More groups than a request
+ * carries set more_groups, and meta then fails closed. */
 #define GCACHE 64
 static struct {
 	pid_t pid;
+	uint32_t uid, gid;
 	time_t at;
 	uint32_t n;
+	uint8_t more;
 	uint32_t groups[WEFT_GROUPS_MAX];
 } gcache[GCACHE];
 static pthread_mutex_t gcache_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool root_squash;
 
 static void cred_of(fuse_req_t req, struct weft_cred *cr)
 {
@@ -58,13 +69,24 @@ static void cred_of(fuse_req_t req, struct weft_cred *cr)
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
 	cr->umask = ctx->umask;
-	if (ctx->uid == 0)
+	if (root_squash) {
+		/* root of this client is nobody at meta; its groups are not sent */
+		if (cr->gid == 0)
+			cr->gid = WEFT_NOBODY;
+		if (cr->uid == 0) {
+			cr->uid = WEFT_NOBODY;
+			return;
+		}
+	}
+	if (cr->uid == 0)
 		return;
 	time_t now = time(NULL);
 	unsigned slot = (unsigned)ctx->pid % GCACHE;
 	pthread_mutex_lock(&gcache_lock);
-	if (gcache[slot].pid == ctx->pid && gcache[slot].at == now) {
+	if (gcache[slot].pid == ctx->pid && gcache[slot].uid == ctx->uid &&
+	    gcache[slot].gid == ctx->gid && gcache[slot].at == now) {
 		cr->ngroups = gcache[slot].n;
+		cr->more_groups = gcache[slot].more;
 		memcpy(cr->groups, gcache[slot].groups, sizeof(cr->groups));
 		pthread_mutex_unlock(&gcache_lock);
 		return;
@@ -72,18 +94,102 @@ static void cred_of(fuse_req_t req, struct weft_cred *cr)
 	pthread_mutex_unlock(&gcache_lock);
 	gid_t g[WEFT_GROUPS_MAX];
 	int n = fuse_req_getgroups(req, WEFT_GROUPS_MAX, g);
-	if (n > WEFT_GROUPS_MAX)
+	if (n > WEFT_GROUPS_MAX) {
+		cr->more_groups = 1; /* the first WEFT_GROUPS_MAX are in g */
 		n = WEFT_GROUPS_MAX;
+	}
 	for (int i = 0; i < n; i++)
-		cr->groups[i] = g[i];
+		cr->groups[i] = root_squash && g[i] == 0 ? WEFT_NOBODY : g[i];
 	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+	if (n < 0)
+		cr->more_groups = 1; /* groups unknown: meta fails closed */
 	pthread_mutex_lock(&gcache_lock);
 	gcache[slot].pid = ctx->pid;
+	gcache[slot].uid = ctx->uid;
+	gcache[slot].gid = ctx->gid;
 	gcache[slot].at = now;
 	gcache[slot].n = cr->ngroups;
+	gcache[slot].more = cr->more_groups;
 	memcpy(gcache[slot].groups, cr->groups, sizeof(cr->groups));
 	pthread_mutex_unlock(&gcache_lock);
 }
+
+/* Meta refused the request: if the caller's groups changed since they were cached (a
+ * setgroups() within the second), take the current ones. Returns true when they
+ * differ, and the request is then asked again: a refused request changed nothing. */
+static bool cred_refresh(fuse_req_t req, struct weft_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (cr->uid == 0 || (root_squash && ctx->uid == 0))
+		return false;
+	gid_t g[WEFT_GROUPS_MAX];
+	int n = fuse_req_getgroups(req, WEFT_GROUPS_MAX, g);
+	if (n < 0)
+		return false;
+	uint8_t more = n > WEFT_GROUPS_MAX;
+	if (more)
+		n = WEFT_GROUPS_MAX;
+	uint32_t groups[WEFT_GROUPS_MAX] = {0};
+	for (int i = 0; i < n; i++)
+		groups[i] = root_squash && g[i] == 0 ? WEFT_NOBODY : g[i];
+	if ((uint32_t)n == cr->ngroups && more == cr->more_groups &&
+	    memcmp(groups, cr->groups, (size_t)n * sizeof(groups[0])) == 0)
+		return false;
+	cr->ngroups = (uint32_t)n;
+	cr->more_groups = more;
+	memcpy(cr->groups, groups, sizeof(groups));
+	unsigned slot = (unsigned)ctx->pid % GCACHE;
+	pthread_mutex_lock(&gcache_lock);
+	gcache[slot].pid = ctx->pid;
+	gcache[slot].uid = ctx->uid;
+	gcache[slot].gid = ctx->gid;
+	gcache[slot].at = time(NULL);
+	gcache[slot].n = cr->ngroups;
+	gcache[slot].more = cr->more_groups;
+	memcpy(gcache[slot].groups, cr->groups, sizeof(cr->groups));
+	pthread_mutex_unlock(&gcache_lock);
+	return true;
+}
+
+/* A caller in more groups than a request carries, refused: the next WEFT_GROUPS_MAX of
+ * its groups (up to GROUPS_SCAN in all), window *k + 1. Meta grants only on a group it
+ * sees or on what group and other bits both allow, so a grant through any window is
+ * the right answer, and trying the others turns no refusal into a wrong grant. */
+#define GROUPS_SCAN 256
+static bool cred_next_window(fuse_req_t req, struct weft_cred *cr, int *k)
+{
+	gid_t g[GROUPS_SCAN];
+	int n = fuse_req_getgroups(req, GROUPS_SCAN, g);
+	if (n > GROUPS_SCAN)
+		n = GROUPS_SCAN;
+	int start = (*k + 1) * WEFT_GROUPS_MAX;
+	if (n <= start)
+		return false;
+	(*k)++;
+	int m = n - start < WEFT_GROUPS_MAX ? n - start : WEFT_GROUPS_MAX;
+	for (int i = 0; i < m; i++)
+		cr->groups[i] = root_squash && g[start + i] == 0 ? WEFT_NOBODY : g[start + i];
+	cr->ngroups = (uint32_t)m;
+	cr->more_groups = 1;
+	return true;
+}
+
+static bool denied(long err)
+{
+	return err == -EACCES || err == -EPERM;
+}
+
+/* err = call, asked again with fresh groups when meta refused on cached ones, and
+ * with each further window of groups of a caller in more than a request carries */
+#define ASK(req, cr, err, call) \
+	do { \
+		err = (call); \
+		if (denied(err) && cred_refresh(req, &(cr))) \
+			err = (call); \
+		for (int k_ = 0; denied(err) && (cr).more_groups && \
+				 cred_next_window(req, &(cr), &k_);) \
+			err = (call); \
+	} while (0)
 
 /* ---- conversions ---- */
 
@@ -162,9 +268,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
-	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u",
+	/* the kernel clears setuid/setgid itself (see kill_priv_of), whatever this says:
+	 * not asking keeps that one path on every kernel */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u, capable %#x want %#x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_read,
-		 conn->max_readahead);
+		 conn->max_readahead, conn->capable, conn->want);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -172,7 +281,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
-	int err = weft_lookup(wc, &cr, parent, name, &a);
+	int err;
+	ASK(req, cr, err, weft_lookup(wc, &cr, parent, name, &a));
 	if (err == -ENOENT) {
 		/* a negative entry the kernel may cache for attr_timeout */
 		struct fuse_entry_param e = {.ino = 0, .entry_timeout = attr_timeout};
@@ -195,6 +305,33 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	to_stat(&a, &st);
 	fuse_reply_attr(req, &st, attr_timeout);
+}
+
+/* The kernel clears setuid/setgid itself before a write, truncate or chown by a caller
+ * without CAP_FSETID: it sends a mode change "forced" past its own owner check, which
+ * the FUSE protocol cannot mark (FUSE_HANDLE_KILLPRIV_V2, which would, is beyond
+ * libfuse 3.14). A genuine chmod by a non-owner never gets here: default_permissions
+ * refuses it in the kernel. So a mode change from a non-owner that only removes the
+ * bits a write removes is sent as KILL_PRIV, which meta grants to a caller that may
+ * write the file (or holds it open for writing here) and which can only take bits
+ * away. Anything else stays a chmod, for meta to refuse. Returns valid, changed so
+ * when that applies (one GETATTR: called only once meta refused the chmod, or before
+ * a truncate). Never for root, nor a squashed root (which has CAP_FSETID). */
+static uint32_t kill_priv_of(fuse_ino_t ino, const struct weft_cred *cr, uint32_t valid,
+			     const struct weft_attr *in)
+{
+	struct weft_attr cur;
+	if (weft_getattr(wc, cr, ino, &cur) || cur.uid == cr->uid || !S_ISREG(cur.mode))
+		return valid;
+	uint32_t killable = S_ISUID | ((cur.mode & S_IXGRP) ? S_ISGID : 0);
+	uint32_t was = cur.mode & 07777, want = in->mode & 07777;
+	uint32_t removed = was & ~want;
+	if ((want & ~was) || !removed || (removed & ~killable))
+		return valid;
+	valid = (valid & ~WEFT_SET_MODE) | WEFT_SET_KILL_PRIV;
+	if (weft_open_for_write(wc, ino))
+		valid |= WEFT_SET_HANDLE;
+	return valid;
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
@@ -237,7 +374,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 		valid |= WEFT_SET_CTIME;
 		in.ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 	}
-	int err = weft_setattr(wc, &cr, ino, valid, &in, &out);
+	/* ftruncate, or open(O_TRUNC): the kernel passes the file; its write access was
+	 * granted at open and counts now, whatever the mode says since (open(O_CREAT|O_RDWR,
+	 * 0) then ftruncate, as on a local file system) */
+	if (fi && fi->fh && (valid & WEFT_SET_SIZE) &&
+	    weft_file_writable((struct weft_file *)(uintptr_t)fi->fh))
+		valid |= WEFT_SET_HANDLE;
+	/* with a size change, decide before libweft cuts any object; a mode change alone
+	 * is tried as a chmod first, so an owner's chmod costs no extra round trip */
+	bool squashed_root = root_squash && fuse_req_ctx(req)->uid == 0;
+	if ((valid & WEFT_SET_MODE) && (valid & WEFT_SET_SIZE) && cr.uid != 0 && !squashed_root)
+		valid = kill_priv_of(ino, &cr, valid, &in);
+	int err;
+	ASK(req, cr, err, weft_setattr(wc, &cr, ino, valid, &in, &out));
+	if (err == -EPERM && (valid & WEFT_SET_MODE) && cr.uid != 0 && !squashed_root) {
+		uint32_t v = kill_priv_of(ino, &cr, valid, &in);
+		if (v != valid) {
+			valid = v;
+			err = weft_setattr(wc, &cr, ino, valid, &in, &out);
+		}
+	}
+	log_debug("setattr %llu to_set %#x valid %#x uid %u: %d", (unsigned long long)ino, to_set,
+		  valid, cr.uid, err);
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
@@ -265,7 +423,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
-	int err = weft_mknod(wc, &cr, parent, name, mode, (uint32_t)rdev, true, &a);
+	int err;
+	ASK(req, cr, err, weft_mknod(wc, &cr, parent, name, mode, (uint32_t)rdev, true, &a));
 	reply_entry(req, err, &a);
 }
 
@@ -275,7 +434,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
-	reply_entry(req, weft_mkdir(wc, &cr, parent, name, mode, &a), &a);
+	int err;
+	ASK(req, cr, err, weft_mkdir(wc, &cr, parent, name, mode, &a));
+	reply_entry(req, err, &a);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -283,7 +444,9 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	CHECK_RW(req);
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_unlink(wc, &cr, parent, name)));
+	int err;
+	ASK(req, cr, err, weft_unlink(wc, &cr, parent, name));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -291,7 +454,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	CHECK_RW(req);
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_rmdir(wc, &cr, parent, name)));
+	int err;
+	ASK(req, cr, err, weft_rmdir(wc, &cr, parent, name));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -300,7 +465,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
-	reply_entry(req, weft_symlink(wc, &cr, parent, name, link, &a), &a);
+	int err;
+	ASK(req, cr, err, weft_symlink(wc, &cr, parent, name, link, &a));
+	reply_entry(req, err, &a);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -309,7 +476,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	CHECK_RW(req);
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_rename(wc, &cr, parent, name, newparent, newname, flags)));
+	int err;
+	ASK(req, cr, err, weft_rename(wc, &cr, parent, name, newparent, newname, flags));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -318,7 +487,9 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
-	reply_entry(req, weft_link(wc, &cr, ino, newparent, newname, &a), &a);
+	int err;
+	ASK(req, cr, err, weft_link(wc, &cr, ino, newparent, newname, &a));
+	reply_entry(req, err, &a);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -330,7 +501,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct weft_cred cr;
 	struct weft_file *f;
 	cred_of(req, &cr);
-	int err = weft_file_open(wc, &cr, ino, fi->flags, &f, NULL);
+	int err;
+	ASK(req, cr, err, weft_file_open(wc, &cr, ino, fi->flags, &f, NULL));
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
@@ -349,8 +521,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct weft_attr a;
 	struct weft_file *f;
 	cred_of(req, &cr);
-	int err = weft_create(wc, &cr, parent, name, mode, fi->flags, (fi->flags & O_EXCL) != 0,
-			      &f, &a);
+	int err;
+	ASK(req, cr, err, weft_create(wc, &cr, parent, name, mode, fi->flags,
+				      (fi->flags & O_EXCL) != 0, &f, &a));
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
@@ -508,7 +681,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!err && !S_ISDIR(a.mode))
 		err = -ENOTDIR;
 	if (!err)
-		err = weft_access(wc, &cr, ino, R_OK);
+		ASK(req, cr, err, weft_access(wc, &cr, ino, R_OK));
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
@@ -646,7 +819,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	CHECK_RW(req);
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_setxattr(wc, &cr, ino, name, value, size, (uint32_t)flags)));
+	int err;
+	ASK(req, cr, err, weft_setxattr(wc, &cr, ino, name, value, size, (uint32_t)flags));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -654,7 +829,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	char *buf = size ? malloc(size) : NULL;
-	ssize_t n = weft_getxattr(wc, &cr, ino, name, buf, size);
+	ssize_t n;
+	ASK(req, cr, n, weft_getxattr(wc, &cr, ino, name, buf, size));
 	if (n < 0)
 		fuse_reply_err(req, sys_err((int)n));
 	else if (size == 0)
@@ -669,7 +845,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	char *buf = size ? malloc(size) : NULL;
-	ssize_t n = weft_listxattr(wc, &cr, ino, buf, size);
+	ssize_t n;
+	ASK(req, cr, n, weft_listxattr(wc, &cr, ino, buf, size));
 	if (n < 0)
 		fuse_reply_err(req, sys_err((int)n));
 	else if (size == 0)
@@ -684,7 +861,9 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	CHECK_RW(req);
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_removexattr(wc, &cr, ino, name)));
+	int err;
+	ASK(req, cr, err, weft_removexattr(wc, &cr, ino, name));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
@@ -695,7 +874,9 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	}
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	fuse_reply_err(req, sys_err(weft_access(wc, &cr, ino, (uint32_t)mask)));
+	int err;
+	ASK(req, cr, err, weft_access(wc, &cr, ino, (uint32_t)mask));
+	fuse_reply_err(req, sys_err(err));
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -794,7 +975,12 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		mount_real[0] = '\0';
 	char fsname[128], opts[1024];
 	snprintf(fsname, sizeof(fsname), "-ofsname=weft:%s,subtype=weft", o->meta);
-	snprintf(opts, sizeof(opts), "-o%s%s%s%s", o->read_only ? "ro" : "rw",
+	root_squash = o->root_squash;
+	/* default_permissions: the kernel checks search permission on every path component
+	 * and every open and attribute change against the attributes it holds (fresh from
+	 * this mount's own replies, at most attr_timeout old for other mounts' changes),
+	 * with the caller's exact credentials; meta checks again on what it is asked */
+	snprintf(opts, sizeof(opts), "-o%s,default_permissions%s%s%s", o->read_only ? "ro" : "rw",
 		 o->allow_other ? ",allow_other" : "", o->fuse_opts ? "," : "",
 		 o->fuse_opts ? o->fuse_opts : "");
 	char *argv[] = {"weft", fsname, opts, NULL};
@@ -814,7 +1000,8 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		ready(1);
 		return 1;
 	}
-	log_info("mounted weft from %s at %s", o->meta, o->mountpoint);
+	log_info("mounted weft from %s at %s%s", o->meta, o->mountpoint,
+		 root_squash ? " (root_squash: root of this node is nobody)" : "");
 	stats_set_identity("mount", o->node_name);
 	statsfile_start(mount_real[0] ? mount_real : o->mountpoint);
 	ready(0);

@@ -78,7 +78,8 @@ static void cred_put(struct wbuf *w, const struct weft_cred *c)
 	wbuf_u32(w, c->uid);
 	wbuf_u32(w, c->gid);
 	wbuf_u32(w, c->umask);
-	wbuf_u8(w, (uint8_t)n);
+	/* bit 7 of the count: more groups than were sent (struct weft_cred.more_groups) */
+	wbuf_u8(w, (uint8_t)(n | (c->more_groups || c->ngroups > WEFT_GROUPS_MAX ? 0x80 : 0)));
 	for (uint32_t i = 0; i < n; i++)
 		wbuf_u32(w, c->groups[i]);
 }
@@ -88,7 +89,9 @@ static void cred_get(struct rbuf *r, struct weft_cred *c)
 	c->uid = rbuf_u32(r);
 	c->gid = rbuf_u32(r);
 	c->umask = rbuf_u32(r);
-	c->ngroups = rbuf_u8(r);
+	uint8_t n = rbuf_u8(r);
+	c->more_groups = (n & 0x80) != 0;
+	c->ngroups = n & 0x7fu;
 	if (c->ngroups > WEFT_GROUPS_MAX) {
 		rbuf_fail(r, "credential has more than 32 groups");
 		c->ngroups = 0;

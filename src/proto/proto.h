@@ -215,6 +215,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define WEFT_SET_ATIME_NOW 0x40u
 #define WEFT_SET_MTIME_NOW 0x80u
 #define WEFT_SET_CTIME     0x100u
+/* the caller holds a handle of this file opened for writing (ftruncate): a size change
+ * or WEFT_SET_KILL_PRIV needs no write permission now (the open checked it) */
+#define WEFT_SET_HANDLE    0x200u
+/* clear S_ISUID, and S_ISGID if S_IXGRP (a write by a caller without CAP_FSETID) */
+#define WEFT_SET_KILL_PRIV 0x400u
 
 #define WEFT_CREATE_EXCL 0x1u
 

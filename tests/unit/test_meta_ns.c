@@ -414,6 +414,33 @@ static void test_setattr(void)
 	sa = (struct meta_setattr){ .valid = META_SET_SIZE, .size = 100 };
 	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
 	CHECK_INT(a.mode, ==, S_IFREG | 0755);
+	/* kill_priv (a write): needs write permission or a write handle; clears setuid,
+	 * and setgid only with group x, for a non-root caller; root keeps them */
+	C.cred = &root_cred;
+	sa = (struct meta_setattr){ .valid = META_SET_MODE, .mode = 06755 };
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	C.cred = &w;
+	sa = (struct meta_setattr){ .valid = META_SET_KILL_PRIV };
+	CHECK_INT(OP(meta_ns_setattr(&C, REF(f), &sa, &a)), ==, -EACCES);
+	CHECK_INT(a.mode, ==, S_IFREG | 06755);
+	sa.valid |= META_SET_HANDLE;
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	CHECK_INT(a.mode, ==, S_IFREG | 0755);
+	C.cred = &root_cred;
+	sa = (struct meta_setattr){ .valid = META_SET_MODE, .mode = 06745 };
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	sa = (struct meta_setattr){ .valid = META_SET_KILL_PRIV };
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	CHECK_INT(a.mode, ==, S_IFREG | 06745);
+	C.cred = &w;
+	sa = (struct meta_setattr){ .valid = META_SET_KILL_PRIV | META_SET_HANDLE };
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	CHECK_INT(a.mode, ==, S_IFREG | 02745); /* no group x: setgid stays */
+	C.cred = &root_cred;
+	sa = (struct meta_setattr){ .valid = META_SET_MODE, .mode = 0755 };
+	CHECK_OK(OP(meta_ns_setattr(&C, REF(f), &sa, &a)));
+	CHECK_INT(OP(meta_ns_setattr(&C, REF(d), &(struct meta_setattr){ .valid = META_SET_KILL_PRIV }, &a)), ==, -EINVAL);
+	C.cred = &v;
 	/* truncating down records the size only: the client trims the objects first */
 	size_t p0 = npending();
 	C.now_ns = 777;

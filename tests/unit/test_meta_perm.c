@@ -38,6 +38,18 @@ static void test_bits(void)
 	CHECK(meta_perm_in_group(&member, 5));
 	CHECK(!meta_perm_in_group(&member, 6));
 	CHECK(meta_perm_owner(&root, &a) && meta_perm_owner(&owner, &a) && !meta_perm_owner(&member, &a));
+	/* more groups than were sent: a caller not found in the file's group may still be
+	 * in it, so it gets what both group and other allow (fail closed) */
+	struct weft_attr g = { .mode = S_IFREG | 0604, .uid = 10, .gid = 20 };
+	CHECK_OK(meta_perm_check(&other, &g, META_MAY_READ));
+	other.more_groups = 1;
+	CHECK_INT(meta_perm_check(&other, &g, META_MAY_READ), ==, -EACCES);
+	g.mode = S_IFREG | 0644;
+	CHECK_OK(meta_perm_check(&other, &g, META_MAY_READ));
+	member.more_groups = 1; /* found in the group: its bits, as always */
+	g.mode = S_IFREG | 0640;
+	CHECK_OK(meta_perm_check(&member, &g, META_MAY_READ));
+	other.more_groups = member.more_groups = 0;
 
 	/* sticky */
 	struct weft_attr t = { .mode = S_IFDIR | 01777, .uid = 0 };

@@ -1,6 +1,7 @@
 /* Unit tests of the wire protocol: every message round-trips, every truncated, oversized
  * or inconsistent frame or message is rejected with a reason. */
 #include <errno.h>
+#include <string.h>
 
 #include "check.h"
 #include "proto/proto.h"
@@ -129,6 +130,20 @@ static void test_field_limits(void)
 	wbuf_u32(&w, 0); wbuf_u32(&w, 0); wbuf_u32(&w, 0); wbuf_u8(&w, 33);
 	CHECK_INT(weft_lookup_decode(w.data, w.len, &d, &why), ==, -WEFT_EPROTO);
 	CHECK_STR(why, "credential has more than 32 groups");
+	/* bit 7 of the count says more groups than were sent; the count is the rest */
+	wbuf_reset(&w);
+	wbuf_u32(&w, 5); wbuf_u32(&w, 6); wbuf_u32(&w, 0); wbuf_u8(&w, 0x81); wbuf_u32(&w, 7);
+	wbuf_u64(&w, 1);
+	wbuf_str(&w, text, 3);
+	CHECK_INT(weft_lookup_decode(w.data, w.len, &d, &why), ==, 0);
+	CHECK_INT(d.cred.ngroups, ==, 1);
+	CHECK_INT(d.cred.groups[0], ==, 7);
+	CHECK_INT(d.cred.more_groups, ==, 1);
+	struct wbuf w2;
+	wbuf_init(&w2);
+	weft_lookup_encode(&w2, &d);
+	CHECK(w2.len == w.len && memcmp(w2.data, w.data, w.len) == 0);
+	wbuf_free(&w2);
 	/* too many checksums, before any allocation or read */
 	wbuf_reset(&w);
 	struct weft_msg_obj_data od = {.size = 1};
