@@ -72,7 +72,7 @@ wait_line "$T/notify_store.log" READY=1 10
 wait_line "$T/notify_store.log" WATCHDOG=1 5
 mkdir "$T/mnt"
 listen mount
-NOTIFY_SOCKET=$T/mount.sock start mount "$WEFT" mount "$addr" "$T/mnt" -f --key "$T/meta/cluster.key"
+NOTIFY_SOCKET=$T/mount.sock start mount "$WEFT" mount "$addr" "$T/mnt" -f --key "$T/meta/cluster.key" -o no_root_squash
 wait_line "$T/notify_mount.log" READY=1 10
 mountpoint -q "$T/mnt" || fail "READY=1 before the mount was live"
 echo hello >"$T/mnt/f" && [ "$(cat "$T/mnt/f")" = hello ] || fail "I/O through the notified mount"
