@@ -988,6 +988,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se) {
 		log_error("mount %s: cannot create FUSE session (options %s)", o->mountpoint, opts + 2);
+		fuse_opt_free_args(&args);
 		weft_client_close(wc);
 		ready(1);
 		return 1;
@@ -996,6 +997,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 		log_error("mount %s: FUSE mount failed (is it a directory? is /dev/fuse there?)",
 			  o->mountpoint);
 		fuse_session_destroy(se);
+		fuse_opt_free_args(&args);
 		weft_client_close(wc);
 		ready(1);
 		return 1;
@@ -1014,6 +1016,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	fuse_opt_free_args(&args); /* libfuse may have copied them while parsing */
 	weft_client_close(wc);
 	log_info("unmounted %s", o->mountpoint);
 	return rc ? 1 : 0;
