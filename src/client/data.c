@@ -42,11 +42,16 @@ static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const st
 	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
 }
 
-/* Index of the chain's head (its first serving member), or -1 when none serves. */
+/* Index of the chain's head (its first serving member; with none serving, its first
+ * syncing one: a target rejoining as new and empty takes writes, serves no reads), or
+ * -1 when every member is offline. */
 static int chain_head(const struct meta_chain *ch)
 {
 	for (int i = 0; i < ch->nmembers; i++)
 		if (ch->members[i].state == WEFT_MEMBER_SERVING)
+			return i;
+	for (int i = 0; i < ch->nmembers; i++)
+		if (ch->members[i].state == WEFT_MEMBER_SYNCING)
 			return i;
 	return -1;
 }
@@ -72,6 +77,7 @@ struct read_call {
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
 	int err;         /* last error */
+	uint8_t flags;   /* WEFT_READ_* */
 	uint8_t *dst;
 };
 
@@ -107,8 +113,11 @@ static void read_finish(struct read_call *k, int err)
 		memset(k->dst, 0, k->p.len);
 		err = 0;
 	}
+	if (err == -WEFT_EMISSING)
+		log_warn("ino %llu stripe %u: written, but no replica holds it: EIO",
+			 (unsigned long long)k->ino, k->p.stripe);
 	if (err == -WEFT_ECHECKSUM || err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ||
-	    err == -ENOTCONN || err == -ECONNREFUSED || err == -ECONNRESET)
+	    err == -WEFT_EMISSING || err == -ENOTCONN || err == -ECONNREFUSED || err == -ECONNRESET)
 		err = -EIO;
 	batch_done(&k->batch->b, err);
 	free(k);
@@ -154,7 +163,7 @@ static int send_read(struct read_call *k)
 		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
-					      .len = k->p.len};
+					      .len = k->p.len, .flags = k->flags};
 		weft_obj_read_encode(&w, &m);
 		pthread_mutex_lock(&k->batch->b.lock);
 		k->batch->b.outstanding++;
@@ -170,13 +179,15 @@ static int send_read(struct read_call *k)
 	return err;
 }
 
-static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino,
-		      const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
+static int start_read(struct weft_client *c, struct read_batch *rb, const struct winode *wi,
+		      uint64_t ino, const struct weft_layout *l, const struct stripe_piece *p,
+		      uint8_t *dst)
 {
 	struct read_call *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst};
+	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst,
+				.flags = winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
 	int err = client_chain(c, l->replicas, p->chain, &k->chain);
 	if (err) {
 		free(k);
@@ -229,8 +240,8 @@ static int read_batch_finish(struct read_batch *rb)
 	return rb->b.first_err;
 }
 
-int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    uint64_t off, uint64_t len, uint8_t *dst)
+int data_read_range(struct weft_client *c, const struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, uint64_t off, uint64_t len, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
 	io_batch_init(&rb.b);
@@ -238,7 +249,7 @@ int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layou
 	while (len && !err) {
 		struct stripe_piece p;
 		uint32_t n = stripe_map(l, off, len, &p);
-		err = start_read(c, &rb, ino, l, &p, dst);
+		err = start_read(c, &rb, wi, ino, l, &p, dst);
 		off += n;
 		len -= n;
 		dst += n;
@@ -247,12 +258,12 @@ int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layou
 	return err ? err : e2;
 }
 
-int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    const struct stripe_piece *p, uint8_t *dst)
+int data_read_piece(struct weft_client *c, const struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
 	io_batch_init(&rb.b);
-	int err = start_read(c, &rb, ino, l, p, dst);
+	int err = start_read(c, &rb, wi, ino, l, p, dst);
 	int e2 = read_batch_finish(&rb);
 	return err ? err : e2;
 }
@@ -294,8 +305,8 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 	return 0;
 }
 
-int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    const struct stripe_piece *p,
+int data_read_async(struct weft_client *c, const struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
 	struct meta_chain ch;
@@ -320,7 +331,9 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
 					      .chain = p->chain, .chain_ver = ch.version,
-					      .offset = p->obj_off, .len = p->len};
+					      .offset = p->obj_off, .len = p->len,
+					      .flags = winode_written(wi, p->stripe) ?
+						       WEFT_READ_WRITTEN : 0};
 		weft_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
 		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);

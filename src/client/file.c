@@ -30,6 +30,12 @@ static size_t slot(struct weft_client *c, uint64_t ino)
 	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % c->inodes_cap;
 }
 
+bool winode_written(const struct winode *wi, uint32_t s)
+{
+	return wi && s / 8 < WEFT_WRITTEN_MAX &&
+	       (__atomic_load_n(&wi->written[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1;
+}
+
 struct winode *winode_find(struct weft_client *c, uint64_t ino)
 {
 	pthread_mutex_lock(&c->inodes_lock);
@@ -170,6 +176,12 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 	b->next = wi->inflight;
 	wi->inflight = b;
 	wi->ninflight++;
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	uint32_t s = (uint32_t)((b->file_off / wi->layout.stripe_unit) % sc);
+	if (s / 8 < WEFT_WRITTEN_MAX && !winode_written(wi, s)) {
+		__atomic_fetch_or(&wi->written[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+		wi->size_dirty = true; /* EXTEND carries the new bit to meta */
+	}
 	pthread_mutex_unlock(&wi->lock);
 	int err = data_write_block(c, &wi->layout, b, block_sent);
 	if (err) {
@@ -394,7 +406,7 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	if (sequential)
 		ra_ahead(c, wi, off + len);
 	pthread_mutex_unlock(&wi->lock);
-	int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
+	int err = data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 
@@ -409,8 +421,13 @@ int weft_file_flush(struct weft_file *f)
 	pthread_mutex_lock(&wi->lock);
 	submit_dirty(c, wi);
 	bool report = wi->size_dirty;
+	uint8_t mask[WEFT_WRITTEN_MAX];
+	uint32_t ml = 0;
+	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
+		if ((mask[i] = __atomic_load_n(&wi->written[i], __ATOMIC_RELAXED)) != 0)
+			ml = i + 1;
 	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
-				    .mtime_ns = wi->mtime_ns};
+				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};
 	wi->size_dirty = false;
 	pthread_mutex_unlock(&wi->lock);
 	struct meta_wait mw;
@@ -527,6 +544,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		free(f);
 		return -ENOMEM;
 	}
+	for (uint32_t i = 0; i < o->written.len && i < WEFT_WRITTEN_MAX; i++)
+		__atomic_fetch_or(&f->wi->written[i], (uint8_t)o->written.p[i], __ATOMIC_RELAXED);
 	*out = f;
 	return 0;
 }

@@ -81,6 +81,9 @@ static int h_target_register(struct mreq *r, const struct meta_ctx *c)
 	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free};
 	if ((rc = meta_chains_heartbeat(c->db, c->txn, id, &st, now)))
 		return rc;
+	bool untrusted;
+	if ((rc = meta_chains_vouch(c->db, c->txn, id, m->incarnation, m->wseq, &untrusted)))
+		return rc;
 	r->u32 = id;
 	log_info("target %u registered: node %s at %s, %llu bytes", id, node, addr,
 		 (unsigned long long)m->capacity);
@@ -104,7 +107,7 @@ static int h_target_heartbeat(struct mreq *r, const struct meta_ctx *c)
 	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free,
 				       .read_bytes = m->bytes_read,
 				       .write_bytes = m->bytes_written, .read_ops = m->ops_read,
-				       .write_ops = m->ops_written};
+				       .write_ops = m->ops_written, .wseq = m->wseq};
 	int rc = meta_chains_heartbeat(c->db, c->txn, m->target, &st, meta_now_ns());
 	if (rc)
 		return rc;

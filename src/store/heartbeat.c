@@ -73,6 +73,10 @@ static int register_once(struct store_server *s, struct weft_msg_target_register
 	m.node = weft_str_of(s->node, strlen(s->node));
 	m.addr = weft_str_of(s->addr, strlen(s->addr));
 	space(s, &m.capacity, &m.free);
+	if (s->t && s->objs) {
+		m.incarnation = store_target_incarnation(s->t);
+		m.wseq = store_index_wseq(store_obj_index(s->objs));
+	}
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_target_register_encode(&w, &m);
@@ -236,6 +240,7 @@ static int beat(struct store_server *s)
 	m.bytes_written = c.bytes_written;
 	m.ops_read = c.ops_read;
 	m.ops_written = c.ops_written;
+	m.wseq = s->objs ? store_index_wseq(store_obj_index(s->objs)) : 0;
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_target_heartbeat_encode(&w, &m);

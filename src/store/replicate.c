@@ -23,7 +23,7 @@
 
 /* ---- peers ---- */
 
-static struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
+struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
 {
 	pthread_mutex_lock(&s->peers_lock);
 	struct peer *p;

@@ -15,6 +15,7 @@
 #include "store/workers.h"
 
 #define STORE_META_TIMEOUT_MS 5000
+#define STORE_REPAIRS_MAX 64     /* lost objects being copied from peers at once */
 
 /* A successor we forward to, by target id. */
 struct peer {
@@ -106,6 +107,9 @@ struct store_server {
 	struct sreq *fwd_head;
 
 
+	pthread_mutex_t repair_lock;    /* guards repairing */
+	struct { uint64_t ino; uint32_t stripe; bool used; } repairing[STORE_REPAIRS_MAX];
+
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
 	uint64_t last_report_ms;
@@ -131,7 +135,19 @@ int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint6
 /* Address of target id from the table into buf; false if unknown. */
 bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
 
+/* repair.c: lost objects (WEFT_EMISSING) copied back from a serving chain peer */
+/* True while (ino, stripe) is being repaired: reads must not be served from it. */
+bool repair_active(struct store_server *s, uint64_t ino, uint32_t stripe);
+/* Queues the repair of (ino, stripe) from a peer of (replicas, chain), keyed like the
+ * object's writes, unless one is running or no peer could serve it. Any thread. */
+void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+		  uint32_t chain);
+/* Hash that sends all mutations of one object to one worker (server.c). */
+uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
+
 /* replicate.c */
+/* Connection to the chain peer target at addr (kept until stop); NULL on failure. */
+struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
 void repl_free_peers(struct store_server *s);
