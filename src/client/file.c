@@ -528,6 +528,12 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	int err = client_meta_call(c, op, w, NULL, 0, &fr);
 	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
+	/* o->written borrows from the frame: keep a copy */
+	uint8_t written[WEFT_WRITTEN_MAX];
+	uint32_t wlen = err ? 0 : o->written.len;
+	if (wlen)
+		memcpy(written, o->written.p, wlen);
+	o->written = (struct weft_str){NULL, 0};
 	frame_free(fr);
 	if (err)
 		return err;
@@ -544,8 +550,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		free(f);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < o->written.len && i < WEFT_WRITTEN_MAX; i++)
-		__atomic_fetch_or(&f->wi->written[i], (uint8_t)o->written.p[i], __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < wlen; i++)
+		__atomic_fetch_or(&f->wi->written[i], written[i], __ATOMIC_RELAXED);
 	*out = f;
 	return 0;
 }

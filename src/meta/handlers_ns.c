@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/log.h"
 #include "meta/chains.h"
 #include "meta/layout.h"
 #include "meta/server_int.h"
