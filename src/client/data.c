@@ -42,17 +42,16 @@ static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const st
 	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
 }
 
-/* Index of the chain's head (its first serving member; with none serving, its first
- * syncing one: a target rejoining as new and empty takes writes, serves no reads), or
- * -1 when every member is offline. */
+/* Index of the chain's head (its first serving member), or -1 when none serves. A
+ * one-member chain whose target rejoined as new and empty (syncing: no reads until it
+ * is vouched for again) still takes writes: new data is not lost with the old. */
 static int chain_head(const struct meta_chain *ch)
 {
 	for (int i = 0; i < ch->nmembers; i++)
 		if (ch->members[i].state == WEFT_MEMBER_SERVING)
 			return i;
-	for (int i = 0; i < ch->nmembers; i++)
-		if (ch->members[i].state == WEFT_MEMBER_SYNCING)
-			return i;
+	if (ch->nmembers == 1 && ch->members[0].state == WEFT_MEMBER_SYNCING)
+		return 0;
 	return -1;
 }
 
