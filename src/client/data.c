@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 #include "common/crc.h"
@@ -60,6 +61,9 @@ static int chain_head(const struct meta_chain *ch)
  * does), so a piece that failed is parked on its batch and the waiting caller retries it
  * on the next serving member. */
 
+/* How long a read whose object no replica holds waits before asking again. */
+#define EMISSING_GRACE_MS 100
+
 struct read_batch {
 	struct io_batch b;
 	struct read_call *failed; /* guarded by b.lock */
@@ -76,6 +80,8 @@ struct read_call {
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
 	int err;         /* last error */
+	struct winode *wi; /* the open file (NULL: none), for its lost-stripe marks */
+	bool waited;     /* every member said EMISSING once and we asked again */
 	uint8_t flags;   /* WEFT_READ_* */
 	uint8_t *dst;
 };
@@ -178,7 +184,7 @@ static int send_read(struct read_call *k)
 	return err;
 }
 
-static int start_read(struct weft_client *c, struct read_batch *rb, const struct winode *wi,
+static int start_read(struct weft_client *c, struct read_batch *rb, struct winode *wi,
 		      uint64_t ino, const struct weft_layout *l, const struct stripe_piece *p,
 		      uint8_t *dst)
 {
@@ -186,7 +192,7 @@ static int start_read(struct weft_client *c, struct read_batch *rb, const struct
 	if (!k)
 		return -ENOMEM;
 	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst,
-				.flags = winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
+				.wi = wi, .flags = winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
 	int err = client_chain(c, l->replicas, p->chain, &k->chain);
 	if (err) {
 		free(k);
@@ -207,6 +213,14 @@ static int start_read(struct weft_client *c, struct read_batch *rb, const struct
 	return 0;
 }
 
+/* Whether stripe s of k's file was already found lost (no grace for it again). */
+static bool lost_known(const struct read_call *k)
+{
+	uint32_t s = k->p.stripe;
+	return !k->wi || s / 8 >= WEFT_WRITTEN_MAX ||
+	       ((__atomic_load_n(&k->wi->lost[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1);
+}
+
 /* Waits for every piece; retries failed ones on the next member from this thread. */
 static int read_batch_finish(struct read_batch *rb)
 {
@@ -218,6 +232,22 @@ static int read_batch_finish(struct read_batch *rb)
 		pthread_mutex_unlock(&rb->b.lock);
 		if (!k)
 			break;
+		/* A piece whose object no replica holds though it was written may be racing
+		 * the write that creates it (its writer's EXTEND races its data, by design):
+		 * once per batch, wait a little and ask every member again; a stripe found
+		 * lost after that is marked, so later reads of it fail at once. */
+		bool grace = false;
+		for (struct read_call *x = k; x; x = x->next)
+			if (x->err == -WEFT_EMISSING && x->tries + 1 >= x->chain.nmembers) {
+				if (x->waited && x->wi && x->p.stripe / 8 < WEFT_WRITTEN_MAX)
+					__atomic_fetch_or(&x->wi->lost[x->p.stripe / 8],
+							  (uint8_t)(1u << (x->p.stripe % 8)),
+							  __ATOMIC_RELAXED);
+				else if (!x->waited && !lost_known(x))
+					grace = x->waited = true, x->tries = -1;
+			}
+		if (grace)
+			usleep(EMISSING_GRACE_MS * 1000);
 		while (k) {
 			struct read_call *next = k->next;
 			if (k->err == -WEFT_ESTALECHAIN) {
@@ -239,7 +269,7 @@ static int read_batch_finish(struct read_batch *rb)
 	return rb->b.first_err;
 }
 
-int data_read_range(struct weft_client *c, const struct winode *wi, uint64_t ino,
+int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l, uint64_t off, uint64_t len, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
@@ -257,7 +287,7 @@ int data_read_range(struct weft_client *c, const struct winode *wi, uint64_t ino
 	return err ? err : e2;
 }
 
-int data_read_piece(struct weft_client *c, const struct winode *wi, uint64_t ino,
+int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
@@ -304,7 +334,7 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 	return 0;
 }
 
-int data_read_async(struct weft_client *c, const struct winode *wi, uint64_t ino,
+int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l, const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {

@@ -30,6 +30,13 @@ static size_t slot(struct weft_client *c, uint64_t ino)
 	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % c->inodes_cap;
 }
 
+/* Stripe of the file holding block b. */
+static uint32_t block_stripe(const struct winode *wi, const struct wblock *b)
+{
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	return (uint32_t)((b->file_off / wi->layout.stripe_unit) % sc);
+}
+
 bool winode_written(const struct winode *wi, uint32_t s)
 {
 	return wi && s / 8 < WEFT_WRITTEN_MAX &&
@@ -135,6 +142,11 @@ static void block_sent(struct wblock *b)
 {
 	struct winode *wi = b->wi;
 	struct weft_client *c = wi->c;
+	uint32_t s = block_stripe(wi, b);
+	if (b->status == 0 && s / 8 < WEFT_WRITTEN_MAX) { /* the stores have it: reads may say so */
+		__atomic_fetch_or(&wi->written[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+		__atomic_fetch_and(&wi->lost[s / 8], (uint8_t)~(1u << (s % 8)), __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&wi->lock);
 	struct wblock **pp = &wi->inflight;
 	while (*pp && *pp != b)
@@ -176,10 +188,9 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 	b->next = wi->inflight;
 	wi->inflight = b;
 	wi->ninflight++;
-	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
-	uint32_t s = (uint32_t)((b->file_off / wi->layout.stripe_unit) % sc);
-	if (s / 8 < WEFT_WRITTEN_MAX && !winode_written(wi, s)) {
-		__atomic_fetch_or(&wi->written[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+	uint32_t s = block_stripe(wi, b);
+	if (s / 8 < WEFT_WRITTEN_MAX && !(wi->sent[s / 8] & (1u << (s % 8)))) {
+		__atomic_fetch_or(&wi->sent[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
 		wi->size_dirty = true; /* EXTEND carries the new bit to meta */
 	}
 	pthread_mutex_unlock(&wi->lock);
@@ -424,7 +435,8 @@ int weft_file_flush(struct weft_file *f)
 	uint8_t mask[WEFT_WRITTEN_MAX];
 	uint32_t ml = 0;
 	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
-		if ((mask[i] = __atomic_load_n(&wi->written[i], __ATOMIC_RELAXED)) != 0)
+		if ((mask[i] = __atomic_load_n(&wi->written[i], __ATOMIC_RELAXED) |
+			       __atomic_load_n(&wi->sent[i], __ATOMIC_RELAXED)) != 0)
 			ml = i + 1;
 	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
 				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};

@@ -11,8 +11,8 @@
  * object, after the writes it received before. While the copy runs, reads of the
  * object here are refused (STORE_READ_LOST). The copy truncates the object to 0, writes
  * every non-zero piece the peer sends (the peer's CRCs are checked by the write) and
- * sets the peer's size; all-zero pieces stay holes. A copy that fails is removed, so
- * the object stays lost rather than looking whole. */
+ * sets the peer's size; all-zero pieces stay holes. A copy that fails after changing
+ * the local object removes it, so the object stays lost rather than looking whole. */
 #include "store/server_int.h"
 
 #include <errno.h>
@@ -112,7 +112,8 @@ static int peer_read(struct rpc *r, const struct repair_job *j, uint64_t ver, ui
 	return rc;
 }
 
-static int copy_object(struct repair_job *j, uint32_t *source)
+/* Copies the object from a peer; *touched says whether the local copy was changed. */
+static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 {
 	struct store_server *s = j->s;
 	struct meta_chain ch;
@@ -145,8 +146,10 @@ static int copy_object(struct repair_job *j, uint32_t *source)
 		}
 		size = d->size;
 		uint32_t n = f->h.bulk_len;
-		if (off == 0)
+		if (off == 0) {
+			*touched = true;
 			rc = store_obj_truncate(s->objs, j->ino, j->stripe, 0, NULL);
+		}
 		if (rc == 0 && !all_zero(f->bulk, n))
 			rc = store_obj_write(s->objs, j->ino, j->stripe, off, f->bulk, n,
 					     d->crcs.v, s->checksums ? d->crcs.n : 0, NULL);
@@ -167,14 +170,17 @@ static void run_repair(struct store_job *job)
 {
 	struct repair_job *j = (struct repair_job *)job;
 	uint32_t source = 0;
-	int rc = atomic_load(&j->s->stopping) ? -ECANCELED : copy_object(j, &source);
+	bool touched = false;
+	int rc = atomic_load(&j->s->stopping) ? -ECANCELED : copy_object(j, &source, &touched);
 	if (rc == 0)
 		log_info("repaired lost object ino %" PRIu64 " stripe %" PRIu32 " from target %u",
 			 j->ino, j->stripe, source);
 	else {
 		/* a partial copy must not look whole: remove it, so it stays lost (reads of
-		 * it are refused, the next one tries again) */
-		store_obj_delete(j->s->objs, j->ino, j->stripe);
+		 * it are refused, the next one tries again). Untouched (the peer had nothing
+		 * to give, e.g. a write creating the object is still on its way): left alone */
+		if (touched)
+			store_obj_delete(j->s->objs, j->ino, j->stripe);
 		log_warn("repairing lost object ino %" PRIu64 " stripe %" PRIu32 " (chain %u of "
 			 "%u replicas) from target %u: %s; the next read of it tries again",
 			 j->ino, j->stripe, j->chain, j->replicas, source, weft_strerror(rc));

@@ -15,8 +15,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 STORE_CLIENT=${STORE_CLIENT:-$BUILD/tests/integration/store_client}
-# the client logs the EIO it returns; stores log what they refuse to serve
-ALLOWED_ERRORS='missing|stale|lost|Input/output'
 SIZE=300000
 
 # target id -> its store directory name (weft up: node K runs storeK)
