@@ -9,11 +9,16 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "weft/err.h"
 
-/* Sleeps up to ms unless the server is stopping; returns true if it should stop. */
+/* A beat asked for by hb_soon waits this long, so that a burst of fsyncs costs one. */
+#define HB_SOON_MS 20
+
+/* Sleeps up to ms unless the server is stopping (true: stop) or a beat is asked for
+ * (after HB_SOON_MS). */
 static bool nap(struct store_server *s, uint32_t ms)
 {
 	struct timespec ts;
@@ -25,13 +30,30 @@ static bool nap(struct store_server *s, uint32_t ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&s->hb_lock);
-	while (!s->hb_stop && !(s->stop && *s->stop)) {
+	while (!s->hb_stop && !(s->stop && *s->stop) && !s->hb_soon) {
 		if (pthread_cond_timedwait(&s->hb_cond, &s->hb_lock, &ts) == ETIMEDOUT)
 			break;
 	}
 	bool stop = s->hb_stop || (s->stop && *s->stop);
+	bool soon = s->hb_soon;
 	pthread_mutex_unlock(&s->hb_lock);
+	if (soon && !stop) {
+		usleep(HB_SOON_MS * 1000);
+		pthread_mutex_lock(&s->hb_lock);
+		s->hb_soon = false;
+		pthread_mutex_unlock(&s->hb_lock);
+	}
 	return stop;
+}
+
+void hb_soon(struct store_server *s)
+{
+	pthread_mutex_lock(&s->hb_lock);
+	if (!s->hb_soon) {
+		s->hb_soon = true;
+		pthread_cond_broadcast(&s->hb_cond);
+	}
+	pthread_mutex_unlock(&s->hb_lock);
 }
 
 static bool transient(int rc)

@@ -93,6 +93,7 @@ struct store_server {
 	pthread_mutex_t hb_lock;        /* guards hb_stop; hb_cond wakes the thread */
 	pthread_cond_t hb_cond;
 	bool hb_stop;
+	bool hb_soon;                   /* beat now (after an fsync), guarded by hb_lock */
 
 	pthread_rwlock_t chains_lock;   /* guards chains, have_chains */
 	struct meta_chain_set chains;
@@ -124,6 +125,10 @@ bool srv_serving(struct store_server *s);
 int hb_register(struct store_server *s, bool first, uint8_t *checksums_out);
 int hb_start(struct store_server *s);
 void hb_stop(struct store_server *s);
+/* Asks for a heartbeat within HB_SOON_MS (coalesced): after an fsync, so that meta's
+ * record of the write sequence soon covers what was made durable (a directory restored
+ * from an older copy is then recognised; docs/ARCHITECTURE.md). Any thread. */
+void hb_soon(struct store_server *s);
 /* Fetches the chain tables if meta announced a newer version than ours or force. */
 int chains_refresh(struct store_server *s, bool force);
 /* Checks (replicas, chain, ver) for op; on success copies the chain and this target's

@@ -80,8 +80,8 @@ write_all() {
 		f=${e%%:*}
 		head -c $SIZE /dev/urandom >"$T/want.$(basename "$(dirname "$f")").$(basename "$f")"
 		cp "$T/want.$(basename "$(dirname "$f")").$(basename "$f")" "$f"
+		sync "$f" # fsync
 	done
-	sync
 }
 want_of() { echo "$T/want.$(basename "$(dirname "$1")").$(basename "$1")"; }
 
@@ -177,7 +177,7 @@ write_all
 sleep 1.5
 cp -a "$STATE/$VSTORE" "$T/copy"
 write_all # same sizes, new bytes: only the write sequence tells the copy is old
-sleep 2.5 # heartbeats report the new write sequence to meta
+sleep 0.3 # after an fsync a store reports its write sequence to meta within ~20 ms
 kill_store "$VSTORE"
 rm -rf "${STATE:?}/$VSTORE"
 cp -a "$T/copy" "$STATE/$VSTORE"
