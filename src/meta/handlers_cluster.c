@@ -85,6 +85,7 @@ static int h_target_register(struct mreq *r, const struct meta_ctx *c)
 	if ((rc = meta_chains_vouch(c->db, c->txn, id, m->incarnation, m->wseq, &untrusted)))
 		return rc;
 	r->u32 = id;
+	r->flag = untrusted;
 	log_info("target %u registered: node %s at %s, %llu bytes", id, node, addr,
 		 (unsigned long long)m->capacity);
 	return 0;
@@ -94,7 +95,7 @@ static void rep_target_registered(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_target_registered m = {.target = r->u32,
 					       .lease_ms = r->s->target_timeout_ms,
-					       .checksums = r->s->checksums};
+					       .checksums = r->s->checksums, .untrusted = r->flag};
 	memcpy(m.fsid, r->s->fsid, 16);
 	weft_target_registered_encode(w, &m);
 }

@@ -162,8 +162,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_TARGET_REGISTER(F) \
 	F(FIX, uuid, 16) F(STR, node, WEFT_NODE_MAX) F(STR, addr, WEFT_ADDR_MAX) \
 	F(U64, capacity, 0) F(U64, free, 0) F(U64, incarnation, 0) F(U64, wseq, 0)
+/* untrusted: meta cannot vouch for the target's directory (another incarnation, or an
+ * older write sequence than it reported): the store sets its objects aside, starts
+ * empty, and registers again with a new incarnation */
 #define MSG_TARGET_REGISTERED(F) F(U32, target, 0) F(FIX, fsid, 16) F(U32, lease_ms, 0) \
-	F(U8, checksums, 0)
+	F(U8, checksums, 0) F(U8, untrusted, 0)
 #define MSG_TARGET_HEARTBEAT(F) \
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
 	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0) F(U64, wseq, 0)

@@ -137,6 +137,7 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 					 r.target, s->target_id);
 			s->target_id = r.target;
 			memcpy(s->fsid, r.fsid, sizeof(s->fsid));
+			s->untrusted = r.untrusted;
 			if (checksums_out)
 				*checksums_out = r.checksums;
 			if (!first && s->t) {

@@ -386,6 +386,41 @@ static void free_server(struct store_server *s)
 
 static int open_objects(struct store_server *s, char *err, size_t errlen);
 
+/* The directory's contents cannot be vouched for (why): objects/ and index/ move to
+ * untrusted-<old incarnation>/ (kept for an administrator, never served), the target
+ * starts empty under a new incarnation, and meta makes it a new, syncing member. */
+static int set_aside(struct store_server *s, const char *why, char *err, size_t errlen)
+{
+	char aside[4096], from[4096], to[4096];
+	snprintf(aside, sizeof(aside), "%s/untrusted-%016" PRIx64, s->dir,
+		 store_target_incarnation(s->t));
+	store_obj_close(s->objs);
+	s->objs = NULL;
+	int rc = mkdir(aside, 0750) < 0 && errno != EEXIST ? -errno : 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *sub = i ? "index" : "objects";
+		if (snprintf(from, sizeof(from), "%s/%s", s->dir, sub) >= (int)sizeof(from) ||
+		    snprintf(to, sizeof(to), "%s/%s", aside, sub) >= (int)sizeof(to))
+			rc = -ENAMETOOLONG;
+		else if (rename(from, to) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	if (rc)
+		return fail(err, errlen, rc, "%s: setting untrusted objects aside in %s: %s", s->dir,
+			    aside, strerror(-rc));
+	if ((rc = store_target_new_incarnation(s->t)))
+		return fail(err, errlen, rc, "%s: recording a new incarnation: %s", s->dir,
+			    weft_strerror(rc));
+	s->renewed = true;
+	log_warn("%s: %s: its objects and index are set aside in %s (never served; remove "
+		 "them once the data is safe elsewhere); rejoining as a new, empty target",
+		 s->dir, why, aside);
+	struct store_obj_opts oo = {.buffered = s->buffered};
+	if ((rc = store_obj_open(s->t, &oo, &s->objs)))
+		return fail(err, errlen, rc, "open objects of %s: %s", s->dir, weft_strerror(rc));
+	return 0;
+}
+
 /* Opens (formatting on first start) the target once meta told us the file system. */
 static int open_target(struct store_server *s, bool formatted, uint8_t fs_checksums,
 		       char *err, size_t errlen)
@@ -421,14 +456,9 @@ static int open_objects(struct store_server *s, char *err, size_t errlen)
 	if (rc)
 		return fail(err, errlen, rc, "open objects of %s: %s", s->dir, weft_strerror(rc));
 	char why[160];
-	if (!store_obj_vouch(s->objs, why, sizeof(why))) {
-		log_warn("%s: %s: rejoining as a new, empty target (no reads until resynced)",
-			 s->dir, why);
-		rc = store_target_new_incarnation(s->t);
-		if (rc)
-			return fail(err, errlen, rc, "%s: recording a new incarnation: %s", s->dir,
-				    weft_strerror(rc));
-	}
+	if (!store_obj_vouch(s->objs, why, sizeof(why)) &&
+	    (rc = set_aside(s, why, err, errlen)))
+		return rc;
 	size_t ntorn = 0;
 	const struct store_torn *torn = store_obj_torn(s->objs, &ntorn);
 	for (size_t i = 0; i < ntorn; i++)
@@ -539,6 +569,16 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	rc = open_target(s, formatted, fs_checksums, err, errlen);
 	if (rc)
 		goto fail;
+	/* meta: older than it was (restored from an old copy); a new incarnation this
+	 * store just chose is untrusted too, and already empty */
+	if (s->untrusted && !s->renewed) {
+		rc = set_aside(s, "meta cannot vouch for it (its write sequence went back)",
+			       err, errlen);
+		if (rc == 0)
+			rc = hb_register(s, false, NULL);
+		if (rc)
+			goto fail;
+	}
 	/* a new target registers again: meta records its incarnation from the start */
 	if (!formatted && (rc = hb_register(s, false, NULL))) {
 		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,

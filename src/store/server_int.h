@@ -80,6 +80,8 @@ struct store_server {
 
 	uint8_t uuid[16], fsid[16];
 	uint32_t target_id;
+	bool untrusted;                 /* meta's verdict at the last registration */
+	bool renewed;                   /* this start set the old contents aside */
 	bool checksums;                 /* the target's mode (== the file system's) */
 	atomic_bool ready;              /* registered, target open */
 	atomic_bool stopping;

@@ -9,7 +9,8 @@
 #   replicas 1: the read fails with EIO (never zeros, never old bytes);
 #   replicas 2, 3: the read returns the right bytes (sha256) without an error;
 #   delete: afterwards every replica holds the right bytes again (object files compared);
-#   empty, restore: the victim rejoins as syncing (serves no reads until resynced).
+#   empty, restore: the victim sets its old contents aside and rejoins empty, as
+#   syncing (serves no reads until resynced).
 # And real holes still read as zeros: a sparse file and a file truncated down and then
 # extended are compared byte for byte with the same operations on a local file.
 . "$(dirname "$0")/lib.sh"
@@ -134,7 +135,11 @@ check_syncing() {
 		st=$(member_state "$r" "$(chain_of "$f")" "${e##*:}")
 		[ "$st" = syncing ] || fail "$kind: target ${e##*:} is '$st' in the chain of $f, not syncing"
 	done
-	ok "$kind: the victim rejoined as a new member (syncing) in every chain"
+	# its old contents are set aside, never served; it starts empty
+	ls -d "$STATE/$VSTORE"/untrusted-*/objects >/dev/null 2>&1 ||
+		fail "$kind: the victim's old objects were not set aside: $(ls "$STATE/$VSTORE")"
+	[ -z "$(find "$STATE/$VSTORE/objects" -type f)" ] || fail "$kind: the victim is not empty"
+	ok "$kind: the victim rejoined as a new, empty member (syncing) in every chain"
 }
 
 # setup ROUND: a new cluster. No target is every member of a 3-replica chain (each is
