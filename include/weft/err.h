@@ -12,6 +12,7 @@ enum {
 	WEFT_ETARGETDOWN,            /* a chain member failed; detail names the target */
 	WEFT_EVERSION,               /* no protocol version in common */
 	WEFT_ENOTSERVING,            /* target is not serving (fenced, syncing, offline) */
+	WEFT_EMISSING,               /* object written but missing or stale on this target */
 	WEFT_ERR_MAX
 };
 

@@ -108,7 +108,18 @@ struct winode {
 	 * another client's become visible within the attribute timeout, like its chmod. */
 	int64_t nocap_until;
 	int writers;              /* handles open for writing */
+	/* Stripe objects known written: meta's record (from OPENED) and this client's
+	 * acknowledged writes; bit s of written[s / 8]. A read of a stripe whose bit is set
+	 * says so to the store, which then answers a missing object with WEFT_EMISSING
+	 * instead of a hole. sent: stripes this client sent writes to (set before the store
+	 * has them, so not used for reads); EXTEND carries sent | written to meta. Both are
+	 * accessed with __atomic builtins (readers hold no lock). */
+	uint8_t written[WEFT_WRITTEN_MAX];
+	uint8_t sent[WEFT_WRITTEN_MAX];
+	uint8_t lost[WEFT_WRITTEN_MAX]; /* stripes no replica held after a grace (data.c) */
 };
+/* Whether stripe s of wi is recorded written; wi may be NULL (false). */
+bool winode_written(const struct winode *wi, uint32_t s);
 /* The security.capability cache of winode ino (xattr.c): */
 bool winode_nocap(struct weft_client *c, uint64_t ino);
 void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
@@ -189,11 +200,13 @@ void io_batch_wait(struct io_batch *b);
 
 /* Reads one piece into dst (zero-filling what the object does not hold), trying each
  * serving member of the chain in turn. Synchronous. Returns 0 or -errno. */
-int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l,
 		    const struct stripe_piece *p, uint8_t *dst);
 /* Reads [off, off+len) of a file into dst with every piece in flight at once; zeros
  * beyond what objects hold. Returns 0 or -errno. */
-int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l,
 		    uint64_t off, uint64_t len, uint8_t *dst);
 /* Sends a block asynchronously; done(b) runs on the loop thread with b->status set. */
 int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
@@ -219,7 +232,8 @@ void ra_quiesce(struct weft_client *c, struct winode *wi);
  * does not exist, all zeros), or an error. Its checksums are not checked yet: the loop
  * thread carries every connection, so that pass is left to the thread that uses the
  * data (data_read_verify). Returns 0 or -errno (done not called). */
-int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l,
 		    const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg);
 /* Checks a reply of data_read_async (a read of len bytes at obj_off): well formed, no

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 #include "common/crc.h"
@@ -43,12 +44,16 @@ static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const st
 	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
 }
 
-/* Index of the chain's head (its first serving member), or -1 when none serves. */
+/* Index of the chain's head (its first serving member), or -1 when none serves. A
+ * one-member chain whose target rejoined as new and empty (syncing: no reads until it
+ * is vouched for again) still takes writes: new data is not lost with the old. */
 static int chain_head(const struct meta_chain *ch)
 {
 	for (int i = 0; i < ch->nmembers; i++)
 		if (ch->members[i].state == WEFT_MEMBER_SERVING)
 			return i;
+	if (ch->nmembers == 1 && ch->members[0].state == WEFT_MEMBER_SYNCING)
+		return 0;
 	return -1;
 }
 
@@ -56,6 +61,9 @@ static int chain_head(const struct meta_chain *ch)
  * Replies complete on the loop thread, which must never block (connecting to a store
  * does), so a piece that failed is parked on its batch and the waiting caller retries it
  * on the next serving member. */
+
+/* How long a read whose object no replica holds waits before asking again. */
+#define EMISSING_GRACE_MS 100
 
 struct read_batch {
 	struct io_batch b;
@@ -73,6 +81,9 @@ struct read_call {
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
 	int err;         /* last error */
+	struct winode *wi; /* the open file (NULL: none), for its lost-stripe marks */
+	bool waited;     /* every member said EMISSING once and we asked again */
+	uint8_t flags;   /* WEFT_READ_* */
 	uint8_t *dst;
 };
 
@@ -109,8 +120,11 @@ static void read_finish(struct read_call *k, int err)
 		memset(k->dst, 0, k->p.len);
 		err = 0;
 	}
+	if (err == -WEFT_EMISSING)
+		log_warn("ino %llu stripe %u: written, but no replica holds it: EIO",
+			 (unsigned long long)k->ino, k->p.stripe);
 	if (err == -WEFT_ECHECKSUM || err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ||
-	    err == -ENOTCONN || err == -ECONNREFUSED || err == -ECONNRESET)
+	    err == -WEFT_EMISSING || err == -ENOTCONN || err == -ECONNREFUSED || err == -ECONNRESET)
 		err = -EIO;
 	batch_done(&k->batch->b, err);
 	free(k);
@@ -156,7 +170,7 @@ static int send_read(struct read_call *k)
 		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
-					      .len = k->p.len};
+					      .len = k->p.len, .flags = k->flags};
 		weft_obj_read_encode(&w, &m);
 		pthread_mutex_lock(&k->batch->b.lock);
 		k->batch->b.outstanding++;
@@ -172,13 +186,15 @@ static int send_read(struct read_call *k)
 	return err;
 }
 
-static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino,
-		      const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
+static int start_read(struct weft_client *c, struct read_batch *rb, struct winode *wi,
+		      uint64_t ino, const struct weft_layout *l, const struct stripe_piece *p,
+		      uint8_t *dst)
 {
 	struct read_call *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst};
+	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst,
+				.wi = wi, .flags = winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
 	int err = client_chain(c, l->replicas, p->chain, &k->chain);
 	if (err) {
 		free(k);
@@ -199,6 +215,14 @@ static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino
 	return 0;
 }
 
+/* Whether stripe s of k's file was already found lost (no grace for it again). */
+static bool lost_known(const struct read_call *k)
+{
+	uint32_t s = k->p.stripe;
+	return !k->wi || s / 8 >= WEFT_WRITTEN_MAX ||
+	       ((__atomic_load_n(&k->wi->lost[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1);
+}
+
 /* Waits for every piece; retries failed ones on the next member from this thread. */
 static int read_batch_finish(struct read_batch *rb)
 {
@@ -210,6 +234,22 @@ static int read_batch_finish(struct read_batch *rb)
 		pthread_mutex_unlock(&rb->b.lock);
 		if (!k)
 			break;
+		/* A piece whose object no replica holds though it was written may be racing
+		 * the write that creates it (its writer's EXTEND races its data, by design):
+		 * once per batch, wait a little and ask every member again; a stripe found
+		 * lost after that is marked, so later reads of it fail at once. */
+		bool grace = false;
+		for (struct read_call *x = k; x; x = x->next)
+			if (x->err == -WEFT_EMISSING && x->tries + 1 >= x->chain.nmembers) {
+				if (x->waited && x->wi && x->p.stripe / 8 < WEFT_WRITTEN_MAX)
+					__atomic_fetch_or(&x->wi->lost[x->p.stripe / 8],
+							  (uint8_t)(1u << (x->p.stripe % 8)),
+							  __ATOMIC_RELAXED);
+				else if (!x->waited && !lost_known(x))
+					grace = x->waited = true, x->tries = -1;
+			}
+		if (grace)
+			usleep(EMISSING_GRACE_MS * 1000);
 		while (k) {
 			struct read_call *next = k->next;
 			if (k->err == -WEFT_ESTALECHAIN) {
@@ -231,8 +271,8 @@ static int read_batch_finish(struct read_batch *rb)
 	return rb->b.first_err;
 }
 
-int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    uint64_t off, uint64_t len, uint8_t *dst)
+int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, uint64_t off, uint64_t len, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
 	io_batch_init(&rb.b);
@@ -240,7 +280,7 @@ int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layou
 	while (len && !err) {
 		struct stripe_piece p;
 		uint32_t n = stripe_map(l, off, len, &p);
-		err = start_read(c, &rb, ino, l, &p, dst);
+		err = start_read(c, &rb, wi, ino, l, &p, dst);
 		off += n;
 		len -= n;
 		dst += n;
@@ -249,12 +289,12 @@ int data_read_range(struct weft_client *c, uint64_t ino, const struct weft_layou
 	return err ? err : e2;
 }
 
-int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    const struct stripe_piece *p, uint8_t *dst)
+int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
 	io_batch_init(&rb.b);
-	int err = start_read(c, &rb, ino, l, p, dst);
+	int err = start_read(c, &rb, wi, ino, l, p, dst);
 	int e2 = read_batch_finish(&rb);
 	return err ? err : e2;
 }
@@ -297,8 +337,8 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 	return 0;
 }
 
-int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		    const struct stripe_piece *p,
+int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
+		    const struct weft_layout *l, const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
 	struct meta_chain ch;
@@ -323,7 +363,9 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
 					      .chain = p->chain, .chain_ver = ch.version,
-					      .offset = p->obj_off, .len = p->len};
+					      .offset = p->obj_off, .len = p->len,
+					      .flags = winode_written(wi, p->stripe) ?
+						       WEFT_READ_WRITTEN : 0};
 		weft_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
 		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);

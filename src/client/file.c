@@ -30,6 +30,19 @@ static size_t slot(struct weft_client *c, uint64_t ino)
 	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % c->inodes_cap;
 }
 
+/* Stripe of the file holding block b. */
+static uint32_t block_stripe(const struct winode *wi, const struct wblock *b)
+{
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	return (uint32_t)((b->file_off / wi->layout.stripe_unit) % sc);
+}
+
+bool winode_written(const struct winode *wi, uint32_t s)
+{
+	return wi && s / 8 < WEFT_WRITTEN_MAX &&
+	       (__atomic_load_n(&wi->written[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1;
+}
+
 struct winode *winode_find(struct weft_client *c, uint64_t ino)
 {
 	pthread_mutex_lock(&c->inodes_lock);
@@ -129,6 +142,11 @@ static void block_sent(struct wblock *b)
 {
 	struct winode *wi = b->wi;
 	struct weft_client *c = wi->c;
+	uint32_t s = block_stripe(wi, b);
+	if (b->status == 0 && s / 8 < WEFT_WRITTEN_MAX) { /* the stores have it: reads may say so */
+		__atomic_fetch_or(&wi->written[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+		__atomic_fetch_and(&wi->lost[s / 8], (uint8_t)~(1u << (s % 8)), __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&wi->lock);
 	struct wblock **pp = &wi->inflight;
 	while (*pp && *pp != b)
@@ -170,6 +188,11 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 	b->next = wi->inflight;
 	wi->inflight = b;
 	wi->ninflight++;
+	uint32_t s = block_stripe(wi, b);
+	if (s / 8 < WEFT_WRITTEN_MAX && !(wi->sent[s / 8] & (1u << (s % 8)))) {
+		__atomic_fetch_or(&wi->sent[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+		wi->size_dirty = true; /* EXTEND carries the new bit to meta */
+	}
 	pthread_mutex_unlock(&wi->lock);
 	int err = data_write_block(c, &wi->layout, b, block_sent);
 	if (err) {
@@ -394,7 +417,7 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	if (sequential)
 		ra_ahead(c, wi, off + len);
 	pthread_mutex_unlock(&wi->lock);
-	int err = data_read_range(c, wi->ino, &wi->layout, off, len, buf);
+	int err = data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 
@@ -409,8 +432,14 @@ int weft_file_flush(struct weft_file *f)
 	pthread_mutex_lock(&wi->lock);
 	submit_dirty(c, wi);
 	bool report = wi->size_dirty;
+	uint8_t mask[WEFT_WRITTEN_MAX];
+	uint32_t ml = 0;
+	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
+		if ((mask[i] = __atomic_load_n(&wi->written[i], __ATOMIC_RELAXED) |
+			       __atomic_load_n(&wi->sent[i], __ATOMIC_RELAXED)) != 0)
+			ml = i + 1;
 	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
-				    .mtime_ns = wi->mtime_ns};
+				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};
 	wi->size_dirty = false;
 	pthread_mutex_unlock(&wi->lock);
 	struct meta_wait mw;
@@ -516,6 +545,12 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	int err = client_meta_call(c, op, w, NULL, 0, &fr);
 	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
+	/* o->written borrows from the frame: keep a copy */
+	uint8_t written[WEFT_WRITTEN_MAX];
+	uint32_t wlen = err ? 0 : o->written.len;
+	if (wlen)
+		memcpy(written, o->written.p, wlen);
+	o->written = (struct weft_str){NULL, 0};
 	frame_free(fr);
 	if (err)
 		return err;
@@ -537,6 +572,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		f->wi->writers++;
 		pthread_mutex_unlock(&f->wi->lock);
 	}
+	for (uint32_t i = 0; i < wlen; i++)
+		__atomic_fetch_or(&f->wi->written[i], written[i], __ATOMIC_RELAXED);
 	*out = f;
 	return 0;
 }

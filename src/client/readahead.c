@@ -196,7 +196,7 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 	uint64_t ino = wi->ino;
 	pthread_mutex_unlock(&wi->lock);
 	for (int i = 0; i < n; i++)
-		if (data_read_async(c, ino, &l, &p[i], ra_done, start[i]) != 0)
+		if (data_read_async(c, wi, ino, &l, &p[i], ra_done, start[i]) != 0)
 			ra_done(start[i], -EIO, NULL);
 	pthread_mutex_lock(&wi->lock);
 }

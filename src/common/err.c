@@ -15,6 +15,7 @@ const char *weft_strerror(int err)
 	case WEFT_ETARGETDOWN: return "chain member failed";
 	case WEFT_EVERSION: return "no common protocol version";
 	case WEFT_ENOTSERVING: return "target not serving";
+	case WEFT_EMISSING: return "object missing or stale on this target";
 	default: return strerror(err);
 	}
 }

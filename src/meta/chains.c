@@ -11,7 +11,8 @@
 
 /* targets value v1 (LE): u8 version, u8[16] uuid, u8 state, u64 capacity, u64 free,
  * u64 read_bytes, u64 write_bytes, u64 read_ops, u64 write_ops, i64 last_seen_ns,
- * i64 registered_ns, u16 len + node, u16 len + addr.
+ * i64 registered_ns, u16 len + node, u16 len + addr, then (absent in older records)
+ * u64 incarnation, u64 wseq.
  * chains value v1 (LE): u8 version, u32 owner, u64 version, u8 nmembers,
  * per member u32 target + u8 state. Key: u8 replicas, u32 BE chain id. */
 #define TARGET_VERSION 1
@@ -32,6 +33,8 @@ static int target_encode(const struct meta_target *t, struct wbuf *w)
 	wbuf_u64(w, (uint64_t)t->registered_ns);
 	wbuf_str(w, t->node, strlen(t->node));
 	wbuf_str(w, t->addr, strlen(t->addr));
+	wbuf_u64(w, t->incarnation);
+	wbuf_u64(w, t->wseq);
 	return w->err;
 }
 
@@ -68,6 +71,10 @@ static int target_decode(const MDB_val *k, const MDB_val *v, struct meta_target 
 	t->registered_ns = (int64_t)rbuf_u64(&r);
 	get_str(&r, t->node, WEFT_NODE_MAX);
 	get_str(&r, t->addr, WEFT_ADDR_MAX);
+	if (rbuf_ok(&r) && rbuf_left(&r) == 16) {
+		t->incarnation = rbuf_u64(&r);
+		t->wseq = rbuf_u64(&r);
+	}
 	return rbuf_ok(&r) && rbuf_left(&r) == 0 ? 0 : -EIO;
 }
 
@@ -557,7 +564,70 @@ int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
 	t.read_ops = st->read_ops;
 	t.write_ops = st->write_ops;
 	t.last_seen_ns = now_ns;
+	if (st->wseq > t.wseq)
+		t.wseq = st->wseq;
 	return set_target_state(db, txn, &t, WEFT_MEMBER_SERVING);
+}
+
+/* Every SERVING membership of target id becomes SYNCING, behind the live members. */
+static int members_syncing(struct meta_db *db, MDB_txn *txn, uint32_t id)
+{
+	bool changed = false;
+	int rc = 0;
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
+		struct meta_chain *ch;
+		uint32_t n;
+		if ((rc = chains_load(db, txn, r, &ch, &n)))
+			break;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			struct meta_chain *c = &ch[i];
+			for (int m = 0; m < c->nmembers; m++) {
+				if (c->members[m].target != id ||
+				    c->members[m].state != WEFT_MEMBER_SERVING)
+					continue;
+				int live = 0;
+				for (int j = 0; j < c->nmembers; j++)
+					live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
+				c->members[m].state = WEFT_MEMBER_SYNCING;
+				move_member(c, m, live);
+				c->version++;
+				changed = true;
+				rc = chain_put(db, txn, c);
+				break;
+			}
+		}
+		free(ch);
+	}
+	if (rc == 0 && changed)
+		rc = epoch_bump(db, txn);
+	return rc;
+}
+
+int meta_chains_vouch(struct meta_db *db, MDB_txn *txn, uint32_t id, uint64_t incarnation,
+		      uint64_t wseq, bool *untrusted)
+{
+	struct meta_target t;
+	int rc = meta_chains_target_get(db, txn, id, &t);
+	*untrusted = false;
+	if (rc)
+		return rc;
+	if (t.incarnation && (incarnation != t.incarnation || wseq < t.wseq)) {
+		*untrusted = true;
+		if (incarnation != t.incarnation)
+			log_warn("target %u (%s on %s) came back with a new incarnation: its "
+				 "directory was emptied or replaced; syncing, serves no reads",
+				 t.id, t.addr, t.node);
+		else
+			log_warn("target %u (%s on %s) came back older than it was (write sequence "
+				 "%llu, had reported %llu): restored from an old copy? syncing, "
+				 "serves no reads", t.id, t.addr, t.node, (unsigned long long)wseq,
+				 (unsigned long long)t.wseq);
+		if ((rc = members_syncing(db, txn, id)))
+			return rc;
+	}
+	t.incarnation = incarnation;
+	t.wseq = wseq;
+	return target_put(db, txn, &t);
 }
 
 int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id)

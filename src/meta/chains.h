@@ -19,6 +19,7 @@
 #ifndef WEFT_META_CHAINS_H
 #define WEFT_META_CHAINS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "meta/chains_codec.h"
@@ -34,11 +35,16 @@ struct meta_target {
 	uint64_t read_bytes, write_bytes;     /* counters as last reported */
 	uint64_t read_ops, write_ops;
 	int64_t last_seen_ns, registered_ns;
+	/* What the target's directory holds, as it last reported (0: never reported): its
+	 * incarnation (changes when the store cannot vouch for its contents) and the highest
+	 * write sequence of its object index. */
+	uint64_t incarnation, wseq;
 };
 
 struct meta_target_stats {
 	uint64_t capacity, free;
 	uint64_t read_bytes, write_bytes, read_ops, write_ops;
+	uint64_t wseq;                        /* 0: not reported */
 };
 
 /* Registers a target (or re-registers the same uuid: same id, address and capacity
@@ -52,6 +58,14 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
  * as syncing. Errors: -ENOENT unknown target. */
 int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
 			  const struct meta_target_stats *st, int64_t now_ns);
+/* Checks what a (re-)registering target reports about its directory against meta's
+ * record: a different incarnation, or a write sequence below the highest one it
+ * reported before, means its objects cannot be trusted (disk replaced, emptied, or
+ * restored from an older copy). Such a target becomes SYNCING in every chain it serves
+ * in (it gets writes, serves no reads until resynced); *untrusted says so. The new
+ * values are recorded. Errors: -ENOENT unknown target. */
+int meta_chains_vouch(struct meta_db *db, MDB_txn *txn, uint32_t id, uint64_t incarnation,
+		      uint64_t wseq, bool *untrusted);
 /* Marks every up target silent for more than timeout_ns offline; *n = how many. */
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n);

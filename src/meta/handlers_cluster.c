@@ -81,7 +81,11 @@ static int h_target_register(struct mreq *r, const struct meta_ctx *c)
 	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free};
 	if ((rc = meta_chains_heartbeat(c->db, c->txn, id, &st, now)))
 		return rc;
+	bool untrusted;
+	if ((rc = meta_chains_vouch(c->db, c->txn, id, m->incarnation, m->wseq, &untrusted)))
+		return rc;
 	r->u32 = id;
+	r->flag = untrusted;
 	log_info("target %u registered: node %s at %s, %llu bytes", id, node, addr,
 		 (unsigned long long)m->capacity);
 	return 0;
@@ -91,7 +95,7 @@ static void rep_target_registered(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_target_registered m = {.target = r->u32,
 					       .lease_ms = r->s->target_timeout_ms,
-					       .checksums = r->s->checksums};
+					       .checksums = r->s->checksums, .untrusted = r->flag};
 	memcpy(m.fsid, r->s->fsid, 16);
 	weft_target_registered_encode(w, &m);
 }
@@ -104,7 +108,7 @@ static int h_target_heartbeat(struct mreq *r, const struct meta_ctx *c)
 	struct meta_target_stats st = {.capacity = m->capacity, .free = m->free,
 				       .read_bytes = m->bytes_read,
 				       .write_bytes = m->bytes_written, .read_ops = m->ops_read,
-				       .write_ops = m->ops_written};
+				       .write_ops = m->ops_written, .wseq = m->wseq};
 	int rc = meta_chains_heartbeat(c->db, c->txn, m->target, &st, meta_now_ns());
 	if (rc)
 		return rc;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/log.h"
 #include "meta/chains.h"
 #include "meta/layout.h"
 #include "meta/server_int.h"
@@ -367,6 +368,9 @@ static int h_open(struct mreq *r, const struct meta_ctx *c)
 	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
 		return rc;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
+	if (S_ISREG(r->attr.mode) &&
+	    (rc = meta_ns_written(c, ref_of(m->ino, 0), r->written, &r->written_len)))
+		return rc;
 	return fill_layout(r, c);
 }
 
@@ -393,13 +397,16 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, r->attr.ino)))
 		return rc;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
+	if (!r->flag)
+		return meta_ns_written(c, ref_of(r->attr.ino, 0), r->written, &r->written_len);
 	return 0;
 }
 
 static void rep_open(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
-				    .lease = 0, .created = r->flag};
+				    .lease = 0, .created = r->flag,
+				    .written = {(const char *)r->written, r->written_len}};
 	weft_opened_encode(w, &m);
 }
 
@@ -421,13 +428,17 @@ static int h_fsync(struct mreq *r, const struct meta_ctx *c)
 	return meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
 }
 
-/* EXTEND {cred, ino, size, mtime} -> ATTR: size = max(size, new), mtime set. Lazy: the
+/* EXTEND {cred, ino, size, mtime, written} -> ATTR: size = max(size, new), mtime set,
+ * the written-stripes mask ORed into the inode's (one put: same txn). Lazy: the
  * reply does not wait for the sync (a close does not promise durability; fsync sends
  * FSYNC after its EXTEND). */
 static int h_extend(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_extend *m = MSG(extend);
-	return meta_ns_extend(c, ref_of(m->ino, 0), m->size, m->mtime_ns, &r->attr);
+	int rc = m->written.len ? meta_ns_mark_written(c, ref_of(m->ino, 0),
+						       (const uint8_t *)m->written.p,
+						       m->written.len) : 0;
+	return rc ? rc : meta_ns_extend(c, ref_of(m->ino, 0), m->size, m->mtime_ns, &r->attr);
 }
 
 /* SETSTRIPE {cred, ino, layout} -> EMPTY. A directory's default, or an empty file's

@@ -15,7 +15,9 @@
  *   u8 version, u8 reserved(0), u32 flags, u64 gen, u32 mode, u32 nlink, u32 uid,
  *   u32 gid, u32 rdev, u64 size, u64 blocks, i64 atime_ns, i64 mtime_ns, i64 ctime_ns,
  *   u32 stripe_unit, u32 stripe_count, u32 first_chain, u32 chain_count, u8 replicas,
- *   u64 parent, u64 next_cookie, u16 target_len, target bytes */
+ *   u64 parent, u64 next_cookie, u16 target_len, target bytes, and for a regular file
+ *   whose written-stripes mask is not empty: u16 mask_len, mask bytes (records without
+ *   it decode with an empty mask) */
 size_t meta_inode_encode(const struct meta_inode *in, uint8_t *b)
 {
 	const struct weft_attr *a = &in->attr;
@@ -45,6 +47,11 @@ size_t meta_inode_encode(const struct meta_inode *in, uint8_t *b)
 	uint16_t tl = in->target_len < WEFT_PATH_MAX ? in->target_len : WEFT_PATH_MAX - 1;
 	put_le16(p, tl), p += 2;
 	memcpy(p, in->target, tl), p += tl;
+	uint16_t wl = in->written_len <= META_WRITTEN_MAX ? in->written_len : META_WRITTEN_MAX;
+	if (wl) {
+		put_le16(p, wl), p += 2;
+		memcpy(p, in->written, wl), p += wl;
+	}
 	return (size_t)(p - b);
 }
 
@@ -78,12 +85,43 @@ int meta_inode_decode(uint64_t ino, const void *buf, size_t len, struct meta_ino
 	out->parent = get_le64(p), p += 8;
 	out->next_cookie = get_le64(p), p += 8;
 	out->target_len = get_le16(p), p += 2;
-	if (out->target_len >= WEFT_PATH_MAX || len != (size_t)META_INODE_FIXED_LEN + out->target_len)
+	size_t base = (size_t)META_INODE_FIXED_LEN + out->target_len;
+	if (out->target_len >= WEFT_PATH_MAX || len < base)
 		return -EIO;
 	memcpy(out->target, p, out->target_len);
 	out->target[out->target_len] = '\0';
+	p += out->target_len;
+	if (len > base) {
+		uint16_t wl = len >= base + 2 ? get_le16(p) : 0;
+		if (wl == 0 || wl > META_WRITTEN_MAX || len != base + 2 + wl)
+			return -EIO;
+		memcpy(out->written, p + 2, wl);
+		out->written_len = wl;
+	}
 	meta_inode_fill_derived(out);
 	return 0;
+}
+
+void meta_inode_mark_written(struct meta_inode *in, const uint8_t *mask, size_t len)
+{
+	if (len > META_WRITTEN_MAX)
+		len = META_WRITTEN_MAX;
+	for (size_t i = 0; i < len; i++)
+		in->written[i] |= mask[i];
+	if (len > in->written_len)
+		in->written_len = (uint16_t)len;
+	while (in->written_len && in->written[in->written_len - 1] == 0)
+		in->written_len--;
+}
+
+void meta_inode_trim_written(struct meta_inode *in, uint64_t size)
+{
+	uint64_t unit = in->layout.stripe_unit;
+	for (uint32_t s = 0; unit && s < (uint32_t)in->written_len * 8; s++)
+		if ((uint64_t)s * unit >= size) /* stripe s's first byte is at s * unit */
+			in->written[s / 8] &= (uint8_t)~(1u << (s % 8));
+	while (in->written_len && in->written[in->written_len - 1] == 0)
+		in->written_len--;
 }
 
 void meta_inode_fill_derived(struct meta_inode *in)

@@ -12,6 +12,8 @@
 #include "meta/mdb.h"
 
 #define META_INODE_VERSION 1u
+/* Bytes of the written-stripes mask: one bit per stripe, stripe_count <= 4096 targets. */
+#define META_WRITTEN_MAX 512
 
 /* flags */
 #define META_INODE_ORPHAN 0x1u /* nlink 0 but still open somewhere: freed at last release */
@@ -27,6 +29,10 @@ struct meta_inode {
 	uint32_t flags;            /* META_INODE_* */
 	uint64_t parent;           /* directory: ino of its parent ('..'); root: itself */
 	uint64_t next_cookie;      /* directory: next readdir cookie to hand out */
+	/* regular file: stripe objects written (bit s of written[s / 8]), bytes in use; a
+	 * missing object whose bit is set is lost, not a hole (docs/ARCHITECTURE.md) */
+	uint16_t written_len;
+	uint8_t written[META_WRITTEN_MAX];
 	uint16_t target_len;       /* symlink: bytes in target (no NUL) */
 	char target[WEFT_PATH_MAX];
 };
@@ -53,9 +59,14 @@ void meta_inode_alloc(struct meta_super *sb, uint64_t *ino, uint64_t *gen);
 /* Codec, exposed for tests. encode returns the bytes written (buf must hold
  * META_INODE_MAXLEN); decode returns 0 or -EIO. */
 #define META_INODE_FIXED_LEN 109
-#define META_INODE_MAXLEN (META_INODE_FIXED_LEN + WEFT_PATH_MAX)
+#define META_INODE_MAXLEN (META_INODE_FIXED_LEN + WEFT_PATH_MAX + 2 + META_WRITTEN_MAX)
 size_t meta_inode_encode(const struct meta_inode *in, uint8_t *buf);
 int meta_inode_decode(uint64_t ino, const void *buf, size_t len, struct meta_inode *out);
+
+/* ORs mask (len bytes) into in's written-stripes mask. */
+void meta_inode_mark_written(struct meta_inode *in, const uint8_t *mask, size_t len);
+/* Clears the bits of stripes that hold no byte below size (truncate). */
+void meta_inode_trim_written(struct meta_inode *in, uint64_t size);
 
 /* Sets attr.blksize/blocks from size and layout (what getattr reports). */
 void meta_inode_fill_derived(struct meta_inode *in);

@@ -166,6 +166,7 @@ int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,
 		kill_suid(a);
 	if (v & META_SET_SIZE) {
 		a->size = sa->size;
+		meta_inode_trim_written(&in, sa->size);
 		if (!(v & (META_SET_MTIME | META_SET_MTIME_NOW)))
 			a->mtime_ns = now;
 	}
@@ -441,6 +442,35 @@ int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_s
 		return rc;
 	if (out)
 		*out = in.attr;
+	return 0;
+}
+
+int meta_ns_mark_written(const struct meta_ctx *c, struct meta_ref ref, const uint8_t *mask,
+			 size_t len)
+{
+	struct meta_inode in;
+	int rc = meta_inode_get_ref(c->db, c->txn, ref.ino, ref.gen, &in);
+	if (rc)
+		return rc;
+	if (!S_ISREG(in.attr.mode))
+		return -EINVAL;
+	uint16_t before = in.written_len;
+	uint8_t old[META_WRITTEN_MAX];
+	memcpy(old, in.written, before);
+	meta_inode_mark_written(&in, mask, len);
+	if (in.written_len == before && memcmp(old, in.written, before) == 0)
+		return 0; /* nothing new: no write */
+	return meta_inode_put(c->db, c->txn, &in);
+}
+
+int meta_ns_written(const struct meta_ctx *c, struct meta_ref ref, uint8_t *out, uint16_t *len)
+{
+	struct meta_inode in;
+	int rc = meta_inode_get_ref(c->db, c->txn, ref.ino, ref.gen, &in);
+	if (rc)
+		return rc;
+	memcpy(out, in.written, in.written_len);
+	*len = in.written_len;
 	return 0;
 }
 

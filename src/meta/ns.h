@@ -194,6 +194,13 @@ int meta_ns_access(const struct meta_ctx *c, struct meta_ref ref, uint32_t mask)
  * Errors: -EINVAL not a regular file, -EFBIG, -ESTALE. */
 int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_size,
 		   int64_t mtime_ns, struct weft_attr *out);
+/* EXTEND's part for the written-stripes mask: ORs mask (len bytes) into the inode's, in
+ * the same txn. Errors as meta_ns_extend. */
+int meta_ns_mark_written(const struct meta_ctx *c, struct meta_ref ref, const uint8_t *mask,
+			 size_t len);
+/* Copies the inode's written-stripes mask (META_WRITTEN_MAX bytes) into out, *len its
+ * length. Errors: -ESTALE. */
+int meta_ns_written(const struct meta_ctx *c, struct meta_ref ref, uint8_t *out, uint16_t *len);
 
 /* Internal helpers shared by ns*.c. */
 int64_t meta_ns_now(const struct meta_ctx *c);

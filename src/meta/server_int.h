@@ -9,6 +9,7 @@
 #include "common/conn.h"
 #include "common/server.h"
 #include "meta/commit.h"
+#include "meta/inode.h"
 #include "meta/mdb.h"
 #include "meta/ns.h"
 #include "meta/server.h"
@@ -67,6 +68,8 @@ struct mreq {
 	uint32_t u32;
 	bool flag;
 	struct wbuf bulk;           /* reply bulk, if any */
+	uint16_t written_len;       /* OPENED: the file's written-stripes mask */
+	uint8_t written[META_WRITTEN_MAX];
 	uint32_t err_target;        /* ERROR.target of a failed reply */
 	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
 	_Alignas(16) unsigned char msg[]; /* the decoded request (weft_msg_size bytes) */

@@ -45,6 +45,9 @@ void weft_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h);
  * known). Returns 0, or -WEFT_EPROTO with *why naming the problem. */
 int weft_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why);
 
+/* Largest written-stripes mask (OPENED, EXTEND): one bit per stripe object. */
+#define WEFT_WRITTEN_MAX 512
+
 /* ---- field kinds used in message tables ---- */
 
 /* A string or byte field: borrowed pointer and length. Strings are not NUL-terminated. */
@@ -130,7 +133,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
 /* created: the file did not exist before this request (CREATE_OPEN) */
 #define MSG_OPENED(F) \
-	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0)
+	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
+	F(STR, written, WEFT_WRITTEN_MAX)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
 /* create_open: create a regular file (flags: WEFT_CREATE_EXCL) and open it (open_flags as
  * open(2)) in one op; reply MSG_OPENED. As open(2) with O_CREAT: a file this op created
@@ -138,8 +142,10 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_CREATE_OPEN(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
 	F(U32, flags, 0) F(U32, open_flags, 0) F(U64, session, 0)
-/* writer reports size = max(size, new size) and mtime after data is on the stores */
-#define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0)
+/* writer reports size = max(size, new size) and mtime after data is on the stores, and
+ * the stripe objects it wrote (written: bit s of byte s/8 = stripe s; meta ORs it in) */
+#define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0) \
+	F(STR, written, WEFT_WRITTEN_MAX)
 #define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
 #define MSG_LAYOUT(F) F(LAYOUT, layout, 0) F(U8, is_default, 0)
 
@@ -155,12 +161,15 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 #define MSG_TARGET_REGISTER(F) \
 	F(FIX, uuid, 16) F(STR, node, WEFT_NODE_MAX) F(STR, addr, WEFT_ADDR_MAX) \
-	F(U64, capacity, 0) F(U64, free, 0)
+	F(U64, capacity, 0) F(U64, free, 0) F(U64, incarnation, 0) F(U64, wseq, 0)
+/* untrusted: meta cannot vouch for the target's directory (another incarnation, or an
+ * older write sequence than it reported): the store sets its objects aside, starts
+ * empty, and registers again with a new incarnation */
 #define MSG_TARGET_REGISTERED(F) F(U32, target, 0) F(FIX, fsid, 16) F(U32, lease_ms, 0) \
-	F(U8, checksums, 0)
+	F(U8, checksums, 0) F(U8, untrusted, 0)
 #define MSG_TARGET_HEARTBEAT(F) \
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
-	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0)
+	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0) F(U64, wseq, 0)
 #define MSG_HEARTBEAT_REPLY(F) F(U32, lease_ms, 0) F(U64, chains_version, 0)
 /* reply: MSG_CHAINS with the encoded tables in bulk (src/meta/chains_codec.h) */
 #define MSG_CHAINS_GET(F) F(U64, known_version, 0)
@@ -180,9 +189,10 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0)
 #define MSG_OBJ_WRITTEN(F) F(U64, size, 0)
+/* flags: WEFT_READ_* */
 #define MSG_OBJ_READ(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
-	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0)
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0) F(U8, flags, 0)
 #define MSG_OBJ_DATA(F) F(U64, size, 0) F(CRCS, crcs, 0)
 #define MSG_OBJ_TRUNCATE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
@@ -204,6 +214,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 /* WEFT_OBJ_WRITE flags */
 #define WEFT_WRITE_SYNC 0x1u  /* fsync object before replying */
+/* WEFT_OBJ_READ flags */
+#define WEFT_READ_WRITTEN 0x1u /* meta records this object as written: absent is an error
+                                * (WEFT_EMISSING), not a hole */
+#define WEFT_READ_REPAIR  0x2u /* a chain peer copying the object to repair its own: as
+                                * WRITTEN, and start no repair here */
 
 /* setattr valid bits */
 #define WEFT_SET_MODE      0x01u

@@ -9,12 +9,17 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/stats.h"
 #include "weft/err.h"
 
-/* Sleeps up to ms unless the server is stopping; returns true if it should stop. */
+/* A beat asked for by hb_soon waits this long, so that a burst of fsyncs costs one. */
+#define HB_SOON_MS 20
+
+/* Sleeps up to ms unless the server is stopping (true: stop) or a beat is asked for
+ * (after HB_SOON_MS). */
 static bool nap(struct store_server *s, uint32_t ms)
 {
 	struct timespec ts;
@@ -26,13 +31,30 @@ static bool nap(struct store_server *s, uint32_t ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&s->hb_lock);
-	while (!s->hb_stop && !(s->stop && *s->stop)) {
+	while (!s->hb_stop && !(s->stop && *s->stop) && !s->hb_soon) {
 		if (pthread_cond_timedwait(&s->hb_cond, &s->hb_lock, &ts) == ETIMEDOUT)
 			break;
 	}
 	bool stop = s->hb_stop || (s->stop && *s->stop);
+	bool soon = s->hb_soon;
 	pthread_mutex_unlock(&s->hb_lock);
+	if (soon && !stop) {
+		usleep(HB_SOON_MS * 1000);
+		pthread_mutex_lock(&s->hb_lock);
+		s->hb_soon = false;
+		pthread_mutex_unlock(&s->hb_lock);
+	}
 	return stop;
+}
+
+void hb_soon(struct store_server *s)
+{
+	pthread_mutex_lock(&s->hb_lock);
+	if (!s->hb_soon) {
+		s->hb_soon = true;
+		pthread_cond_broadcast(&s->hb_cond);
+	}
+	pthread_mutex_unlock(&s->hb_lock);
 }
 
 static bool transient(int rc)
@@ -74,6 +96,10 @@ static int register_once(struct store_server *s, struct weft_msg_target_register
 	m.node = weft_str_of(s->node, strlen(s->node));
 	m.addr = weft_str_of(s->addr, strlen(s->addr));
 	space(s, &m.capacity, &m.free);
+	if (s->t && s->objs) {
+		m.incarnation = store_target_incarnation(s->t);
+		m.wseq = store_index_wseq(store_obj_index(s->objs));
+	}
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_target_register_encode(&w, &m);
@@ -112,6 +138,7 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 					 r.target, s->target_id);
 			s->target_id = r.target;
 			memcpy(s->fsid, r.fsid, sizeof(s->fsid));
+			s->untrusted = r.untrusted;
 			if (checksums_out)
 				*checksums_out = r.checksums;
 			if (!first && s->t) {
@@ -237,6 +264,7 @@ static int beat(struct store_server *s)
 	m.bytes_written = c.bytes_written;
 	m.ops_read = c.ops_read;
 	m.ops_written = c.ops_written;
+	m.wseq = s->objs ? store_index_wseq(store_obj_index(s->objs)) : 0;
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_target_heartbeat_encode(&w, &m);

@@ -660,6 +660,14 @@ int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 	return rc == -ENOENT ? 0 : rc;
 }
 
+uint64_t store_index_wseq(struct store_index *idx)
+{
+	MDB_envinfo info;
+	if (mdb_env_info(idx->env, &info) != 0)
+		return 0;
+	return (uint64_t)info.me_last_txnid;
+}
+
 void store_index_get_stats(struct store_index *idx, struct store_index_stats *out)
 {
 	pthread_mutex_lock(&idx->mu);

@@ -109,6 +109,11 @@ struct store_torn *store_index_torn_mut(struct store_index *idx, size_t *n);
 int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 		       uint64_t length, bool remove);
 
+/* Write sequence of the index: the id of its last committed LMDB transaction. It only
+ * grows while the index lives; an index restored from an older copy, or created anew,
+ * reports less than it did (meta compares, see meta_chains_vouch). */
+uint64_t store_index_wseq(struct store_index *idx);
+
 void store_index_get_stats(struct store_index *idx, struct store_index_stats *out);
 
 #endif

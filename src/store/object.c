@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -311,6 +312,57 @@ fail:
 		pthread_rwlock_destroy(&s->locks[i]);
 	free(s);
 	return rc;
+}
+
+/* True if a regular file lies under dirfd/rel within two levels (objects/XX/YY/file);
+ * directories left empty by deletes do not count. */
+static bool has_files(int at, const char *rel, int depth)
+{
+	int fd = openat(at, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (de->d_type == DT_DIR && depth < 2)
+			found = has_files(dirfd(d), de->d_name, depth + 1);
+		else if (de->d_type != DT_DIR)
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+bool store_obj_vouch(struct store_objs *s, char *why, size_t cap)
+{
+	struct store_index_rec recs[64];
+	size_t n = 0, missing = 0;
+	if (store_index_list(s->idx, 0, 0, recs, 64, &n) != 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[OBJ_PATH_LEN];
+		struct stat st;
+		obj_path(path, recs[i].ino, recs[i].stripe, false);
+		if (fstatat(s->root_fd, path, &st, 0) < 0 && errno == ENOENT)
+			missing++;
+	}
+	if (n && missing == n) {
+		snprintf(why, cap, "the index lists objects but their files are gone (objects/ "
+			 "emptied or replaced)");
+		return false;
+	}
+	if (n == 0 && has_files(s->root_fd, ".", 0)) {
+		snprintf(why, cap, "objects/ holds files but the index lists none (index lost or "
+			 "replaced)");
+		return false;
+	}
+	return true;
 }
 
 void store_obj_close(struct store_objs *s)

@@ -80,6 +80,11 @@ struct store_obj_stat {
  * store_obj_torn). Single-threaded. *out is the caller's: store_obj_close. */
 int store_obj_open(struct store_target *t, const struct store_obj_opts *opts,
 		   struct store_objs **out);
+/* Whether the objects and the index agree enough to be vouched for after a restart:
+ * false (and why, into why) when the index lists objects none of whose files exist
+ * (objects/ emptied), or objects/ holds files while the index lists none (index lost).
+ * Single objects missing are found by reads instead (store_obj_readv_flags). */
+bool store_obj_vouch(struct store_objs *s, char *why, size_t cap);
 /* Flushes and syncs the index, closes every file. No operation may be running.
  * NULL is a no-op. */
 void store_obj_close(struct store_objs *s);
@@ -105,6 +110,16 @@ int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_
 int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		    const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
 		    size_t *nread, struct store_obj_result *res);
+/* store_obj_readv with flags: STORE_READ_WRITTEN says the object was written (meta's
+ * record), so its absence is -WEFT_EMISSING instead of an empty read; STORE_READ_LOST
+ * refuses the read with -WEFT_EMISSING (the caller knows the object is being repaired).
+ * Whatever the flags, an object the index lists but whose file is missing, or whose
+ * size differs from the index's committed length, is -WEFT_EMISSING (logged). */
+#define STORE_READ_WRITTEN 0x1u
+#define STORE_READ_LOST    0x2u
+int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+			  const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
+			  size_t *nread, struct store_obj_result *res, unsigned flags);
 /* store_obj_readv with one buffer. */
 int store_obj_read(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		   void *buf, size_t len, uint32_t *crcs, size_t ncrcs, size_t *nread,

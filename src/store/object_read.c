@@ -130,9 +130,36 @@ out:
 	return rc;
 }
 
+/* A lost object: the index has its record but its file is gone, or its file's size is
+ * not the length the index committed (replaced by another copy). Object lock held. */
+static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bool exists,
+			 uint64_t size)
+{
+	struct store_index_rec rec;
+	if (store_index_get(s->idx, ino, stripe, &rec) != 0)
+		return false;
+	if (exists && (rec.committed != rec.pending || rec.length == size))
+		return false;
+	char path[OBJ_PATH_LEN];
+	obj_path(path, ino, stripe, false);
+	if (exists)
+		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
+			 ": not served", path, size, rec.length);
+	else
+		log_warn("read objects/%s: listed in the index but missing: not served", path);
+	return true;
+}
+
 int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		    const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
 		    size_t *nread, struct store_obj_result *res)
+{
+	return store_obj_readv_flags(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, nread, res, 0);
+}
+
+int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+			  const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
+			  size_t *nread, struct store_obj_result *res, unsigned flags)
 {
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	*nread = 0;
@@ -145,18 +172,25 @@ int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_
 		return -EINVAL;
 	if (len == 0 || off >= STORE_OBJ_SIZE_MAX)
 		goto out_nolock;
+	if (flags & STORE_READ_LOST)
+		return -WEFT_EMISSING; /* being repaired: not yet whole */
 	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e = NULL;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
-	if (rc == -ENOENT) { /* never written: empty */
-		rc = 0;
+	if (rc == -ENOENT) { /* never written (a hole), unless it was */
+		rc = (flags & STORE_READ_WRITTEN) || stale_object(s, ino, stripe, false, 0) ?
+			     -WEFT_EMISSING : 0;
 		goto out;
 	}
 	if (rc)
 		goto out;
 	uint64_t S = e->size;
 	r.size = S;
+	if (stale_object(s, ino, stripe, true, S)) {
+		rc = -WEFT_EMISSING;
+		goto out;
+	}
 	if (off >= S)
 		goto out;
 	size_t n = (size_t)min64(len, S - off);

@@ -23,7 +23,7 @@
 
 /* ---- peers ---- */
 
-static struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
+struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
 {
 	pthread_mutex_lock(&s->peers_lock);
 	struct peer *p;
@@ -346,6 +346,8 @@ static int local_op(struct sreq *q)
 		rc = store_obj_fsync(s->objs, q->m.sy.ino, q->m.sy.stripe);
 		if (rc == -ENOENT)
 			rc = 0; /* nothing written: nothing to make durable */
+		if (rc == 0)
+			hb_soon(s); /* meta learns the write sequence fsync made durable */
 		break;
 	}
 	return rc;

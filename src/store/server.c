@@ -87,12 +87,24 @@ static void do_read(struct sreq *q)
 	size_t n = 0;
 	struct store_obj_result r;
 	uint64_t np = store_crc_npieces(m->offset, m->len);
-	rc = store_obj_read(s->objs, m->ino, m->stripe, m->offset, buf, m->len, d->crcs.v,
-			    (size_t)np, &n, &r);
+	unsigned fl = (m->flags & (WEFT_READ_WRITTEN | WEFT_READ_REPAIR)) ? STORE_READ_WRITTEN : 0;
+	if (repair_active(s, m->ino, m->stripe))
+		fl |= STORE_READ_LOST;
+	struct iovec bv = {buf, m->len};
+	rc = store_obj_readv_flags(s->objs, m->ino, m->stripe, m->offset, &bv, 1, d->crcs.v,
+				   (size_t)np, &n, &r, fl);
 	if (rc) {
 		free(buf);
 		free(d);
-		if (rc == -WEFT_ECHECKSUM)
+		/* lost here: the client reads another replica; copy it back from one */
+		if (rc == -WEFT_EMISSING && !(m->flags & WEFT_READ_REPAIR) && m->replicas > 1)
+			repair_start(s, m->ino, m->stripe, m->replicas, m->chain);
+		if (rc == -WEFT_EMISSING)
+			conn_reply_error(q->c, q->f, rc, s->target_id,
+					 "target %u: ino %" PRIu64 " stripe %" PRIu32 " was written "
+					 "but is missing or stale here", s->target_id, m->ino,
+					 m->stripe);
+		else if (rc == -WEFT_ECHECKSUM)
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32
 					 " chunk %" PRId64 " does not match its checksum",
@@ -238,7 +250,7 @@ static void run_job(struct store_job *j)
 
 /* ---- loop thread ---- */
 
-static uint64_t obj_key(uint64_t ino, uint32_t stripe)
+uint64_t srv_obj_key(uint64_t ino, uint32_t stripe)
 {
 	return ino * 0x100000001B3ULL ^ stripe;
 }
@@ -263,18 +275,20 @@ static void on_request(struct conn *c, struct frame *f)
 	switch (op) {
 	case WEFT_OP_OBJ_WRITE:
 		rc = weft_obj_write_decode(p, len, &q->m.w, &why);
-		key = obj_key(q->m.w.ino, q->m.w.stripe);
+		key = srv_obj_key(q->m.w.ino, q->m.w.stripe);
 		break;
 	case WEFT_OP_OBJ_READ:
 		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
+		if (rc == 0 && (q->m.r.flags & WEFT_READ_REPAIR)) /* after the object's writes */
+			key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
 		break;
 	case WEFT_OP_OBJ_TRUNCATE:
 		rc = weft_obj_truncate_decode(p, len, &q->m.t, &why);
-		key = obj_key(q->m.t.ino, q->m.t.stripe);
+		key = srv_obj_key(q->m.t.ino, q->m.t.stripe);
 		break;
 	case WEFT_OP_OBJ_FSYNC:
 		rc = weft_obj_sync_decode(p, len, &q->m.sy, &why);
-		key = obj_key(q->m.sy.ino, q->m.sy.stripe);
+		key = srv_obj_key(q->m.sy.ino, q->m.sy.stripe);
 		break;
 	case WEFT_OP_OBJ_STAT:
 		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
@@ -359,6 +373,7 @@ static void free_server(struct store_server *s)
 	pthread_mutex_destroy(&s->peers_lock);
 	pthread_mutex_destroy(&s->fwd_lock);
 	pthread_mutex_destroy(&s->report_lock);
+	pthread_mutex_destroy(&s->repair_lock);
 	pthread_mutex_destroy(&s->hb_lock);
 	pthread_cond_destroy(&s->hb_cond);
 	meta_chain_set_free(&s->chains);
@@ -367,6 +382,43 @@ static void free_server(struct store_server *s)
 	free(s->node);
 	free(s->listen);
 	free(s);
+}
+
+static int open_objects(struct store_server *s, char *err, size_t errlen);
+
+/* The directory's contents cannot be vouched for (why): objects/ and index/ move to
+ * untrusted-<old incarnation>/ (kept for an administrator, never served), the target
+ * starts empty under a new incarnation, and meta makes it a new, syncing member. */
+static int set_aside(struct store_server *s, const char *why, char *err, size_t errlen)
+{
+	char aside[4096], from[4096], to[4096];
+	snprintf(aside, sizeof(aside), "%s/untrusted-%016" PRIx64, s->dir,
+		 store_target_incarnation(s->t));
+	store_obj_close(s->objs);
+	s->objs = NULL;
+	int rc = mkdir(aside, 0750) < 0 && errno != EEXIST ? -errno : 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *sub = i ? "index" : "objects";
+		if (snprintf(from, sizeof(from), "%s/%s", s->dir, sub) >= (int)sizeof(from) ||
+		    snprintf(to, sizeof(to), "%s/%s", aside, sub) >= (int)sizeof(to))
+			rc = -ENAMETOOLONG;
+		else if (rename(from, to) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	if (rc)
+		return fail(err, errlen, rc, "%s: setting untrusted objects aside in %s: %s", s->dir,
+			    aside, strerror(-rc));
+	if ((rc = store_target_new_incarnation(s->t)))
+		return fail(err, errlen, rc, "%s: recording a new incarnation: %s", s->dir,
+			    weft_strerror(rc));
+	s->renewed = true;
+	log_warn("%s: %s: its objects and index are set aside in %s (never served; remove "
+		 "them once the data is safe elsewhere); rejoining as a new, empty target",
+		 s->dir, why, aside);
+	struct store_obj_opts oo = {.buffered = s->buffered};
+	if ((rc = store_obj_open(s->t, &oo, &s->objs)))
+		return fail(err, errlen, rc, "open objects of %s: %s", s->dir, weft_strerror(rc));
+	return 0;
 }
 
 /* Opens (formatting on first start) the target once meta told us the file system. */
@@ -389,10 +441,24 @@ static int open_target(struct store_server *s, bool formatted, uint8_t fs_checks
 		return fail(err, errlen, rc, "%s: %s", s->dir, rc == -EXDEV ?
 			    "belongs to another file system" : weft_strerror(rc));
 	s->checksums = store_target_checksums(s->t);
+	if (!s->objs && (rc = open_objects(s, err, errlen)))
+		return rc;
+	return 0;
+}
+
+/* Opens the objects and index, and decides whether the directory can be vouched for: if
+ * not (objects or index lost), a new incarnation tells meta to treat the target as new
+ * and empty (docs/ARCHITECTURE.md, "Lost and stale objects"). */
+static int open_objects(struct store_server *s, char *err, size_t errlen)
+{
 	struct store_obj_opts oo = {.buffered = s->buffered};
-	rc = store_obj_open(s->t, &oo, &s->objs);
+	int rc = store_obj_open(s->t, &oo, &s->objs);
 	if (rc)
 		return fail(err, errlen, rc, "open objects of %s: %s", s->dir, weft_strerror(rc));
+	char why[160];
+	if (!store_obj_vouch(s->objs, why, sizeof(why)) &&
+	    (rc = set_aside(s, why, err, errlen)))
+		return rc;
 	size_t ntorn = 0;
 	const struct store_torn *torn = store_obj_torn(s->objs, &ntorn);
 	for (size_t i = 0; i < ntorn; i++)
@@ -426,6 +492,7 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	pthread_mutex_init(&s->peers_lock, NULL);
 	pthread_mutex_init(&s->fwd_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
+	pthread_mutex_init(&s->repair_lock, NULL);
 	pthread_mutex_init(&s->hb_lock, NULL);
 	pthread_cond_init(&s->hb_cond, NULL);
 	if (!s->dir || !s->meta_addr || !s->node || !s->listen) {
@@ -446,6 +513,14 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 			return fail(err, errlen, rc, "open target %s: %s", o->dir, weft_strerror(rc));
 		}
 		store_target_uuid(s->t, s->uuid);
+		/* objects first: registration reports what the directory holds */
+		rc = open_objects(s, err, errlen);
+		if (rc) {
+			store_obj_close(s->objs);
+			store_target_close(s->t);
+			free_server(s);
+			return rc;
+		}
 	} else {
 		if (mkdir(s->dir, 0750) < 0 && errno != EEXIST) {
 			rc = -errno;
@@ -494,6 +569,22 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	rc = open_target(s, formatted, fs_checksums, err, errlen);
 	if (rc)
 		goto fail;
+	/* meta: older than it was (restored from an old copy); a new incarnation this
+	 * store just chose is untrusted too, and already empty */
+	if (s->untrusted && !s->renewed) {
+		rc = set_aside(s, "meta cannot vouch for it (its write sequence went back)",
+			       err, errlen);
+		if (rc == 0)
+			rc = hb_register(s, false, NULL);
+		if (rc)
+			goto fail;
+	}
+	/* a new target registers again: meta records its incarnation from the start */
+	if (!formatted && (rc = hb_register(s, false, NULL))) {
+		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
+			 weft_strerror(rc));
+		goto fail;
+	}
 	rc = chains_refresh(s, true);
 	if (rc)
 		log_warn("fetching chain tables from meta %s: %s (will retry)", s->meta_addr,

@@ -15,6 +15,7 @@
 #include "store/workers.h"
 
 #define STORE_META_TIMEOUT_MS 5000
+#define STORE_REPAIRS_MAX 64     /* lost objects being copied from peers at once */
 
 /* A successor we forward to, by target id. */
 struct peer {
@@ -79,6 +80,8 @@ struct store_server {
 
 	uint8_t uuid[16], fsid[16];
 	uint32_t target_id;
+	bool untrusted;                 /* meta's verdict at the last registration */
+	bool renewed;                   /* this start set the old contents aside */
 	bool checksums;                 /* the target's mode (== the file system's) */
 	atomic_bool ready;              /* registered, target open */
 	atomic_bool stopping;
@@ -92,6 +95,7 @@ struct store_server {
 	pthread_mutex_t hb_lock;        /* guards hb_stop; hb_cond wakes the thread */
 	pthread_cond_t hb_cond;
 	bool hb_stop;
+	bool hb_soon;                   /* beat now (after an fsync), guarded by hb_lock */
 
 	pthread_rwlock_t chains_lock;   /* guards chains, have_chains */
 	struct meta_chain_set chains;
@@ -105,6 +109,9 @@ struct store_server {
 	pthread_mutex_t fwd_lock;       /* guards the list of forwards in flight */
 	struct sreq *fwd_head;
 
+
+	pthread_mutex_t repair_lock;    /* guards repairing */
+	struct { uint64_t ino; uint32_t stripe; bool used; } repairing[STORE_REPAIRS_MAX];
 
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
@@ -120,6 +127,10 @@ bool srv_serving(struct store_server *s);
 int hb_register(struct store_server *s, bool first, uint8_t *checksums_out);
 int hb_start(struct store_server *s);
 void hb_stop(struct store_server *s);
+/* Asks for a heartbeat within HB_SOON_MS (coalesced): after an fsync, so that meta's
+ * record of the write sequence soon covers what was made durable (a directory restored
+ * from an older copy is then recognised; docs/ARCHITECTURE.md). Any thread. */
+void hb_soon(struct store_server *s);
 /* Fetches the chain tables if meta announced a newer version than ours or force. */
 int chains_refresh(struct store_server *s, bool force);
 /* Checks (replicas, chain, ver) for op; on success copies the chain and this target's
@@ -131,7 +142,19 @@ int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint6
 /* Address of target id from the table into buf; false if unknown. */
 bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
 
+/* repair.c: lost objects (WEFT_EMISSING) copied back from a serving chain peer */
+/* True while (ino, stripe) is being repaired: reads must not be served from it. */
+bool repair_active(struct store_server *s, uint64_t ino, uint32_t stripe);
+/* Queues the repair of (ino, stripe) from a peer of (replicas, chain), keyed like the
+ * object's writes, unless one is running or no peer could serve it. Any thread. */
+void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+		  uint32_t chain);
+/* Hash that sends all mutations of one object to one worker (server.c). */
+uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
+
 /* replicate.c */
+/* Connection to the chain peer target at addr (kept until stop); NULL on failure. */
+struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
 void repl_free_peers(struct store_server *s);

@@ -3,7 +3,8 @@
  * weft-target is 64 bytes, little-endian:
  *     0  magic "WEFTTGT1"      8  u32 format version     12 u32 flags
  *    16  target UUID[16]      32  fs UUID[16]            48 u32 target id
- *    52  u32 reserved (0)     56  u32 reserved (0)       60 u32 CRC32C of bytes 0..59
+ *    52  u64 incarnation (0 in targets formatted before it existed)
+ *    60  u32 CRC32C of bytes 0..59
  * flags: bit 0 fs UUID set, bit 1 target id set, bit 2 checksums off. */
 #include "store/target.h"
 
@@ -37,6 +38,7 @@ struct store_target {
 	uint8_t uuid[STORE_UUID_LEN];
 	uint8_t fs_uuid[STORE_UUID_LEN];
 	uint32_t target_id;
+	uint64_t incarnation;
 	_Atomic uint64_t bytes_read, bytes_written, ops_read, ops_written;
 };
 
@@ -49,6 +51,7 @@ static void encode(const struct store_target *t, uint8_t *b)
 	memcpy(b + 16, t->uuid, STORE_UUID_LEN);
 	memcpy(b + 32, t->fs_uuid, STORE_UUID_LEN);
 	put_le32(b + 48, t->target_id);
+	put_le64(b + 52, t->incarnation);
 	put_le32(b + 60, weft_crc32c(0, b, 60));
 }
 
@@ -72,6 +75,7 @@ static int decode(struct store_target *t, const uint8_t *b, size_t len, const ch
 	memcpy(t->uuid, b + 16, STORE_UUID_LEN);
 	memcpy(t->fs_uuid, b + 32, STORE_UUID_LEN);
 	t->target_id = get_le32(b + 48);
+	t->incarnation = get_le64(b + 52);
 	return 0;
 }
 
@@ -161,6 +165,8 @@ static int format(struct store_target *t, const struct store_target_opts *opts)
 	else
 		randombytes_buf(t->uuid, STORE_UUID_LEN);
 	t->flags = opts && opts->no_checksums ? F_NO_CRC : 0;
+	randombytes_buf(&t->incarnation, sizeof(t->incarnation));
+	t->incarnation |= 1; /* never 0 */
 	int rc = write_identity(t);
 	if (rc == 0)
 		log_info("formatted storage target %s", t->dir);
@@ -290,6 +296,34 @@ int store_target_set_identity(struct store_target *t, const uint8_t fs_uuid[STOR
 		}
 	}
 	return rc;
+}
+
+uint64_t store_target_incarnation(const struct store_target *t) { return t->incarnation; }
+
+int store_target_new_incarnation(struct store_target *t)
+{
+	uint64_t old = t->incarnation;
+	if (sodium_init() < 0)
+		return -EIO;
+	do {
+		randombytes_buf(&t->incarnation, sizeof(t->incarnation));
+		t->incarnation |= 1;
+	} while (t->incarnation == old);
+	int rc = write_identity(t);
+	if (rc) {
+		t->incarnation = old;
+		return rc;
+	}
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", t->dir, STORE_TARGET_FILE);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		close(t->lock_fd);
+		t->lock_fd = fd;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	return 0;
 }
 
 const char *store_target_dir(const struct store_target *t) { return t->dir; }

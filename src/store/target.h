@@ -2,7 +2,7 @@
  *
  * Layout of the directory (docs/on-disk-format.md, "Storage target"):
  *     weft-target   identity: magic, format version, target UUID, file system UUID,
- *                   target id, flags; written once at format, rewritten atomically
+ *                   target id, flags, incarnation; written once at format, rewritten atomically
  *                   (temp file + rename) when meta assigns the fs UUID and target id
  *     objects/      object files (object.c)
  *     index/        LMDB index (index.c)
@@ -64,6 +64,14 @@ void store_target_close(struct store_target *t);
  * recorded; otherwise 0 or -errno. */
 int store_target_set_identity(struct store_target *t, const uint8_t fs_uuid[STORE_UUID_LEN],
 			      uint32_t target_id);
+
+/* Incarnation: a random nonzero number chosen at format and chosen again whenever the
+ * store cannot vouch for the directory's contents (objects or index missing, emptied);
+ * meta treats a target reporting another incarnation than before as new and empty.
+ * 0 for a target formatted before incarnations existed (until the first new one). */
+uint64_t store_target_incarnation(const struct store_target *t);
+/* Chooses and durably records a new incarnation. 0 or -errno. */
+int store_target_new_incarnation(struct store_target *t);
 
 /* The directory path (owned by t). */
 const char *store_target_dir(const struct store_target *t);

@@ -311,6 +311,74 @@ static void test_member_serving(void)
 	tmeta_close(db, dir);
 }
 
+struct vouch_arg {
+	struct meta_db *db;
+	uint32_t id;
+	uint64_t inc, wseq, hb_wseq;
+	bool untrusted;
+};
+
+static int vouch_apply(MDB_txn *txn, void *arg)
+{
+	struct vouch_arg *a = arg;
+	if (a->hb_wseq) {
+		struct meta_target_stats st = { .wseq = a->hb_wseq };
+		return meta_chains_heartbeat(a->db, txn, a->id, &st, 1);
+	}
+	return meta_chains_vouch(a->db, txn, a->id, a->inc, a->wseq, &a->untrusted);
+}
+
+/* Target 1's state in chain 0 of R=2 (it owns it: first while serving). */
+static int state_in_chain0(struct meta_db *db, int *pos)
+{
+	MDB_txn *txn;
+	struct meta_chain c;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
+	mdb_txn_abort(txn);
+	for (int m = 0; m < c.nmembers; m++)
+		if (c.members[m].target == 1) {
+			*pos = m;
+			return c.members[m].state;
+		}
+	return -1;
+}
+
+/* A returning target is trusted with the same incarnation and a write sequence at
+ * least what it reported; a new incarnation or an older sequence makes it syncing. */
+static void test_vouch(void)
+{
+	char dir[256];
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 3, 3);
+	struct vouch_arg a = { .db = db, .id = 1, .inc = 77, .wseq = 10 };
+	int pos;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a)); /* first report: recorded */
+	CHECK(!a.untrusted);
+	a.hb_wseq = 25; /* a heartbeat reports more writes */
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	a.hb_wseq = 0;
+	a.wseq = 25;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK(!a.untrusted);
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_SERVING);
+	CHECK_INT(pos, ==, 0);
+	a.wseq = 24; /* restored from an older copy */
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK(a.untrusted);
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_SYNCING);
+	CHECK_INT(pos, ==, 1); /* behind the live member */
+	a.wseq = 30; /* same incarnation, newer: trusted (stays syncing until resynced) */
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK(!a.untrusted);
+	a.inc = 78; /* new incarnation: emptied or replaced */
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK(a.untrusted);
+	a.id = 99;
+	CHECK_INT(meta_db_write(db, vouch_apply, &a), ==, -ENOENT);
+	tmeta_close(db, dir);
+}
+
 static void test_codec(void)
 {
 	char dir[256];
@@ -431,6 +499,7 @@ int main(void)
 	test_growth_after_use();
 	test_liveness();
 	test_member_serving();
+	test_vouch();
 	test_codec();
 	printf("meta_chains: ok\n");
 	return 0;

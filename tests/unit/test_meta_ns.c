@@ -76,6 +76,31 @@ static void test_codecs(void)
 	buf[0] = 99;
 	CHECK_INT(meta_inode_decode(42, buf, n, &out), ==, -EIO);
 
+	/* a regular file's written-stripes mask: kept after the target, trimmed by size */
+	memset(&in, 0, sizeof(in));
+	in.attr = (struct weft_attr){ .ino = 43, .gen = 1, .mode = S_IFREG | 0644, .nlink = 1 };
+	in.layout = (struct weft_layout){ 1 << 20, 20, 0, 20, 2 };
+	n = meta_inode_encode(&in, buf);
+	CHECK_INT(n, ==, META_INODE_FIXED_LEN); /* empty mask: the old record */
+	uint8_t mask[3] = {0x05, 0x00, 0x08}; /* stripes 0, 2, 19 */
+	meta_inode_mark_written(&in, mask, 3);
+	CHECK_INT(in.written_len, ==, 3);
+	n = meta_inode_encode(&in, buf);
+	CHECK_INT(n, ==, META_INODE_FIXED_LEN + 2 + 3);
+	CHECK_OK(meta_inode_decode(43, buf, n, &out));
+	CHECK_INT(out.written_len, ==, 3);
+	CHECK_INT(out.written[0], ==, 0x05);
+	CHECK_INT(out.written[2], ==, 0x08);
+	CHECK_INT(meta_inode_decode(43, buf, n - 1, &out), ==, -EIO);
+	CHECK_OK(meta_inode_decode(43, buf, n, &out));
+	meta_inode_trim_written(&out, (2u << 20) + 1); /* stripes 0..2 keep bytes */
+	CHECK_INT(out.written_len, ==, 1);
+	CHECK_INT(out.written[0], ==, 0x05);
+	meta_inode_trim_written(&out, 1u << 20); /* only stripe 0 */
+	CHECK_INT(out.written[0], ==, 0x01);
+	meta_inode_trim_written(&out, 0);
+	CHECK_INT(out.written_len, ==, 0);
+
 	struct meta_super sb = { .format = META_FORMAT_VERSION, .next_ino = 5, .rr = { 1, 2, 3 } }, sb2;
 	uint8_t sbuf[META_SUPER_LEN];
 	meta_super_encode(&sb, sbuf);

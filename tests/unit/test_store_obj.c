@@ -743,9 +743,92 @@ static void test_sigkill(void)
 	}
 }
 
+/* Lost and stale objects: a missing object is a hole only when nothing says it was
+ * written; the index's record or the caller's WRITTEN flag make it WEFT_EMISSING, as
+ * does a file whose size is not the index's; store_obj_vouch sees objects/ emptied
+ * and an index lost; the target's incarnation survives a reopen and changes on demand. */
+static void test_lost(void)
+{
+	struct tstore ts = {.dir = tmp_dir("lost")};
+	ts_open(&ts);
+	char why[160], path[512];
+	CHECK(store_obj_vouch(ts.s, why, sizeof(why))); /* empty and empty */
+	uint8_t *a = malloc(2 * CH), *b = malloc(2 * CH);
+	fill(a, 2 * CH, 3);
+	uint32_t crcs[4];
+	size_t n;
+	struct iovec v = {b, CH};
+	/* never written: a hole without the flag, EMISSING with it */
+	CHECK_OK(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL, 0));
+	CHECK_INT(n, ==, 0);
+	CHECK_INT(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL,
+					STORE_READ_WRITTEN), ==, -WEFT_EMISSING);
+	CHECK_OK(ts_write(&ts, 9, 0, 0, a, 2 * CH));
+	CHECK_OK(ts_write(&ts, 9, 1, 0, a, CH));
+	CHECK_OK(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL,
+				       STORE_READ_WRITTEN));
+	CHECK_INT(n, ==, CH);
+	CHECK_INT(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL,
+					STORE_READ_LOST), ==, -WEFT_EMISSING);
+	uint64_t inc = store_target_incarnation(ts.t);
+	CHECK(inc != 0);
+	ts_close(&ts);
+
+	/* the file of stripe 1 removed behind the store's back: listed, so lost */
+	obj_file(&ts, 9, 1, path, false);
+	CHECK_OK(unlink(path));
+	/* stripe 0 replaced by a shorter copy: its size is not the index's */
+	obj_file(&ts, 9, 0, path, false);
+	CHECK_OK(truncate(path, CH));
+	ts_open(&ts);
+	CHECK_INT(store_target_incarnation(ts.t), ==, inc);
+	CHECK(store_obj_vouch(ts.s, why, sizeof(why))); /* one object lost: found by reads */
+	CHECK_INT(store_obj_readv_flags(ts.s, 9, 1, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
+		  -WEFT_EMISSING);
+	CHECK_INT(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
+		  -WEFT_EMISSING);
+	/* a rewrite makes it whole again */
+	CHECK_OK(store_obj_truncate(ts.s, 9, 0, 0, NULL));
+	CHECK_OK(ts_write(&ts, 9, 0, 0, a, 2 * CH));
+	CHECK_OK(store_obj_readv_flags(ts.s, 9, 0, 0, &v, 1, crcs, 4, &n, NULL, 0));
+	CHECK(memcmp(a, b, CH) == 0);
+	ts_close(&ts);
+
+	/* objects/ emptied: the index lists objects whose files are all gone */
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/objects/*", ts.dir);
+	CHECK_OK(system(cmd));
+	ts_open(&ts);
+	CHECK(!store_obj_vouch(ts.s, why, sizeof(why)));
+	CHECK(strstr(why, "gone") != NULL);
+	CHECK_OK(store_target_new_incarnation(ts.t));
+	CHECK(store_target_incarnation(ts.t) != inc);
+	inc = store_target_incarnation(ts.t);
+	CHECK_OK(ts_write(&ts, 10, 0, 0, a, CH));
+	ts_close(&ts);
+
+	/* the index lost: objects/ holds files the index does not list */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/index", ts.dir);
+	CHECK_OK(system(cmd));
+	ts_open(&ts);
+	CHECK_INT(store_target_incarnation(ts.t), ==, inc); /* recorded durably */
+	CHECK(!store_obj_vouch(ts.s, why, sizeof(why)));
+	CHECK(strstr(why, "index") != NULL);
+	/* deleting every object leaves empty directories: nothing to vouch against */
+	CHECK_OK(ts_write(&ts, 10, 0, 0, a, CH));
+	CHECK_OK(store_obj_delete(ts.s, 10, 0));
+	CHECK(store_obj_vouch(ts.s, why, sizeof(why)));
+	ts_close(&ts);
+	free(a);
+	free(b);
+	rm_rf(ts.dir);
+	free(ts.dir);
+}
+
 int main(void)
 {
 	test_basic_holes_short();
+	test_lost();
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	test_model_in(base);
 	/* ramfs refuses O_DIRECT: the buffered fallback (mounting it needs root) */
