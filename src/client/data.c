@@ -120,7 +120,7 @@ static void read_done(void *arg, int status, struct frame *f)
 	int err = status ? status : take_read_reply(k, f);
 	frame_free(f);
 	if (err == -WEFT_ESTALECHAIN)
-		atomic_store(&k->c->chains_stale, true);
+		client_chains_stale(k->c);
 	if (err && err != -ENOENT) {
 		k->err = err;
 		struct io_batch *b = &k->batch->b;
@@ -366,7 +366,7 @@ static void write_done(void *arg, int status, struct frame *f)
 		char detail[256];
 		uint32_t target = conn_error_detail(f, detail, sizeof(detail));
 		if (status == -WEFT_ESTALECHAIN)
-			atomic_store(&k->c->chains_stale, true);
+			client_chains_stale(k->c);
 		else
 			log_warn("write of ino %llu at %llu failed: %s%s%s (target %u)",
 				 (unsigned long long)k->b->wi->ino, (unsigned long long)k->b->file_off,
@@ -485,7 +485,7 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 	io_batch_wait(&b);
 	err = err ? err : b.first_err;
 	if (err == -WEFT_ESTALECHAIN)
-		atomic_store(&c->chains_stale, true);
+		client_chains_stale(c);
 	return err;
 }
 

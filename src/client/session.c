@@ -1,5 +1,5 @@
 /* libweft session: connecting to meta, the session and its heartbeats, the chain tables
- * and the connections to stores, the pagepool budget. */
+ * and the connections to stores (a chain cache, src/net), the pagepool budget. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,47 +153,14 @@ int client_meta_wait(struct meta_wait *w)
 	return w->status;
 }
 
-static struct store_ep *find_store(struct weft_client *c, uint32_t target)
-{
-	for (size_t i = 0; i < c->nstores; i++)
-		if (c->stores[i].target == target)
-			return &c->stores[i];
-	return NULL;
-}
-
 int client_refresh_chains(struct weft_client *c)
 {
-	struct meta_chain_set set;
-	int err = meta_chain_set_fetch(c->meta, CLIENT_META_TIMEOUT_MS, &set);
-	if (err)
-		return err;
-	pthread_rwlock_wrlock(&c->chains_lock);
-	/* keep connections to targets whose address did not change */
-	struct store_ep *eps = calloc(set.ntargets ? set.ntargets : 1, sizeof(*eps));
-	if (!eps) {
-		pthread_rwlock_unlock(&c->chains_lock);
-		meta_chain_set_free(&set);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < set.ntargets; i++) {
-		eps[i].target = set.targets[i].id;
-		snprintf(eps[i].addr, sizeof(eps[i].addr), "%s", set.targets[i].addr);
-		struct store_ep *old = find_store(c, eps[i].target);
-		if (old && strcmp(old->addr, eps[i].addr) == 0) {
-			eps[i].rpc = old->rpc;
-			old->rpc = NULL;
-		}
-	}
-	for (size_t i = 0; i < c->nstores; i++)
-		rpc_free(c->stores[i].rpc);
-	free(c->stores);
-	c->stores = eps;
-	c->nstores = set.ntargets;
-	meta_chain_set_free(&c->chains);
-	c->chains = set;
-	atomic_store(&c->chains_stale, false);
-	pthread_rwlock_unlock(&c->chains_lock);
-	return 0;
+	return chaincache_refresh(c->cc, chaincache_gen(c->cc));
+}
+
+void client_chains_stale(struct weft_client *c)
+{
+	chaincache_mark_stale(c->cc);
 }
 
 void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain, uint8_t replicas)
@@ -206,44 +173,17 @@ void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain
 	int err = client_meta_call(c, WEFT_OP_TARGET_FAILED, &w, NULL, 0, NULL);
 	log_warn("target %u (head of chain %u) unreachable; reported to meta%s%s", target, chain,
 		 err ? ": " : "", err ? weft_strerror(err) : "");
-	atomic_store(&c->chains_stale, true);
+	chaincache_mark_stale(c->cc);
 }
 
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
 {
-	if (atomic_load(&c->chains_stale))
-		client_refresh_chains(c);
-	pthread_rwlock_rdlock(&c->chains_lock);
-	const struct meta_chain *ch = meta_chain_set_get(&c->chains, replicas, id);
-	if (ch)
-		*out = *ch;
-	pthread_rwlock_unlock(&c->chains_lock);
-	return ch ? 0 : -ESTALE;
+	return chaincache_chain(c->cc, replicas, id, 0, out);
 }
 
 int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
 {
-	pthread_rwlock_wrlock(&c->chains_lock);
-	struct store_ep *ep = find_store(c, target);
-	if (!ep) {
-		pthread_rwlock_unlock(&c->chains_lock);
-		return -ENXIO;
-	}
-	if (!ep->rpc) {
-		struct rpc_params p = {.loop = c->loop, .key = &c->key, .addr = ep->addr,
-				       .role = WEFT_ROLE_CLIENT, .name = c->node,
-				       .connect_timeout_ms = 3000};
-		int err = rpc_new(&p, &ep->rpc);
-		if (err) {
-			pthread_rwlock_unlock(&c->chains_lock);
-			return err;
-		}
-	}
-	struct rpc *r = ep->rpc;
-	pthread_rwlock_unlock(&c->chains_lock);
-	/* rpc objects live until the next refresh swaps them out; refresh runs under the
-	 * write lock and keeps the rpc when the address is unchanged. */
-	return rpc_conn(r, out);
+	return chaincache_conn(c->cc, target, out);
 }
 
 void client_pool_take(struct weft_client *c, uint64_t bytes)
@@ -312,7 +252,15 @@ static void *beat_main(void *arg)
 		wbuf_init(&w);
 		struct weft_msg_session_id m = {.session = c->session};
 		weft_session_id_encode(&w, &m);
-		int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL);
+		struct frame *f = NULL;
+		int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, &f);
+		struct weft_msg_heartbeat_reply r;
+		/* an older meta answers with an empty reply: the tables are then refreshed
+		 * only when a lookup or a store finds them stale */
+		if (err == 0 && f && f->h.payload_len &&
+		    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
+			chaincache_announce(c->cc, r.chains_version);
+		frame_free(f);
 		if (err == -ENOENT || err == -ESTALE) {
 			log_warn("session %llu expired at meta; opening a new one",
 				 (unsigned long long)c->session);
@@ -320,7 +268,8 @@ static void *beat_main(void *arg)
 		} else if (err) {
 			log_debug("session heartbeat: %s", weft_strerror(err));
 		}
-		if (atomic_load(&c->chains_stale))
+		/* here rather than in the next lookup: no application thread waits for it */
+		if (chaincache_stale(c->cc))
 			client_refresh_chains(c);
 		pthread_mutex_lock(&c->beat_lock);
 	}
@@ -351,7 +300,6 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
 			     : o->readahead_units ? o->readahead_units : 8;
-	pthread_rwlock_init(&c->chains_lock, NULL);
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);
 	pthread_mutex_init(&c->inodes_lock, NULL);
@@ -382,7 +330,12 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		snprintf(errbuf, errlen, "meta %s: %s", o->meta_addr, weft_strerror(err));
 		goto fail_rpc;
 	}
-	err = client_refresh_chains(c);
+	struct chaincache_params cp = {.loop = c->loop, .key = &c->key, .role = WEFT_ROLE_CLIENT,
+				       .name = c->node, .connect_timeout_ms = 3000, .meta = c->meta,
+				       .meta_timeout_ms = CLIENT_META_TIMEOUT_MS, .who = "libweft"};
+	err = chaincache_new(&cp, &c->cc);
+	if (err == 0)
+		err = client_refresh_chains(c);
 	if (err) {
 		snprintf(errbuf, errlen, "chain tables from meta %s: %s", o->meta_addr,
 			 weft_strerror(err));
@@ -398,6 +351,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	*out = c;
 	return 0;
 fail_rpc:
+	chaincache_free(c->cc);
 	rpc_free(c->meta);
 fail_loop:
 	loop_free(c->loop);
@@ -421,14 +375,10 @@ void weft_client_close(struct weft_client *c)
 	struct weft_msg_session_id m = {.session = c->session};
 	weft_session_id_encode(&w, &m);
 	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
-	for (size_t i = 0; i < c->nstores; i++)
-		rpc_free(c->stores[i].rpc);
-	free(c->stores);
+	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);
-	meta_chain_set_free(&c->chains);
 	free(c->inodes);
-	pthread_rwlock_destroy(&c->chains_lock);
 	free(c);
 }
 

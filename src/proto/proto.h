@@ -274,7 +274,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(GETSTRIPE,    0x0118, ino, layout) \
 	X(CREATE_OPEN,  0x0119, create_open, opened) \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
-	X(SESSION_BEAT, 0x0202, session_id, empty) \
+	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \
 	X(RECALL,       0x0204, recall, empty) \
 	X(TARGET_REGISTER, 0x0301, target_register, target_registered) \

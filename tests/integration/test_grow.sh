@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Growing a live cluster (issue 16): a weft up cluster of 4 stores with 2 replicas gets a
+# fifth store while two mounts are in use. meta builds a fifth chain at a new chain-table
+# epoch; the mounts learn of it when a layout names the new chain (refresh on a miss)
+# or from their heartbeat reply, whichever comes first, so that every write goes
+# through with no error, new files use the new store, and the files written before
+# read back unchanged.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+
+eval "$(declare -f pre_cleanup | sed '1s/pre_cleanup/cluster_pre_cleanup/')"
+pre_cleanup() {
+	mountpoint -q "$T/mnt2" 2>/dev/null && { umount "$T/mnt2" || umount -l "$T/mnt2"; }
+	cluster_pre_cleanup
+}
+
+cluster_up --stores 4 --replicas 2
+META=$(cat "$STATE/meta.addr")
+KEY=$STATE/cluster.key
+ok "weft up: 4 stores, replicas 2"
+
+# a second mount, opened while the table still has four chains
+mkdir -p "$T/mnt2"
+"$WEFT" mount "$META" "$T/mnt2" --key "$KEY" --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
+	|| fail "second mount failed"
+
+head -c $((24 << 20)) /dev/urandom >"$T/src"
+file_of() { # file_of I SIZE_MIB: a slice of the random source, unique per I
+	dd if="$T/src" bs=1M skip=$(( $1 % 20 )) count="$2" status=none
+	echo "$1"
+}
+declare -A WANT
+for i in $(seq 0 11); do
+	file_of "$i" 2 >"$T/f"
+	cp "$T/f" "$MNT/old$i" || fail "writing old$i before the store was added"
+	WANT[old$i]=$(sha "$T/f")
+done
+ok "12 files written before the fifth store"
+
+"$WEFT" status --dir "$STATE" >"$T/status0.out"
+epoch0=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status0.out" | head -1)
+
+# the fifth store, started as a user would on a new machine
+mkdir -p "$STATE/store4"
+"$WEFT" store "$STATE/store4" --meta "$META" --listen 127.0.0.1:0 --node node4 --key "$KEY" \
+	--pid-file "$STATE/store4.pid" --log "$STATE/logs/store4.log" || fail "fifth store did not start"
+for _ in $(seq 100); do
+	"$WEFT" status --dir "$STATE" >"$T/status1.out" 2>&1 || true
+	[ "$(grep -c ' up ' "$T/status1.out")" = 5 ] && break
+	sleep 0.1
+done
+[ "$(grep -c ' up ' "$T/status1.out")" = 5 ] || fail "fifth store not up: $(cat "$T/status1.out")"
+epoch1=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status1.out" | head -1)
+[ -n "$epoch1" ] && [ "$epoch1" -gt "${epoch0:-0}" ] || fail "chain epoch did not move: $epoch0 -> $epoch1"
+ok "fifth store registered; chain tables at epoch $epoch1 (was $epoch0)"
+
+# at once (no waiting for a heartbeat), 12 new files through the first mount: their
+# layouts name the fifth chain, which the mount's table does not have yet
+errs=0
+for i in $(seq 0 11); do
+	file_of "$((i + 100))" 4 >"$T/f"
+	cp "$T/f" "$MNT/new$i" 2>>"$T/cp.err" || errs=$((errs + 1))
+	WANT[new$i]=$(sha "$T/f")
+done
+[ "$errs" = 0 ] || fail "$errs of 12 writes failed after the store was added: $(sort -u "$T/cp.err" | head -3)"
+grep -q "chain tables epoch $epoch1" "$STATE/logs/mount.log" || fail "the mount did not refetch its tables"
+ok "12 new 4 MiB files written at once through the first mount, no error"
+
+# the second mount did no I/O since: its session heartbeat brings it the new epoch
+for _ in $(seq 100); do
+	grep -q "chain tables epoch $epoch1" "$T/mount2.log" && break
+	sleep 0.1
+done
+grep -q "chain tables epoch $epoch1" "$T/mount2.log" || fail "the idle mount never learned of epoch $epoch1"
+ok "the idle second mount learned of epoch $epoch1 from its heartbeat"
+for i in $(seq 12 23); do
+	file_of "$((i + 100))" 4 >"$T/f"
+	cp "$T/f" "$T/mnt2/new$i" 2>>"$T/cp.err" || errs=$((errs + 1))
+	WANT[new$i]=$(sha "$T/f")
+done
+[ "$errs" = 0 ] || fail "$errs of 12 writes through the second mount failed: $(sort -u "$T/cp.err" | head -3)"
+ok "12 more through the second mount, no error"
+
+# every file right through both mounts, from the stores (not the page cache)
+echo 3 >/proc/sys/vm/drop_caches
+for f in "${!WANT[@]}"; do
+	for m in "$MNT" "$T/mnt2"; do
+		[ "$(sha "$m/$f")" = "${WANT[$f]}" ] || fail "$m/$f: wrong content"
+	done
+done
+ok "all ${#WANT[@]} files read back right through both mounts"
+
+# new files use the new store: its target got data and holds objects
+"$WEFT" getstripe --dir "$STATE" "$MNT/new0" >"$T/layout.out" || fail "getstripe failed"
+grep -q "of 5" "$T/layout.out" || \
+	fail "a new file's layout does not span 5 chains: $(cat "$T/layout.out")"
+"$WEFT" status --dir "$STATE" >"$T/status2.out"
+# the target row of node4: id node addr state size free read written ...
+written=$(awk '$2 == "node4" {print $8}' "$T/status2.out")
+[ -n "$written" ] && [ "$written" != 0 ] || fail "the new store got no data: $(cat "$T/status2.out")"
+ok "new files land on the new store ($written written to it); $(grep first_chain "$T/layout.out")"
+
+umount "$T/mnt2"
+cluster_down
+check_logs
