@@ -222,8 +222,8 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	atomic_fetch_add(&cc->fetches, 1);
 	pthread_mutex_unlock(&cc->refresh_lock);
 	if (first || set.epoch != old_epoch)
-		log_info("%s: chain tables epoch %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3 "
-			 "replicas", cc->who, set.epoch, set.ntargets, set.nchains[0], set.nchains[1],
+		log_info("%s: chain tables version %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3",
+			 cc->who, set.epoch, set.ntargets, set.nchains[0], set.nchains[1],
 			 set.nchains[2]);
 	meta_chain_set_free(&old);
 	free(old_rpcs);

@@ -63,15 +63,15 @@ for i in $(seq 0 11); do
 	WANT[new$i]=$(sha "$T/f")
 done
 [ "$errs" = 0 ] || fail "$errs of 12 writes failed after the store was added: $(sort -u "$T/cp.err" | head -3)"
-grep -q "chain tables epoch $epoch1" "$STATE/logs/mount.log" || fail "the mount did not refetch its tables"
+grep -q "chain tables version $epoch1:" "$STATE/logs/mount.log" || fail "the mount did not refetch its tables"
 ok "12 new 4 MiB files written at once through the first mount, no error"
 
 # the second mount did no I/O since: its session heartbeat brings it the new epoch
 for _ in $(seq 100); do
-	grep -q "chain tables epoch $epoch1" "$T/mount2.log" && break
+	grep -q "chain tables version $epoch1:" "$T/mount2.log" && break
 	sleep 0.1
 done
-grep -q "chain tables epoch $epoch1" "$T/mount2.log" || fail "the idle mount never learned of epoch $epoch1"
+grep -q "chain tables version $epoch1:" "$T/mount2.log" || fail "the idle mount never learned of epoch $epoch1"
 ok "the idle second mount learned of epoch $epoch1 from its heartbeat"
 for i in $(seq 12 23); do
 	file_of "$((i + 100))" 4 >"$T/f"
