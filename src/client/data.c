@@ -71,6 +71,7 @@ struct read_call {
 	struct meta_chain chain;
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
+	int stale;       /* resends after a stale-table refusal (they use no try) */
 	int err;         /* last error */
 	uint8_t *dst;
 };
@@ -210,12 +211,16 @@ static int read_batch_finish(struct read_batch *rb)
 			break;
 		while (k) {
 			struct read_call *next = k->next;
-			if (k->err == -WEFT_ESTALECHAIN) {
-				client_refresh_chains(k->c);
-				client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+			if (k->err == -WEFT_ESTALECHAIN && k->stale < 3 &&
+			    client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain) == 0) {
+				/* read_done marked the table stale: client_chain refetched it
+				 * (once for all the pieces that met it); the same member is
+				 * asked again with the current version */
+				k->stale++;
+			} else {
+				k->tries++;
+				k->member = (k->member + 1) % k->chain.nmembers;
 			}
-			k->tries++;
-			k->member = (k->member + 1) % k->chain.nmembers;
 			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
 			if (err) {
 				pthread_mutex_lock(&rb->b.lock);
