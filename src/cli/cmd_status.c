@@ -113,6 +113,8 @@ static int print_targets(struct admin *a)
 		       "seen");
 	struct rbuf r;
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
+	double most = -1, least = 101; /* percent used of targets that are up */
+	uint32_t most_id = 0, least_id = 0;
 	for (uint32_t i = 0; i < tm.count && rbuf_ok(&r); i++) {
 		uint32_t id = rbuf_u32(&r);
 		uint8_t st = rbuf_u8(&r);
@@ -134,7 +136,17 @@ static int print_targets(struct admin *a)
 		       (const char *)node, al, (const char *)addr,
 		       st == WEFT_MEMBER_OFFLINE ? "down" : "up", cap, fr, rd, wr,
 		       (unsigned long long)v[4], (unsigned long long)v[5], (double)v[6] / 1000);
+		if (st != WEFT_MEMBER_OFFLINE && v[0] && v[1] <= v[0]) {
+			double used = 100.0 * (double)(v[0] - v[1]) / (double)v[0];
+			if (used > most)
+				most = used, most_id = id;
+			if (used < least)
+				least = used, least_id = id;
+		}
 	}
+	if (most >= 0)
+		printf("  balance: most used %.1f%% (target %u), least used %.1f%% (target %u), "
+		       "spread %.1f points\n", most, most_id, least, least_id, most - least);
 	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
 	frame_free(f);
 	return rc;

@@ -40,6 +40,25 @@ ok "12 files written before the fifth store"
 "$WEFT" status --dir "$STATE" >"$T/status0.out"
 epoch0=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status0.out" | head -1)
 
+# an application writing through the first mount all along (checked at the end)
+mkdir -p "$MNT/bg"
+(
+	i=0
+	while [ ! -e "$T/bg.stop" ]; do
+		dd if="$T/src" bs=256k skip=$((i % 80)) count=6 status=none >"$T/bg.f"
+		echo "bg$i" >>"$T/bg.f"
+		if cp "$T/bg.f" "$MNT/bg/f$i"; then
+			echo "f$i $(sha "$T/bg.f")" >>"$T/bg.sums"
+		else
+			echo "f$i" >>"$T/bg.errors"
+		fi
+		i=$((i + 1))
+	done
+) &
+BG=$!
+PIDS+=($BG)
+sleep 0.5
+
 # the fifth store, started as a user would on a new machine
 mkdir -p "$STATE/store4"
 "$WEFT" store "$STATE/store4" --meta "$META" --listen 127.0.0.1:0 --node node4 --key "$KEY" \
@@ -81,6 +100,13 @@ done
 [ "$errs" = 0 ] || fail "$errs of 12 writes through the second mount failed: $(sort -u "$T/cp.err" | head -3)"
 ok "12 more through the second mount, no error"
 
+touch "$T/bg.stop"
+wait "$BG"
+[ ! -s "$T/bg.errors" ] || fail "the application's writes failed: $(wc -l <"$T/bg.errors") of them"
+nbg=$(wc -l <"$T/bg.sums")
+[ "$nbg" -ge 5 ] || fail "the background writer wrote only $nbg files"
+ok "an application writing all along: $nbg files, no error"
+
 # every file right through both mounts, from the stores (not the page cache)
 echo 3 >/proc/sys/vm/drop_caches
 for f in "${!WANT[@]}"; do
@@ -88,7 +114,10 @@ for f in "${!WANT[@]}"; do
 		[ "$(sha "$m/$f")" = "${WANT[$f]}" ] || fail "$m/$f: wrong content"
 	done
 done
-ok "all ${#WANT[@]} files read back right through both mounts"
+while read -r f want; do
+	[ "$(sha "$T/mnt2/bg/$f")" = "$want" ] || fail "bg/$f: wrong content"
+done <"$T/bg.sums"
+ok "all ${#WANT[@]} files and the application's $nbg read back right through both mounts"
 
 # new files use the new store: its target got data and holds objects
 "$WEFT" getstripe --dir "$STATE" "$MNT/new0" >"$T/layout.out" || fail "getstripe failed"
@@ -99,6 +128,20 @@ grep -q "of 5" "$T/layout.out" || \
 written=$(awk '$2 == "node4" {print $8}' "$T/status2.out")
 [ -n "$written" ] && [ "$written" != 0 ] || fail "the new store got no data: $(cat "$T/status2.out")"
 ok "new files land on the new store ($written written to it); $(grep first_chain "$T/layout.out")"
+
+# weft target add: the documented way on a weft up cluster (a sixth store)
+"$WEFT" target add --dir "$STATE" >"$T/add.out" 2>&1 || fail "weft target add: $(cat "$T/add.out")"
+grep -q "^target [0-9]* added (.* on node5)" "$T/add.out" || fail "weft target add said: $(cat "$T/add.out")"
+for i in 0 1 2 3; do
+	m=$MNT; [ $i -ge 2 ] && m=$T/mnt2
+	file_of "$((i + 200))" 3 >"$T/f"
+	cp "$T/f" "$m/six$i" || fail "writing six$i after weft target add"
+	[ "$(sha "$T/mnt2/six$i")" = "$(sha "$T/f")" ] || fail "six$i: wrong content"
+done
+"$WEFT" getstripe --dir "$STATE" "$MNT/six0" | grep -q "of 6" || fail "six0 does not span 6 chains"
+"$WEFT" target add --dir "$T/nowhere" >"$T/add2.out" 2>&1 && fail "target add on no cluster succeeded"
+grep -q "not a cluster started by weft up" "$T/add2.out" || fail "unclear error: $(cat "$T/add2.out")"
+ok "weft target add: $(head -1 "$T/add.out"); files written through both mounts"
 
 umount "$T/mnt2"
 cluster_down
