@@ -42,8 +42,10 @@ struct chaincache {
 	atomic_int_fast64_t retry_at_ms; /* no waiting refresh of a known chain before this */
 	atomic_uint_fast64_t fetches, failures;
 
-	pthread_mutex_t refresh_lock;   /* one fetch at a time; guards eps */
+	pthread_mutex_t refresh_lock;   /* one fetch at a time; guards eps, tries, last_rc */
 	struct cc_ep *eps;
+	atomic_uint_fast64_t tries;     /* fetches attempted (read unlocked to compare) */
+	int last_rc;                    /* result of the last one */
 };
 
 static int64_t now_ms(void)
@@ -183,10 +185,17 @@ static struct rpc *ep_rpc(struct chaincache *cc, uint32_t id, const char *addr)
 
 int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 {
+	uint64_t tried = atomic_load(&cc->tries);
 	pthread_mutex_lock(&cc->refresh_lock);
 	if (atomic_load(&cc->gen) != seen) {
 		pthread_mutex_unlock(&cc->refresh_lock); /* another thread just did it */
 		return 0;
+	}
+	if (atomic_load(&cc->tries) != tried) {
+		/* a fetch failed while we waited: meta is away; do not queue behind it again */
+		int rc = cc->last_rc;
+		pthread_mutex_unlock(&cc->refresh_lock);
+		return rc;
 	}
 	/* cleared before the fetch: a mark made while it runs is kept for the next one */
 	atomic_store(&cc->stale, false);
@@ -197,6 +206,8 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 		meta_chain_set_free(&set);
 		rc = -ENOMEM;
 	}
+	cc->last_rc = rc;
+	atomic_fetch_add(&cc->tries, 1);
 	if (rc) {
 		atomic_fetch_add(&cc->failures, 1);
 		atomic_store(&cc->retry_at_ms, now_ms() + FETCH_BACKOFF_MS);

@@ -61,8 +61,10 @@ uint64_t chaincache_gen(struct chaincache *cc);
 /* Epoch (meta's chains_epoch) of the installed table; 0 if none. */
 uint64_t chaincache_epoch(struct chaincache *cc);
 /* Fetches and installs the tables unless a refresh completed since the caller saw
- * generation seen (then returns 0 at once). Single-flight: one fetch at a time.
- * Returns 0 or the fetch's -errno (the old table stays). */
+ * generation seen (then returns 0 at once). Single-flight: one fetch at a time; a
+ * caller that waited while a fetch failed gets that fetch's error without another
+ * (so that threads do not queue one meta timeout each). Returns 0 or the fetch's
+ * -errno (the old table stays). */
 int chaincache_refresh(struct chaincache *cc, uint64_t seen);
 /* Marks the table stale: the next lookup refreshes first. */
 void chaincache_mark_stale(struct chaincache *cc);
