@@ -38,6 +38,7 @@ done
 ok "12 files written before the fifth store"
 
 "$WEFT" status --dir "$STATE" >"$T/status0.out"
+size0=$(df -B1 --output=size "$MNT" | tail -1)
 epoch0=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status0.out" | head -1)
 
 # an application writing through the first mount all along (checked at the end)
@@ -71,7 +72,9 @@ done
 [ "$(grep -c ' up ' "$T/status1.out")" = 5 ] || fail "fifth store not up: $(cat "$T/status1.out")"
 epoch1=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status1.out" | head -1)
 [ -n "$epoch1" ] && [ "$epoch1" -gt "${epoch0:-0}" ] || fail "chain epoch did not move: $epoch0 -> $epoch1"
-ok "fifth store registered; chain tables at epoch $epoch1 (was $epoch0)"
+size1=$(df -B1 --output=size "$MNT" | tail -1)
+[ "$size1" -gt "$size0" ] || fail "the mount's size did not grow with the fifth store: $size0 -> $size1"
+ok "fifth store registered; chain tables at epoch $epoch1 (was $epoch0); df: $size0 -> $size1 bytes"
 
 # at once (no waiting for a heartbeat), 12 new files through the first mount: their
 # layouts name the fifth chain, which the mount's table does not have yet
