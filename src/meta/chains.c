@@ -524,10 +524,15 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
 		if (strcmp(t.node, node) != 0)
 			log_warn("target %u re-registered from node %s, was %s: node kept",
 				 t.id, node, t.node);
+		/* the chain set carries addresses: a new one is a new epoch, so that mounts
+		 * and stores connect to the target where it is now */
+		bool moved = strcmp(t.addr, addr) != 0;
 		memcpy(t.addr, addr, al + 1);
 		t.capacity = capacity;
 		t.last_seen_ns = now_ns;
 		if ((rc = set_target_state(db, txn, &t, WEFT_MEMBER_SERVING)))
+			return rc;
+		if (moved && (rc = epoch_bump(db, txn)))
 			return rc;
 		*id = t.id;
 		return grow(db, txn);

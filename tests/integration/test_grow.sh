@@ -132,6 +132,34 @@ written=$(awk '$2 == "node4" {print $8}' "$T/status2.out")
 [ -n "$written" ] && [ "$written" != 0 ] || fail "the new store got no data: $(cat "$T/status2.out")"
 ok "new files land on the new store ($written written to it); $(grep first_chain "$T/layout.out")"
 
+# the fifth store restarts on another port: meta records the new address at a new
+# epoch, the mounts learn it from their heartbeats and write to it there (no target is
+# reported unreachable, none goes down)
+pid4=$(cat "$STATE/store4.pid")
+addr4=$(awk '$2 == "node4" {print $3}' "$T/status2.out")
+kill "$pid4"
+for _ in $(seq 100); do kill -0 "$pid4" 2>/dev/null || break; sleep 0.1; done
+"$WEFT" store "$STATE/store4" --meta "$META" --listen 127.0.0.1:0 --node node4 --key "$KEY" \
+	--pid-file "$STATE/store4.pid" --log "$STATE/logs/store4.log" || fail "fifth store did not restart"
+"$WEFT" status --dir "$STATE" >"$T/status3.out"
+addr4b=$(awk '$2 == "node4" {print $3}' "$T/status3.out")
+[ "$addr4b" != "$addr4" ] || fail "the restarted store kept its port $addr4"
+epoch3=$(sed -n 's/.*epoch \([0-9]*\).*/\1/p' "$T/status3.out" | head -1)
+for m in "$STATE/logs/mount.log" "$T/mount2.log"; do
+	for _ in $(seq 100); do grep -q "chain tables version $epoch3:" "$m" && break; sleep 0.1; done
+	grep -q "chain tables version $epoch3:" "$m" || fail "$m never learned of epoch $epoch3 (new address)"
+done
+for i in 0 1 2 3 4; do
+	file_of "$((i + 300))" 4 >"$T/f"
+	cp "$T/f" "$MNT/moved$i" || fail "writing moved$i after the store moved"
+	[ "$(sha "$T/mnt2/moved$i")" = "$(sha "$T/f")" ] || fail "moved$i: wrong content"
+done
+! grep -q "reported to meta" "$STATE/logs/mount.log" "$T/mount2.log" || \
+	fail "a mount reported a target unreachable: $(grep -h 'reported to meta' "$STATE/logs/mount.log" "$T/mount2.log" | head -2)"
+"$WEFT" status --dir "$STATE" >"$T/status4.out"
+[ "$(grep -c ' up ' "$T/status4.out")" = 5 ] || fail "not all 5 stores up: $(cat "$T/status4.out")"
+ok "the fifth store moved $addr4 -> $addr4b: mounts learned it at epoch $epoch3 and wrote to it"
+
 # weft target add: the documented way on a weft up cluster (a sixth store)
 "$WEFT" target add --dir "$STATE" >"$T/add.out" 2>&1 || fail "weft target add: $(cat "$T/add.out")"
 grep -q "^target [0-9]* added (.* on node5)" "$T/add.out" || fail "weft target add said: $(cat "$T/add.out")"

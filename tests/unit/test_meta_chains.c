@@ -168,7 +168,12 @@ static void test_liveness(void)
 	}
 	CHECK_INT(ids[0], ==, 1);
 	CHECK_INT(ids[3], ==, 4);
-	/* same uuid: same id, new address */
+	/* same uuid: same id, new address, and a new epoch (the chain set carries the
+	 * addresses mounts connect to); the same address again changes nothing */
+	struct meta_super sbm;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_super_get(db, txn, &sbm));
+	mdb_txn_abort(txn);
 	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
 	struct meta_target t;
 	CHECK_OK(meta_db_read_begin(db, &txn));
@@ -177,6 +182,12 @@ static void test_liveness(void)
 	struct meta_super sb0;
 	CHECK_OK(meta_super_get(db, txn, &sb0));
 	mdb_txn_abort(txn);
+	CHECK_INT(sb0.chains_epoch, ==, sbm.chains_epoch + 1);
+	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_super_get(db, txn, &sbm));
+	mdb_txn_abort(txn);
+	CHECK_INT(sbm.chains_epoch, ==, sb0.chains_epoch);
 
 	struct meta_chain_set s0;
 	CHECK_OK(meta_db_read_begin(db, &txn));
