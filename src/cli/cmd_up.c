@@ -272,7 +272,17 @@ static int up_run(int argc, char **argv)
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft meta did not start; see %s", logf);
 	}
-	/* stores: start those that are not running */
+	/* stores: start those that are not running, and every store<i> the state holds
+	 * beyond --stores (added by weft target add): leaving one down would take a
+	 * replica of its chains offline */
+	for (long i = nstores; i < STORES_MAX; i++) {
+		char name[32], dir[PATH_MAX];
+		struct stat sst;
+		snprintf(name, sizeof(name), "store%ld", i);
+		path_of(dir, sizeof(dir), state, name);
+		if (stat(dir, &sst) == 0 && S_ISDIR(sst.st_mode))
+			nstores = i + 1;
+	}
 	for (long i = 0; i < nstores; i++) {
 		char name[32], dir[PATH_MAX], addr[64], node[32];
 		snprintf(name, sizeof(name), "store%ld", i);
@@ -398,7 +408,8 @@ const struct cli_verb cmd_up = {
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
 		 "with allow_other when run as root). --replicas (default 2) is the default\n"
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
-		 "not running and mounts if not mounted.",
+		 "not running (every store<i> there, also those beyond --stores that weft target\n"
+		 "add made) and mounts if not mounted.",
 	.run = up_run,
 };
 

@@ -174,6 +174,20 @@ done
 grep -q "not a cluster started by weft up" "$T/add2.out" || fail "unclear error: $(cat "$T/add2.out")"
 ok "weft target add: $(head -1 "$T/add.out"); files written through both mounts"
 
+# down and up again: weft up starts all six stores (not only --stores' default four)
 umount "$T/mnt2"
+cluster_down
+cluster_up
+for _ in $(seq 100); do
+	"$WEFT" status --dir "$STATE" >"$T/status5.out" 2>&1 || true
+	[ "$(grep -c ' up ' "$T/status5.out")" = 6 ] && break
+	sleep 0.1
+done
+[ "$(grep -c ' up ' "$T/status5.out")" = 6 ] || fail "not all 6 stores up after weft up: $(cat "$T/status5.out")"
+for f in "${!WANT[@]}"; do
+	[ "$(sha "$MNT/$f")" = "${WANT[$f]}" ] || fail "$f: wrong content after down and up"
+done
+ok "down and up: all 6 stores up, all ${#WANT[@]} files right"
+
 cluster_down
 check_logs
