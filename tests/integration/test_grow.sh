@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Growing a live cluster (issue 16): a weft up cluster of 4 stores with 2 replicas gets a
-# fifth store while two mounts are in use. meta builds a fifth chain at a new chain-table
-# epoch; the mounts learn of it when a layout names the new chain (refresh on a miss)
-# or from their heartbeat reply, whichever comes first, so that every write goes
-# through with no error, new files use the new store, and the files written before
-# read back unchanged.
+# fifth store, started by hand as on a new machine, while two mounts are in use and two
+# applications write (one file after another, and 6 fio jobs verifying with sha256).
+# meta builds a fifth chain at a new chain-table epoch; a mount learns of it when a
+# layout names the new chain (refresh on a miss) or from its heartbeat reply (the idle
+# second mount), so every write goes through with no error, the mount's size grows, new
+# files use the new store, and every file reads back right through both mounts. Then
+# the fifth store restarts on another port (a new epoch: the mounts follow it without
+# reporting it down), `weft target add` adds a sixth, and the cluster goes down and up
+# with all six.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 
@@ -58,6 +62,14 @@ mkdir -p "$MNT/bg"
 ) &
 BG=$!
 PIDS+=($BG)
+# and many threads of another application: 6 fio jobs writing and then verifying
+# (sha256) their files across the membership change (the second mount stays idle)
+mkdir -p "$MNT/fio"
+fio --name=grow --directory="$MNT/fio" --rw=write --bs=128k --size=24M --numjobs=6 \
+	--ioengine=psync --verify=sha256 --do_verify=1 --verify_fatal=1 --end_fsync=1 \
+	>"$T/fio.out" 2>&1 &
+FIO=$!
+PIDS+=($FIO)
 sleep 0.5
 
 # the fifth store, started as a user would on a new machine
@@ -103,6 +115,9 @@ done
 [ "$errs" = 0 ] || fail "$errs of 12 writes through the second mount failed: $(sort -u "$T/cp.err" | head -3)"
 ok "12 more through the second mount, no error"
 
+wait "$FIO" || fail "fio failed: $(grep -iE 'err|verify' "$T/fio.out" | head -5)"
+grep -q "err= 0" "$T/fio.out" || fail "fio reported errors: $(cat "$T/fio.out" | head -20)"
+ok "6 fio jobs wrote and verified 144 MiB across the change"
 touch "$T/bg.stop"
 wait "$BG"
 [ ! -s "$T/bg.errors" ] || fail "the application's writes failed: $(wc -l <"$T/bg.errors") of them"
