@@ -52,6 +52,7 @@ struct weft_client {
 	pthread_mutex_t beat_lock;
 	pthread_cond_t beat_cond;
 	bool stopping;
+	bool refresh_now;              /* meta pushed a new chain epoch (beat_lock) */
 	atomic_bool meta_wait;         /* wait for meta when unreachable (set once open) */
 
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;

@@ -230,45 +230,66 @@ static int open_session(struct weft_client *c)
 	return err;
 }
 
+static void add_ms(struct timespec *t, uint32_t ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
+}
+
+static void beat(struct weft_client *c)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = c->session};
+	weft_session_id_encode(&w, &m);
+	struct frame *f = NULL;
+	int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, &f);
+	struct weft_msg_heartbeat_reply r;
+	/* an older meta answers with an empty reply: the tables are then refreshed
+	 * only when a lookup or a store finds them stale */
+	if (err == 0 && f && f->h.payload_len &&
+	    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
+		chaincache_announce(c->cc, r.chains_version);
+	frame_free(f);
+	if (err == -ENOENT || err == -ESTALE) {
+		log_warn("session %llu expired at meta; opening a new one",
+			 (unsigned long long)c->session);
+		open_session(c);
+	} else if (err) {
+		log_debug("session heartbeat: %s", weft_strerror(err));
+	}
+}
+
+/* Heartbeats every third of the lease; in between, refreshes the chain tables when
+ * meta pushed a new epoch (meta_request), so that no application thread waits for it. */
 static void *beat_main(void *arg)
 {
 	struct weft_client *c = arg;
+	struct timespec next;
+	clock_gettime(CLOCK_REALTIME, &next);
+	add_ms(&next, c->lease_ms / 3 ? c->lease_ms / 3 : 1000);
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
-		struct timespec dl;
-		clock_gettime(CLOCK_REALTIME, &dl);
 		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
-		dl.tv_sec += period / 1000;
-		dl.tv_nsec += (long)(period % 1000) * 1000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		bool due = now.tv_sec > next.tv_sec ||
+			   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+		if (!due && !c->refresh_now) {
+			pthread_cond_timedwait(&c->beat_cond, &c->beat_lock, &next);
+			continue;
 		}
-		pthread_cond_timedwait(&c->beat_cond, &c->beat_lock, &dl);
-		if (c->stopping)
-			break;
+		c->refresh_now = false;
 		pthread_mutex_unlock(&c->beat_lock);
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_session_id m = {.session = c->session};
-		weft_session_id_encode(&w, &m);
-		struct frame *f = NULL;
-		int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, &f);
-		struct weft_msg_heartbeat_reply r;
-		/* an older meta answers with an empty reply: the tables are then refreshed
-		 * only when a lookup or a store finds them stale */
-		if (err == 0 && f && f->h.payload_len &&
-		    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
-			chaincache_announce(c->cc, r.chains_version);
-		frame_free(f);
-		if (err == -ENOENT || err == -ESTALE) {
-			log_warn("session %llu expired at meta; opening a new one",
-				 (unsigned long long)c->session);
-			open_session(c);
-		} else if (err) {
-			log_debug("session heartbeat: %s", weft_strerror(err));
+		if (due) {
+			beat(c);
+			clock_gettime(CLOCK_REALTIME, &next);
+			add_ms(&next, period);
 		}
-		/* here rather than in the next lookup: no application thread waits for it */
 		if (chaincache_stale(c->cc))
 			client_refresh_chains(c);
 		pthread_mutex_lock(&c->beat_lock);
@@ -276,6 +297,26 @@ static void *beat_main(void *arg)
 	pthread_mutex_unlock(&c->beat_lock);
 	return NULL;
 }
+
+/* A request from meta on our connection to it (loop thread: nothing here may block). */
+static void meta_request(struct conn *cn, struct frame *f)
+{
+	struct weft_client *c = conn_ctx(cn);
+	struct weft_msg_chains m;
+	if (f->h.opcode == WEFT_OP_CHAINS_CHANGED &&
+	    weft_chains_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+		log_info("meta announced chain tables version %llu", (unsigned long long)m.version);
+		pthread_mutex_lock(&c->beat_lock); /* once stopping, the cache may be gone */
+		if (!c->stopping && chaincache_announce(c->cc, m.version)) {
+			c->refresh_now = true;
+			pthread_cond_signal(&c->beat_cond);
+		}
+		pthread_mutex_unlock(&c->beat_lock);
+	}
+	frame_free(f);
+}
+
+static const struct conn_ops meta_ops = {.on_request = meta_request};
 
 int weft_client_open(const struct weft_client_opts *o, struct weft_client **out, char *errbuf,
 		     size_t errlen)
@@ -319,23 +360,28 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		goto fail_loop;
 	}
 	struct rpc_params rp = {.loop = c->loop, .key = &c->key, .addr = o->meta_addr,
-				.default_port = 7070, .role = WEFT_ROLE_CLIENT, .name = c->node};
+				.default_port = 7070, .role = WEFT_ROLE_CLIENT, .name = c->node,
+				.ops = &meta_ops, .ctx = c};
 	err = rpc_new(&rp, &c->meta);
 	if (err) {
 		snprintf(errbuf, errlen, "meta address %s: not HOST:PORT", o->meta_addr);
 		goto fail_loop;
+	}
+	/* before the session: meta may push CHAINS_CHANGED as soon as we are connected */
+	struct chaincache_params cp = {.loop = c->loop, .key = &c->key, .role = WEFT_ROLE_CLIENT,
+				       .name = c->node, .connect_timeout_ms = 3000, .meta = c->meta,
+				       .meta_timeout_ms = CLIENT_META_TIMEOUT_MS, .who = "libweft"};
+	err = chaincache_new(&cp, &c->cc);
+	if (err) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto fail_rpc;
 	}
 	err = open_session(c);
 	if (err) {
 		snprintf(errbuf, errlen, "meta %s: %s", o->meta_addr, weft_strerror(err));
 		goto fail_rpc;
 	}
-	struct chaincache_params cp = {.loop = c->loop, .key = &c->key, .role = WEFT_ROLE_CLIENT,
-				       .name = c->node, .connect_timeout_ms = 3000, .meta = c->meta,
-				       .meta_timeout_ms = CLIENT_META_TIMEOUT_MS, .who = "libweft"};
-	err = chaincache_new(&cp, &c->cc);
-	if (err == 0)
-		err = client_refresh_chains(c);
+	err = client_refresh_chains(c);
 	if (err) {
 		snprintf(errbuf, errlen, "chain tables from meta %s: %s", o->meta_addr,
 			 weft_strerror(err));
@@ -351,6 +397,9 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	*out = c;
 	return 0;
 fail_rpc:
+	pthread_mutex_lock(&c->beat_lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->beat_lock);
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 fail_loop:

@@ -282,6 +282,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(CHAINS_GET,   0x0303, chains_get, chains) \
 	X(TARGET_FAILED, 0x0304, target_failed, empty) \
 	X(TARGETS_GET,  0x0305, empty, targets)  /* per-target records in bulk */ \
+	X(CHAINS_CHANGED, 0x0306, chains, empty) /* meta -> clients, one-way: new epoch */ \
 	X(OBJ_WRITE,    0x0401, obj_write, obj_written) \
 	X(OBJ_READ,     0x0402, obj_read, obj_data) \
 	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \

@@ -100,13 +100,16 @@ done
 grep -q "chain tables version $epoch1:" "$STATE/logs/mount.log" || fail "the mount did not refetch its tables"
 ok "12 new 4 MiB files written at once through the first mount, no error"
 
-# the second mount did no I/O since: its session heartbeat brings it the new epoch
+# the second mount did no I/O since: meta's push (CHAINS_CHANGED) brought it the new
+# epoch, and it fetched the tables
 for _ in $(seq 100); do
 	grep -q "chain tables version $epoch1:" "$T/mount2.log" && break
 	sleep 0.1
 done
-grep -q "chain tables version $epoch1:" "$T/mount2.log" || fail "the idle mount never learned of epoch $epoch1"
-ok "the idle second mount learned of epoch $epoch1 from its heartbeat"
+grep -q "meta announced chain tables version $epoch1\$" "$T/mount2.log" || \
+	fail "meta did not push epoch $epoch1 to the idle mount: $(grep -h 'chain tables' "$T/mount2.log")"
+grep -q "chain tables version $epoch1:" "$T/mount2.log" || fail "the idle mount never fetched epoch $epoch1"
+ok "meta pushed epoch $epoch1 to the idle second mount, which fetched the tables"
 for i in $(seq 12 23); do
 	file_of "$((i + 100))" 4 >"$T/f"
 	cp "$T/f" "$T/mnt2/new$i" 2>>"$T/cp.err" || errs=$((errs + 1))
