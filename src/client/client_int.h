@@ -3,8 +3,8 @@
  *
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
  * their own threads on replies. A background thread sends session heartbeats; their
- * replies carry meta's chain-table epoch, and the thread refreshes the tables when it
- * moved. The tables and store connections are a chain cache (src/net/chaincache.h):
+ * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it
+ * moves, and the thread refreshes the tables then. The tables and store connections are a chain cache (src/net/chaincache.h):
  * lookups never wait for each other, a chain the table does not know is fetched
  * single-flight. Open files of one inode share a
  * struct winode (write-behind state, known size) kept in a table by inode number, so every
