@@ -85,8 +85,8 @@ struct store_server {
 	pthread_cond_t hb_cond;
 	bool hb_stop;
 
-	/* chain tables and one connection per successor (src/net/chaincache.h); made
-	 * once registered, freed at stop */
+	/* chain tables and one connection per successor (src/net/chaincache.h); made at
+	 * start once the meta rpc exists, freed at stop */
 	struct chaincache *cc;
 
 	pthread_mutex_t fwd_lock;       /* guards the list of forwards in flight */
