@@ -121,6 +121,8 @@ static int print_targets(struct admin *a, json_t *out)
 	struct rbuf r;
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
 	struct weft_target_rec t;
+	double most = -1, least = 101; /* percent used of targets that are up */
+	uint32_t most_id = 0, least_id = 0;
 	for (uint32_t i = 0; i < tm.count && weft_target_rec_read(&r, &t); i++) {
 		const char *state = t.state == WEFT_MEMBER_OFFLINE ? "down" : "up";
 		if (out) {
@@ -141,7 +143,17 @@ static int print_targets(struct admin *a, json_t *out)
 		       (int)t.node.len, t.node.p, (int)t.addr.len, t.addr.p, state, cap, fr, rd, wr,
 		       (unsigned long long)t.ops_read, (unsigned long long)t.ops_written,
 		       (double)t.silent_ms / 1000);
+		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity) {
+			double used = 100.0 * (double)(t.capacity - t.free) / (double)t.capacity;
+			if (used > most)
+				most = used, most_id = t.id;
+			if (used < least)
+				least = used, least_id = t.id;
+		}
 	}
+	if (most >= 0)
+		printf("  balance: most used %.1f%% (target %u), least used %.1f%% (target %u), "
+		       "spread %.1f points\n", most, most_id, least, least_id, most - least);
 	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
 	frame_free(f);
 	if (out)

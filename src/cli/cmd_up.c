@@ -276,7 +276,17 @@ static int up_run(int argc, char **argv)
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft meta did not start; see %s", logf);
 	}
-	/* stores: start those that are not running */
+	/* stores: start those that are not running, and every store<i> the state holds
+	 * beyond --stores (added by weft target add): leaving one down would take a
+	 * replica of its chains offline */
+	for (long i = nstores; i < STORES_MAX; i++) {
+		char name[32], dir[PATH_MAX];
+		struct stat sst;
+		snprintf(name, sizeof(name), "store%ld", i);
+		path_of(dir, sizeof(dir), state, name);
+		if (stat(dir, &sst) == 0 && S_ISDIR(sst.st_mode))
+			nstores = i + 1;
+	}
 	for (long i = 0; i < nstores; i++) {
 		char name[32], dir[PATH_MAX], addr[64], node[32];
 		snprintf(name, sizeof(name), "store%ld", i);
@@ -413,7 +423,8 @@ const struct cli_verb cmd_up = {
 		 "with allow_other when run as root, and no_root_squash: root stays root on the\n"
 		 "node that holds the key). --replicas (default 2) is the default\n"
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
-		 "not running and mounts if not mounted. --metrics gives every daemon and the mount\n"
+		 "not running (every store<i> there, also those beyond --stores that weft target\n"
+		 "add made) and mounts if not mounted. --metrics gives every daemon and the mount\n"
 		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.",
 	.run = up_run,
 };

@@ -17,7 +17,8 @@
 	X(status) \
 	X(df) \
 	X(stat) \
-	X(store)
+	X(store) \
+	X(target)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -2,8 +2,11 @@
  * store data path. See include/weft/client.h for the contract.
  *
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
- * their own threads on replies. A background thread sends session heartbeats and refreshes
- * the chain tables when a store reported a stale version. Open files of one inode share a
+ * their own threads on replies. A background thread sends session heartbeats; their
+ * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it
+ * moves, and the thread refreshes the tables then. The tables and store connections are a chain cache (src/net/chaincache.h):
+ * lookups never wait for each other, a chain the table does not know is fetched
+ * single-flight. Open files of one inode share a
  * struct winode (write-behind state, known size) kept in a table by inode number, so every
  * handle of this client sees the same bytes. */
 #ifndef WEFT_CLIENT_INT_H
@@ -14,7 +17,7 @@
 
 #include "client/stripe.h"
 #include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/chaincache.h"
 #include "proto/proto.h"
 #include "weft/client.h"
 
@@ -23,12 +26,6 @@
  * before the application gets the error. */
 #define CLIENT_META_WAIT_MS     300000
 #define CLIENT_STORE_TIMEOUT_MS 60000
-
-struct store_ep {
-	uint32_t target;
-	char addr[WEFT_ADDR_MAX + 1];
-	struct rpc *rpc;
-};
 
 struct weft_client {
 	struct loop *loop;
@@ -41,11 +38,7 @@ struct weft_client {
 	uint64_t session;
 	uint32_t lease_ms;
 
-	pthread_rwlock_t chains_lock;  /* guards chains and stores */
-	struct meta_chain_set chains;
-	struct store_ep *stores;
-	size_t nstores;
-	atomic_bool chains_stale;
+	struct chaincache *cc;         /* chain tables and one connection per store */
 
 	pthread_mutex_t pool_lock;     /* guards pool_used; pool_cond signals releases */
 	pthread_cond_t pool_cond;
@@ -59,6 +52,7 @@ struct weft_client {
 	pthread_mutex_t beat_lock;
 	pthread_cond_t beat_cond;
 	bool stopping;
+	bool refresh_now;              /* meta pushed a new chain epoch (beat_lock) */
 	atomic_bool meta_wait;         /* wait for meta when unreachable (set once open) */
 
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
@@ -168,12 +162,17 @@ void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		       struct meta_wait *w);
 /* Waits for it; returns its status. */
 int client_meta_wait(struct meta_wait *w);
-/* Fetches the chain tables from meta and (re)builds the store table. */
+/* Fetches the chain tables from meta now (single-flight: threads calling at once share
+ * one fetch). 0 or -errno (the old table stays). */
 int client_refresh_chains(struct weft_client *c);
-/* Returns a ready connection to target (new reference) or -errno. */
+/* Returns a ready connection to target (new reference) or -errno (-ENXIO unknown). */
 int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out);
-/* Copies chain (replicas, id) out of the table under the lock; -ESTALE if unknown. */
+/* Copies chain (replicas, id) out of the table, fetching the tables first if they are
+ * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
+ * either or cannot be reached. */
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* A store said our table is out of date: the next lookup refreshes it. */
+void client_chains_stale(struct weft_client *c);
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */
 void client_pool_take(struct weft_client *c, uint64_t bytes);
 void client_pool_give(struct weft_client *c, uint64_t bytes);

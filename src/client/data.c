@@ -80,6 +80,7 @@ struct read_call {
 	struct meta_chain chain;
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
+	int stale;       /* resends after a stale-table refusal (they use no try) */
 	int err;         /* last error */
 	struct winode *wi; /* the open file (NULL: none), for its lost-stripe marks */
 	bool waited;     /* every member said EMISSING once and we asked again */
@@ -136,7 +137,7 @@ static void read_done(void *arg, int status, struct frame *f)
 	int err = status ? status : take_read_reply(k, f);
 	frame_free(f);
 	if (err == -WEFT_ESTALECHAIN)
-		atomic_store(&k->c->chains_stale, true);
+		client_chains_stale(k->c);
 	if (err && err != -ENOENT) {
 		k->err = err;
 		struct io_batch *b = &k->batch->b;
@@ -252,12 +253,16 @@ static int read_batch_finish(struct read_batch *rb)
 			usleep(EMISSING_GRACE_MS * 1000);
 		while (k) {
 			struct read_call *next = k->next;
-			if (k->err == -WEFT_ESTALECHAIN) {
-				client_refresh_chains(k->c);
-				client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+			if (k->err == -WEFT_ESTALECHAIN && k->stale < 3 &&
+			    client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain) == 0) {
+				/* read_done marked the table stale: client_chain refetched it
+				 * (once for all the pieces that met it); the same member is
+				 * asked again with the current version */
+				k->stale++;
+			} else {
+				k->tries++;
+				k->member = (k->member + 1) % k->chain.nmembers;
 			}
-			k->tries++;
-			k->member = (k->member + 1) % k->chain.nmembers;
 			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
 			if (err) {
 				pthread_mutex_lock(&rb->b.lock);
@@ -411,7 +416,7 @@ static void write_done(void *arg, int status, struct frame *f)
 		char detail[256];
 		uint32_t target = conn_error_detail(f, detail, sizeof(detail));
 		if (status == -WEFT_ESTALECHAIN)
-			atomic_store(&k->c->chains_stale, true);
+			client_chains_stale(k->c);
 		else
 			log_warn("write of ino %llu at %llu failed: %s%s%s (target %u)",
 				 (unsigned long long)k->b->wi->ino, (unsigned long long)k->b->file_off,
@@ -530,7 +535,7 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 	io_batch_wait(&b);
 	err = err ? err : b.first_err;
 	if (err == -WEFT_ESTALECHAIN)
-		atomic_store(&c->chains_stale, true);
+		client_chains_stale(c);
 	return err;
 }
 

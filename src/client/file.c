@@ -252,9 +252,10 @@ static int drain(struct weft_client *c, struct winode *wi)
 			pthread_mutex_lock(&wi->lock);
 		}
 		pthread_mutex_unlock(&wi->lock);
+		uint64_t seen = chaincache_gen(c->cc);
 		struct timespec pause = {0, 100000000L * (round + 1)};
 		nanosleep(&pause, NULL);
-		client_refresh_chains(c);
+		chaincache_refresh(c->cc, seen); /* unless another file's resend just did */
 		pthread_mutex_lock(&wi->lock);
 		while (r) {
 			struct wblock *next = r->next;

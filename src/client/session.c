@@ -1,5 +1,5 @@
 /* libweft session: connecting to meta, the session and its heartbeats, the chain tables
- * and the connections to stores, the pagepool budget. */
+ * and the connections to stores (a chain cache, src/net), the pagepool budget. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,47 +154,14 @@ int client_meta_wait(struct meta_wait *w)
 	return w->status;
 }
 
-static struct store_ep *find_store(struct weft_client *c, uint32_t target)
-{
-	for (size_t i = 0; i < c->nstores; i++)
-		if (c->stores[i].target == target)
-			return &c->stores[i];
-	return NULL;
-}
-
 int client_refresh_chains(struct weft_client *c)
 {
-	struct meta_chain_set set;
-	int err = meta_chain_set_fetch(c->meta, CLIENT_META_TIMEOUT_MS, &set);
-	if (err)
-		return err;
-	pthread_rwlock_wrlock(&c->chains_lock);
-	/* keep connections to targets whose address did not change */
-	struct store_ep *eps = calloc(set.ntargets ? set.ntargets : 1, sizeof(*eps));
-	if (!eps) {
-		pthread_rwlock_unlock(&c->chains_lock);
-		meta_chain_set_free(&set);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < set.ntargets; i++) {
-		eps[i].target = set.targets[i].id;
-		snprintf(eps[i].addr, sizeof(eps[i].addr), "%s", set.targets[i].addr);
-		struct store_ep *old = find_store(c, eps[i].target);
-		if (old && strcmp(old->addr, eps[i].addr) == 0) {
-			eps[i].rpc = old->rpc;
-			old->rpc = NULL;
-		}
-	}
-	for (size_t i = 0; i < c->nstores; i++)
-		rpc_free(c->stores[i].rpc);
-	free(c->stores);
-	c->stores = eps;
-	c->nstores = set.ntargets;
-	meta_chain_set_free(&c->chains);
-	c->chains = set;
-	atomic_store(&c->chains_stale, false);
-	pthread_rwlock_unlock(&c->chains_lock);
-	return 0;
+	return chaincache_refresh(c->cc, chaincache_gen(c->cc));
+}
+
+void client_chains_stale(struct weft_client *c)
+{
+	chaincache_mark_stale(c->cc);
 }
 
 void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain, uint8_t replicas)
@@ -207,44 +174,17 @@ void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain
 	int err = client_meta_call(c, WEFT_OP_TARGET_FAILED, &w, NULL, 0, NULL);
 	log_warn("target %u (head of chain %u) unreachable; reported to meta%s%s", target, chain,
 		 err ? ": " : "", err ? weft_strerror(err) : "");
-	atomic_store(&c->chains_stale, true);
+	chaincache_mark_stale(c->cc);
 }
 
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
 {
-	if (atomic_load(&c->chains_stale))
-		client_refresh_chains(c);
-	pthread_rwlock_rdlock(&c->chains_lock);
-	const struct meta_chain *ch = meta_chain_set_get(&c->chains, replicas, id);
-	if (ch)
-		*out = *ch;
-	pthread_rwlock_unlock(&c->chains_lock);
-	return ch ? 0 : -ESTALE;
+	return chaincache_chain(c->cc, replicas, id, 0, out);
 }
 
 int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
 {
-	pthread_rwlock_wrlock(&c->chains_lock);
-	struct store_ep *ep = find_store(c, target);
-	if (!ep) {
-		pthread_rwlock_unlock(&c->chains_lock);
-		return -ENXIO;
-	}
-	if (!ep->rpc) {
-		struct rpc_params p = {.loop = c->loop, .key = &c->key, .addr = ep->addr,
-				       .role = WEFT_ROLE_CLIENT, .name = c->node,
-				       .connect_timeout_ms = 3000};
-		int err = rpc_new(&p, &ep->rpc);
-		if (err) {
-			pthread_rwlock_unlock(&c->chains_lock);
-			return err;
-		}
-	}
-	struct rpc *r = ep->rpc;
-	pthread_rwlock_unlock(&c->chains_lock);
-	/* rpc objects live until the next refresh swaps them out; refresh runs under the
-	 * write lock and keeps the rpc when the address is unchanged. */
-	return rpc_conn(r, out);
+	return chaincache_conn(c->cc, target, out);
 }
 
 void client_pool_take(struct weft_client *c, uint64_t bytes)
@@ -296,43 +236,93 @@ static int open_session(struct weft_client *c)
 	return err;
 }
 
+static void add_ms(struct timespec *t, uint32_t ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
+}
+
+static void beat(struct weft_client *c)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = c->session};
+	weft_session_id_encode(&w, &m);
+	struct frame *f = NULL;
+	int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, &f);
+	struct weft_msg_heartbeat_reply r;
+	/* an older meta answers with an empty reply: the tables are then refreshed
+	 * only when a lookup or a store finds them stale */
+	if (err == 0 && f && f->h.payload_len &&
+	    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
+		chaincache_announce(c->cc, r.chains_version);
+	frame_free(f);
+	if (err == -ENOENT || err == -ESTALE) {
+		log_warn("session %llu expired at meta; opening a new one",
+			 (unsigned long long)c->session);
+		open_session(c);
+	} else if (err) {
+		log_debug("session heartbeat: %s", weft_strerror(err));
+	}
+}
+
+/* Heartbeats every third of the lease; in between, refreshes the chain tables when
+ * meta pushed a new epoch (meta_request), so that no application thread waits for it. */
 static void *beat_main(void *arg)
 {
 	struct weft_client *c = arg;
+	struct timespec next;
+	clock_gettime(CLOCK_REALTIME, &next);
+	add_ms(&next, c->lease_ms / 3 ? c->lease_ms / 3 : 1000);
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
-		struct timespec dl;
-		clock_gettime(CLOCK_REALTIME, &dl);
 		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
-		dl.tv_sec += period / 1000;
-		dl.tv_nsec += (long)(period % 1000) * 1000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		bool due = now.tv_sec > next.tv_sec ||
+			   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+		if (!due && !c->refresh_now) {
+			pthread_cond_timedwait(&c->beat_cond, &c->beat_lock, &next);
+			continue;
 		}
-		pthread_cond_timedwait(&c->beat_cond, &c->beat_lock, &dl);
-		if (c->stopping)
-			break;
+		c->refresh_now = false;
 		pthread_mutex_unlock(&c->beat_lock);
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_session_id m = {.session = c->session};
-		weft_session_id_encode(&w, &m);
-		int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL);
-		if (err == -ENOENT || err == -ESTALE) {
-			log_warn("session %llu expired at meta; opening a new one",
-				 (unsigned long long)c->session);
-			open_session(c);
-		} else if (err) {
-			log_debug("session heartbeat: %s", weft_strerror(err));
+		if (due) {
+			beat(c);
+			clock_gettime(CLOCK_REALTIME, &next);
+			add_ms(&next, period);
 		}
-		if (atomic_load(&c->chains_stale))
+		if (chaincache_stale(c->cc))
 			client_refresh_chains(c);
 		pthread_mutex_lock(&c->beat_lock);
 	}
 	pthread_mutex_unlock(&c->beat_lock);
 	return NULL;
 }
+
+/* A request from meta on our connection to it (loop thread: nothing here may block). */
+static void meta_request(struct conn *cn, struct frame *f)
+{
+	struct weft_client *c = conn_ctx(cn);
+	struct weft_msg_chains m;
+	if (f->h.opcode == WEFT_OP_CHAINS_CHANGED &&
+	    weft_chains_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+		log_info("meta announced chain tables version %llu", (unsigned long long)m.version);
+		pthread_mutex_lock(&c->beat_lock); /* once stopping, the cache may be gone */
+		if (!c->stopping && chaincache_announce(c->cc, m.version)) {
+			c->refresh_now = true;
+			pthread_cond_signal(&c->beat_cond);
+		}
+		pthread_mutex_unlock(&c->beat_lock);
+	}
+	frame_free(f);
+}
+
+static const struct conn_ops meta_ops = {.on_request = meta_request};
 
 int weft_client_open(const struct weft_client_opts *o, struct weft_client **out, char *errbuf,
 		     size_t errlen)
@@ -357,7 +347,6 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
 			     : o->readahead_units ? o->readahead_units : 8;
-	pthread_rwlock_init(&c->chains_lock, NULL);
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);
 	pthread_mutex_init(&c->inodes_lock, NULL);
@@ -377,11 +366,21 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		goto fail_loop;
 	}
 	struct rpc_params rp = {.loop = c->loop, .key = &c->key, .addr = o->meta_addr,
-				.default_port = 7070, .role = WEFT_ROLE_CLIENT, .name = c->node};
+				.default_port = 7070, .role = WEFT_ROLE_CLIENT, .name = c->node,
+				.ops = &meta_ops, .ctx = c};
 	err = rpc_new(&rp, &c->meta);
 	if (err) {
 		snprintf(errbuf, errlen, "meta address %s: not HOST:PORT", o->meta_addr);
 		goto fail_loop;
+	}
+	/* before the session: meta may push CHAINS_CHANGED as soon as we are connected */
+	struct chaincache_params cp = {.loop = c->loop, .key = &c->key, .role = WEFT_ROLE_CLIENT,
+				       .name = c->node, .connect_timeout_ms = 3000, .meta = c->meta,
+				       .meta_timeout_ms = CLIENT_META_TIMEOUT_MS, .who = "libweft"};
+	err = chaincache_new(&cp, &c->cc);
+	if (err) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto fail_rpc;
 	}
 	err = open_session(c);
 	if (err) {
@@ -404,6 +403,10 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	*out = c;
 	return 0;
 fail_rpc:
+	pthread_mutex_lock(&c->beat_lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->beat_lock);
+	chaincache_free(c->cc);
 	rpc_free(c->meta);
 fail_loop:
 	loop_free(c->loop);
@@ -427,14 +430,10 @@ void weft_client_close(struct weft_client *c)
 	struct weft_msg_session_id m = {.session = c->session};
 	weft_session_id_encode(&w, &m);
 	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
-	for (size_t i = 0; i < c->nstores; i++)
-		rpc_free(c->stores[i].rpc);
-	free(c->stores);
+	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);
-	meta_chain_set_free(&c->chains);
 	free(c->inodes);
-	pthread_rwlock_destroy(&c->chains_lock);
 	free(c);
 }
 

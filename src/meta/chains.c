@@ -303,7 +303,17 @@ static bool same_members(const struct meta_chain *a, const struct meta_chain *b)
 	return true;
 }
 
-/* Picks the members of a chain owned by target index h (position oi in order). */
+/* How full a target is, in whole percent (0 when its size is not known yet). */
+static uint64_t full_pct(const struct meta_target *t)
+{
+	if (t->capacity == 0 || t->free >= t->capacity)
+		return 0;
+	return 100 - (uint64_t)((double)t->free * 100.0 / (double)t->capacity);
+}
+
+/* Picks the members of a chain owned by target index h (position oi in order): live
+ * targets first, then those in fewest chains, then the emptiest (so that a store added
+ * to full ones is paired with the emptiest of them), then rotation order. */
 static int place(const struct meta_target *t, uint32_t n, const uint32_t *order, uint32_t oi,
 		 uint8_t replicas, const uint32_t *count, uint32_t *pick)
 {
@@ -318,8 +328,9 @@ static int place(const struct meta_target *t, uint32_t n, const uint32_t *order,
 				clash |= strcmp(t[pick[j]].node, t[cand].node) == 0;
 			if (clash)
 				continue;
-			uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 40 |
-					 (uint64_t)count[cand] << 20 | step;
+			uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 60 |
+					 (uint64_t)count[cand] << 40 | full_pct(&t[cand]) << 24 |
+					 step;
 			if (score < best_score) {
 				best_score = score;
 				best = cand;
@@ -520,10 +531,15 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
 		if (strcmp(t.node, node) != 0)
 			log_warn("target %u re-registered from node %s, was %s: node kept",
 				 t.id, node, t.node);
+		/* the chain set carries addresses: a new one is a new epoch, so that mounts
+		 * and stores connect to the target where it is now */
+		bool moved = strcmp(t.addr, addr) != 0;
 		memcpy(t.addr, addr, al + 1);
 		t.capacity = capacity;
 		t.last_seen_ns = now_ns;
 		if ((rc = set_target_state(db, txn, &t, WEFT_MEMBER_SERVING)))
+			return rc;
+		if (moved && (rc = epoch_bump(db, txn)))
 			return rc;
 		*id = t.id;
 		return grow(db, txn);
@@ -695,6 +711,38 @@ int meta_chains_capacity(struct meta_db *db, MDB_txn *txn, uint64_t *total, uint
 	}
 	free(t);
 	return rc;
+}
+
+int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t n,
+		     uint64_t *room)
+{
+	struct meta_target *t;
+	struct meta_chain *ch;
+	uint32_t nt, nch;
+	int rc = targets_load(db, txn, &t, &nt);
+	if (rc)
+		return rc;
+	if ((rc = chains_load(db, txn, replicas, &ch, &nch))) {
+		free(t);
+		return rc;
+	}
+	for (uint32_t c = 0; c < n; c++) {
+		room[c] = 0;
+		if (c >= nch)
+			continue;
+		uint64_t min = UINT64_MAX;
+		for (int m = 0; m < ch[c].nmembers; m++) {
+			if (ch[c].members[m].state == WEFT_MEMBER_OFFLINE)
+				continue;
+			for (uint32_t i = 0; i < nt; i++)
+				if (t[i].id == ch[c].members[m].target && t[i].free < min)
+					min = t[i].free;
+		}
+		room[c] = min == UINT64_MAX ? 0 : min;
+	}
+	free(ch);
+	free(t);
+	return 0;
 }
 
 int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out)

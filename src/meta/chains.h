@@ -6,7 +6,8 @@
  * distinct nodes. Every target owns (is built around, and heads while it serves) one
  * chain per table; the other members are chosen greedily as the eligible targets (node
  * not yet in the chain, online first) in fewest chains of that table, ties broken by
- * rotation order from the owner, the targets being ordered round-robin across nodes.
+ * how full they are (emptiest first, in whole percent) and then rotation order from
+ * the owner, the targets being ordered round-robin across nodes.
  * A table exists once there are R distinct nodes. Tables only grow (a new target adds
  * one chain per table) and chain ids keep their meaning: a file's layout records the
  * table size at create. Members change state, never identity:
@@ -86,6 +87,10 @@ int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t
 int meta_chains_count(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t *n);
 /* Sum of capacity and free bytes of all targets that are up. */
 int meta_chains_capacity(struct meta_db *db, MDB_txn *txn, uint64_t *total, uint64_t *free);
+/* room[c] for chains c < n of table replicas: the free bytes of the fullest live member
+ * (what the chain can still take); 0 for a chain with no live member or none at all. */
+int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t n,
+		     uint64_t *room);
 /* Loads every target and table into *out (free with meta_chain_set_free). */
 int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out);
 

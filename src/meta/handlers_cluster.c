@@ -38,10 +38,23 @@ static void rep_session(struct mreq *r, struct wbuf *w)
 	weft_session_encode(w, &m);
 }
 
-/* SESSION_BEAT {session} -> EMPTY. Errors: ENOENT unknown or expired session. */
+/* SESSION_BEAT {session} -> HEARTBEAT_REPLY {lease_ms, chains_version}: the chain-table
+ * epoch rides on the beat so that every mount learns of a new one within a beat.
+ * Errors: ENOENT unknown or expired session. */
 static int h_session_beat(struct mreq *r, const struct meta_ctx *c)
 {
-	return meta_session_heartbeat(c->db, c->txn, MSG(session_id)->session, meta_now_ns());
+	int rc = meta_session_heartbeat(c->db, c->txn, MSG(session_id)->session, meta_now_ns());
+	struct meta_super sb;
+	if (rc == 0 && (rc = meta_super_get(c->db, c->txn, &sb)) == 0)
+		r->u64 = sb.chains_epoch;
+	return rc;
+}
+
+static void rep_session_beat(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_heartbeat_reply m = {.lease_ms = r->s->session_timeout_ms,
+					     .chains_version = r->u64};
+	weft_heartbeat_reply_encode(w, &m);
 }
 
 /* SESSION_CLOSE {session} -> EMPTY: releases its opens (freeing orphans). ENOENT. */
@@ -201,7 +214,7 @@ static void rep_targets(struct mreq *r, struct wbuf *w)
 
 const struct meta_handler meta_cluster_handlers[] = {
 	H(SESSION_OPEN, true, false, h_session_open, rep_session),
-	H(SESSION_BEAT, true, false, h_session_beat, NULL),
+	H(SESSION_BEAT, true, false, h_session_beat, rep_session_beat),
 	H(SESSION_CLOSE, true, true, h_session_close, NULL),
 	H(RECALL, false, false, h_recall, NULL),
 	H(TARGET_REGISTER, true, false, h_target_register, rep_target_registered),

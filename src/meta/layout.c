@@ -2,6 +2,7 @@
 #include "meta/layout.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "meta/chains.h"
@@ -13,6 +14,55 @@ bool meta_layout_valid(const struct weft_layout *l)
 	uint32_t u = l->stripe_unit;
 	return u >= WEFT_STRIPE_UNIT_MIN && u <= WEFT_STRIPE_UNIT_MAX && (u & (u - 1)) == 0 &&
 	       l->replicas >= 1 && l->replicas <= WEFT_REPLICAS_MAX;
+}
+
+/* Chains whose room differs by less than this share of the roomiest are treated as
+ * equal: files then go round-robin, evenly by count (Lustre's qos_threshold_rr). */
+#define ROOM_EVEN_PCT 20
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* First chain of a file striped over sc of n chains, by free space: a window of sc
+ * chains is as roomy as its fullest chain; when the windows' room is uneven, one is
+ * drawn with probability proportional to its room (the draw seeded by the round-robin
+ * cursor, so that it is reproducible and moves with every file); when it is even,
+ * *first is left as round-robin chose it. */
+static void pick_by_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t n,
+			 uint32_t sc, uint64_t seed, uint32_t *first)
+{
+	uint64_t *room = calloc(n, sizeof(*room)), *win = calloc(n, sizeof(*win));
+	if (!room || !win || meta_chains_room(db, txn, replicas, n, room))
+		goto out;
+	uint64_t max = 0, min = UINT64_MAX, total = 0;
+	for (uint32_t f = 0; f < n; f++) {
+		uint64_t w = UINT64_MAX;
+		for (uint32_t k = 0; k < sc; k++)
+			if (room[(f + k) % n] < w)
+				w = room[(f + k) % n];
+		win[f] = w >> 20; /* MiB: the sum below cannot overflow */
+		max = win[f] > max ? win[f] : max;
+		min = win[f] < min ? win[f] : min;
+		total += win[f];
+	}
+	if (max == 0 || (max - min) * 100 < max * ROOM_EVEN_PCT)
+		goto out;
+	uint64_t x = mix64(seed) % total;
+	for (uint32_t f = 0; f < n; f++) {
+		if (x < win[f]) {
+			*first = f;
+			break;
+		}
+		x -= win[f];
+	}
+out:
+	free(room);
+	free(win);
 }
 
 int meta_layout_pick(struct meta_db *db, MDB_txn *txn, struct meta_super *sb,
@@ -32,6 +82,11 @@ int meta_layout_pick(struct meta_db *db, MDB_txn *txn, struct meta_super *sb,
 	out->chain_count = n;
 	out->stripe_count = dflt->stripe_count == 0 || dflt->stripe_count > n ? n : dflt->stripe_count;
 	out->first_chain = *rr % n;
+	/* a file on fewer chains than there are goes where there is room (one on all of
+	 * them has no choice) */
+	if (out->stripe_count < n)
+		pick_by_room(db, txn, dflt->replicas, n, out->stripe_count,
+			     (uint64_t)*rr << 32 ^ sb->next_ino, &out->first_chain);
 	*rr = (*rr % n + 1) % n;
 	if (sb->used[dflt->replicas - 1] < n)
 		sb->used[dflt->replicas - 1] = n;

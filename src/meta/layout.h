@@ -4,7 +4,12 @@
  * A new regular file gets: stripe_unit and replicas of the default; chain_count = the
  * size of the chain table for replicas now; stripe_count = the default's, clamped to
  * chain_count, 0 meaning all chains; first_chain from a persistent round-robin cursor
- * per replica count (superblock), so files spread evenly over the chains.
+ * per replica count (superblock), so files spread evenly over the chains, except when
+ * a file is striped over fewer chains than there are and the chains' free space is
+ * uneven (the roomiest window of chains has over 20% more room than the least roomy,
+ * a chain's room being its fullest live member's free bytes): then the first chain is
+ * drawn with probability proportional to the room of the window it starts (a store
+ * added to full ones takes most new files). A file on all chains has no choice.
  *
  * Threads: plain functions on a caller's write txn. */
 #ifndef WEFT_META_LAYOUT_H

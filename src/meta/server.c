@@ -366,6 +366,7 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	snprintf(s->addr, sizeof(s->addr), "%s:%d", host[0] ? host : "0.0.0.0",
 		 server_port(s->srv));
 	loop_every(s->loop, 1000, expire_tick, s);
+	meta_push_start(s);
 	if ((rc = loop_start(s->loop))) {
 		snprintf(err, errlen, "start event loop: %s", weft_strerror(rc));
 		goto fail_srv;

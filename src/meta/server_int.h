@@ -34,7 +34,11 @@ struct meta_server {
 	struct meta_mutation expire_mut;
 	atomic_uint_fast64_t next_handle;
 	char addr[80];
+	uint64_t pushed_epoch;      /* loop thread: chains_epoch last pushed (push.c) */
 };
+
+/* push.c: CHAINS_CHANGED to every client when the chain epoch moves. */
+void meta_push_start(struct meta_server *s);
 
 struct mreq;
 /* Runs the request in c's txn (a batch's write txn, or a read txn); fills the

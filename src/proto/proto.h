@@ -295,7 +295,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(GETSTRIPE,    0x0118, ino, layout) \
 	X(CREATE_OPEN,  0x0119, create_open, opened) \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
-	X(SESSION_BEAT, 0x0202, session_id, empty) \
+	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \
 	X(RECALL,       0x0204, recall, empty) \
 	X(TARGET_REGISTER, 0x0301, target_register, target_registered) \
@@ -303,6 +303,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(CHAINS_GET,   0x0303, chains_get, chains) \
 	X(TARGET_FAILED, 0x0304, target_failed, empty) \
 	X(TARGETS_GET,  0x0305, empty, targets)  /* per-target records in bulk */ \
+	X(CHAINS_CHANGED, 0x0306, chains, empty) /* meta -> clients, one-way: new epoch */ \
 	X(OBJ_WRITE,    0x0401, obj_write, obj_written) \
 	X(OBJ_READ,     0x0402, obj_read, obj_data) \
 	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \

@@ -162,94 +162,54 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 	}
 }
 
-/* ---- chain tables ---- */
+/* ---- chain tables: the chain cache (src/net/chaincache.h) ---- */
 
-static int fetch_chains(struct store_server *s)
+int chains_init(struct store_server *s)
 {
-	struct meta_chain_set set = {0};
-	int rc = meta_chain_set_fetch(s->meta, STORE_META_TIMEOUT_MS, &set);
-	if (rc)
-		return rc; /* meta unreachable: the heartbeat reports it; malformed: logged */
-	pthread_rwlock_wrlock(&s->chains_lock);
-	uint64_t old = s->have_chains ? s->chains.epoch : 0;
-	struct meta_chain_set prev = s->chains;
-	s->chains = set;
-	s->have_chains = true;
-	pthread_rwlock_unlock(&s->chains_lock);
-	meta_chain_set_free(&prev);
-	if (set.epoch != old)
-		log_info("chain tables version %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3",
-			 set.epoch, set.ntargets, set.nchains[0], set.nchains[1], set.nchains[2]);
-	return 0;
-}
-
-/* Refetches unless someone else did since the caller saw version `seen`. */
-static int refresh_from(struct store_server *s, bool have, uint64_t seen)
-{
-	pthread_mutex_lock(&s->refresh_lock);
-	pthread_rwlock_rdlock(&s->chains_lock);
-	bool moved = s->have_chains != have || (have && s->chains.epoch != seen);
-	pthread_rwlock_unlock(&s->chains_lock);
-	int rc = moved ? 0 : fetch_chains(s);
-	pthread_mutex_unlock(&s->refresh_lock);
-	return rc;
+	struct chaincache_params p = {.loop = s->loop, .key = &s->key, .role = WEFT_ROLE_STORE,
+				      .name = s->node, .default_port = 7071,
+				      .connect_timeout_ms = 3000, .meta = s->meta,
+				      .meta_timeout_ms = STORE_META_TIMEOUT_MS, .who = "store"};
+	return chaincache_new(&p, &s->cc);
 }
 
 int chains_refresh(struct store_server *s, bool force)
 {
-	pthread_rwlock_rdlock(&s->chains_lock);
-	bool have = s->have_chains;
-	uint64_t seen = have ? s->chains.epoch : 0;
-	pthread_rwlock_unlock(&s->chains_lock);
-	if (!force && have && seen == atomic_load(&s->meta_chains_version))
+	if (!force && !chaincache_stale(s->cc))
 		return 0;
-	return refresh_from(s, have, seen);
+	return chaincache_refresh(s->cc, chaincache_gen(s->cc));
 }
 
 int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
 		 bool is_read, struct meta_chain *out, int *me)
 {
-	for (int attempt = 0;; attempt++) {
-		pthread_rwlock_rdlock(&s->chains_lock);
-		bool have = s->have_chains;
-		uint64_t seen = have ? s->chains.epoch : 0;
-		const struct meta_chain *c = have ? meta_chain_set_get(&s->chains, replicas, chain) : NULL;
-		if (c)
-			*out = *c;
-		pthread_rwlock_unlock(&s->chains_lock);
-		bool newer = c && ver != UINT64_MAX && ver > out->version;
-		if ((!c || newer) && attempt == 0) {
-			refresh_from(s, have, seen);
-			continue;
-		}
-		if (!c || (ver != UINT64_MAX && ver != out->version))
-			return -WEFT_ESTALECHAIN;
-		*me = -1;
-		for (int i = 0; i < out->nmembers; i++)
-			if (out->members[i].target == s->target_id)
-				*me = i;
-		if (*me < 0)
-			return -WEFT_ESTALECHAIN;
-		uint8_t st = out->members[*me].state;
-		if (is_read ? st != WEFT_MEMBER_SERVING : st == WEFT_MEMBER_OFFLINE)
-			return -WEFT_ENOTSERVING;
-		return 0;
-	}
+	/* a request naming a chain we do not have, or a newer version of it, makes the
+	 * cache fetch the tables (single-flight) before it answers */
+	int rc = chaincache_chain(s->cc, replicas, chain, ver == UINT64_MAX ? 0 : ver, out);
+	if (rc)
+		return rc;
+	if (ver != UINT64_MAX && ver != out->version)
+		return -WEFT_ESTALECHAIN; /* the sender's is older: it refreshes and resends */
+	*me = -1;
+	for (int i = 0; i < out->nmembers; i++)
+		if (out->members[i].target == s->target_id)
+			*me = i;
+	if (*me < 0)
+		return -WEFT_ESTALECHAIN;
+	uint8_t st = out->members[*me].state;
+	if (is_read ? st != WEFT_MEMBER_SERVING : st == WEFT_MEMBER_OFFLINE)
+		return -WEFT_ENOTSERVING;
+	return 0;
 }
 
 bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap)
 {
-	bool found = false;
-	pthread_rwlock_rdlock(&s->chains_lock);
-	for (uint32_t i = 0; s->have_chains && i < s->chains.ntargets; i++) {
-		if (s->chains.targets[i].id == target) {
-			snprintf(buf, cap, "%s", s->chains.targets[i].addr);
-			found = true;
-			break;
-		}
-	}
-	pthread_rwlock_unlock(&s->chains_lock);
-	return found;
+	return chaincache_target_addr(s->cc, target, buf, cap);
+}
+
+int chains_target_conn(struct store_server *s, uint32_t target, struct conn **out)
+{
+	return chaincache_conn(s->cc, target, out);
 }
 
 /* ---- heartbeats ---- */
@@ -280,7 +240,7 @@ static int beat(struct store_server *s)
 			rc = -WEFT_EPROTO;
 		} else {
 			set_lease(s, sent, r.lease_ms);
-			atomic_store(&s->meta_chains_version, r.chains_version);
+			chaincache_announce(s->cc, r.chains_version);
 		}
 	}
 	frame_free(rep);

@@ -70,13 +70,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 static int pick_source(struct store_server *s, uint8_t replicas, uint32_t chain,
 		       struct meta_chain *ch)
 {
-	pthread_rwlock_rdlock(&s->chains_lock);
-	const struct meta_chain *c = s->have_chains ?
-		meta_chain_set_get(&s->chains, replicas, chain) : NULL;
-	if (c)
-		*ch = *c;
-	pthread_rwlock_unlock(&s->chains_lock);
-	if (!c)
+	if (chaincache_chain(s->cc, replicas, chain, 0, ch))
 		return -1;
 	int me = -1;
 	for (int i = 0; i < ch->nmembers; i++)
@@ -94,7 +88,7 @@ static int pick_source(struct store_server *s, uint8_t replicas, uint32_t chain,
 }
 
 /* One OBJ_READ of the peer. *rep is the caller's on success. */
-static int peer_read(struct rpc *r, const struct repair_job *j, uint64_t ver, uint64_t off,
+static int peer_read(struct conn *c, const struct repair_job *j, uint64_t ver, uint64_t off,
 		     struct frame **rep)
 {
 	struct weft_msg_obj_read m = {.ino = j->ino, .stripe = j->stripe, .replicas = j->replicas,
@@ -104,7 +98,7 @@ static int peer_read(struct rpc *r, const struct repair_job *j, uint64_t ver, ui
 	wbuf_init(&w);
 	weft_obj_read_encode(&w, &m);
 	*rep = NULL;
-	int rc = rpc_call(r, WEFT_OP_OBJ_READ, &w, NULL, 0, STORE_META_TIMEOUT_MS * 2, rep);
+	int rc = conn_call_sync(c, WEFT_OP_OBJ_READ, &w, NULL, 0, STORE_META_TIMEOUT_MS * 2, rep);
 	if (rc) {
 		frame_free(*rep);
 		*rep = NULL;
@@ -121,15 +115,15 @@ static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 	if (src < 0)
 		return -WEFT_ENOTSERVING;
 	*source = ch.members[src].target;
-	char addr[WEFT_ADDR_MAX + 1];
-	if (!chains_target_addr(s, *source, addr, sizeof(addr)))
-		return -WEFT_ESTALECHAIN;
-	struct rpc *r = peer_rpc(s, *source, addr);
-	if (!r)
-		return -ENOMEM;
+	struct conn *r;
+	int crc = chains_target_conn(s, *source, &r);
+	if (crc)
+		return crc;
 	struct weft_msg_obj_data *d = malloc(sizeof(*d));
-	if (!d)
+	if (!d) {
+		conn_put(r);
 		return -ENOMEM;
+	}
 	uint64_t off = 0, size = 0;
 	int rc = 0;
 	for (;;) {
@@ -159,6 +153,7 @@ static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 			break;
 	}
 	free(d);
+	conn_put(r);
 	if (rc == 0)
 		rc = store_obj_truncate(s->objs, j->ino, j->stripe, size, NULL);
 	if (rc == 0)

@@ -21,49 +21,6 @@
 #include "store/iov.h"
 #include "weft/err.h"
 
-/* ---- peers ---- */
-
-struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr)
-{
-	pthread_mutex_lock(&s->peers_lock);
-	struct peer *p;
-	for (p = s->peers; p; p = p->next)
-		if (p->target == target && strcmp(p->addr, addr) == 0)
-			break;
-	if (!p) {
-		/* a target that moved gets a new entry; the old one is freed at stop */
-		p = calloc(1, sizeof(*p));
-		struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = addr,
-					.default_port = 7071, .role = WEFT_ROLE_STORE,
-					.name = s->node, .connect_timeout_ms = 3000};
-		if (!p || rpc_new(&rp, &p->rpc)) {
-			free(p);
-			pthread_mutex_unlock(&s->peers_lock);
-			return NULL;
-		}
-		p->target = target;
-		snprintf(p->addr, sizeof(p->addr), "%s", addr);
-		p->next = s->peers;
-		s->peers = p;
-	}
-	pthread_mutex_unlock(&s->peers_lock);
-	return p->rpc;
-}
-
-void repl_free_peers(struct store_server *s)
-{
-	pthread_mutex_lock(&s->peers_lock);
-	struct peer *p = s->peers;
-	s->peers = NULL;
-	pthread_mutex_unlock(&s->peers_lock);
-	while (p) {
-		struct peer *next = p->next;
-		rpc_free(p->rpc);
-		free(p);
-		p = next;
-	}
-}
-
 /* ---- completion ---- */
 
 static void reply_done(struct sreq *q)
@@ -248,13 +205,8 @@ static void fwd_start(struct sreq *q, uint32_t target, int nparts)
 		rc = -EHOSTUNREACH;
 		goto fail;
 	}
-	struct rpc *r = peer_rpc(s, target, q->fwd_addr);
 	struct conn *c;
-	if (!r) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	rc = rpc_conn(r, &c);
+	rc = chains_target_conn(s, target, &c);
 	if (rc)
 		goto fail;
 	struct wbuf w;

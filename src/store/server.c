@@ -368,15 +368,11 @@ static int advertised_addr(struct store_server *s, const struct store_server_opt
 
 static void free_server(struct store_server *s)
 {
-	pthread_rwlock_destroy(&s->chains_lock);
-	pthread_mutex_destroy(&s->refresh_lock);
-	pthread_mutex_destroy(&s->peers_lock);
 	pthread_mutex_destroy(&s->fwd_lock);
 	pthread_mutex_destroy(&s->report_lock);
 	pthread_mutex_destroy(&s->repair_lock);
 	pthread_mutex_destroy(&s->hb_lock);
 	pthread_cond_destroy(&s->hb_cond);
-	meta_chain_set_free(&s->chains);
 	free(s->dir);
 	free(s->meta_addr);
 	free(s->node);
@@ -487,9 +483,6 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->buffered = o->buffered;
 	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
 	s->stop = o->stop;
-	pthread_rwlock_init(&s->chains_lock, NULL);
-	pthread_mutex_init(&s->refresh_lock, NULL);
-	pthread_mutex_init(&s->peers_lock, NULL);
 	pthread_mutex_init(&s->fwd_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
 	pthread_mutex_init(&s->repair_lock, NULL);
@@ -559,6 +552,10 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		snprintf(err, errlen, "bad meta address '%s'", s->meta_addr);
 		goto fail;
 	}
+	if ((rc = chains_init(s))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	uint8_t fs_checksums = 1;
 	rc = hb_register(s, true, &fs_checksums);
 	if (rc) {
@@ -626,7 +623,8 @@ void store_server_stop(struct store_server *s)
 	 * complete when the successors' connections close. */
 	store_workers_destroy(s->workers);
 	s->workers = NULL;
-	repl_free_peers(s);
+	chaincache_free(s->cc); /* closes the successors' connections */
+	s->cc = NULL;
 	for (int i = 0; i < 500 && atomic_load(&s->pending) > 0; i++)
 		usleep(10000);
 	if (atomic_load(&s->pending) > 0)

@@ -9,21 +9,13 @@
 #include "common/conn.h"
 #include "common/rpc.h"
 #include "common/server.h"
-#include "meta/chains_codec.h"
+#include "net/chaincache.h"
 #include "store/object.h"
 #include "store/server.h"
 #include "store/workers.h"
 
 #define STORE_META_TIMEOUT_MS 5000
 #define STORE_REPAIRS_MAX 64     /* lost objects being copied from peers at once */
-
-/* A successor we forward to, by target id. */
-struct peer {
-	struct peer *next;
-	uint32_t target;
-	char addr[WEFT_ADDR_MAX + 1];
-	struct rpc *rpc;
-};
 
 /* Where an object was last written: OBJ_FSYNC names only (ino, stripe). */
 
@@ -97,14 +89,9 @@ struct store_server {
 	bool hb_stop;
 	bool hb_soon;                   /* beat now (after an fsync), guarded by hb_lock */
 
-	pthread_rwlock_t chains_lock;   /* guards chains, have_chains */
-	struct meta_chain_set chains;
-	bool have_chains;
-	pthread_mutex_t refresh_lock;   /* one CHAINS_GET at a time */
-	atomic_uint_fast64_t meta_chains_version; /* last version meta announced */
-
-	pthread_mutex_t peers_lock;     /* guards peers */
-	struct peer *peers;
+	/* chain tables and one connection per successor (src/net/chaincache.h); made at
+	 * start once the meta rpc exists, freed at stop */
+	struct chaincache *cc;
 
 	pthread_mutex_t fwd_lock;       /* guards the list of forwards in flight */
 	struct sreq *fwd_head;
@@ -131,7 +118,9 @@ void hb_stop(struct store_server *s);
  * record of the write sequence soon covers what was made durable (a directory restored
  * from an older copy is then recognised; docs/ARCHITECTURE.md). Any thread. */
 void hb_soon(struct store_server *s);
-/* Fetches the chain tables if meta announced a newer version than ours or force. */
+/* Makes s->cc (after s->meta). 0 or -ENOMEM. */
+int chains_init(struct store_server *s);
+/* Fetches the chain tables if they are stale (meta announced another epoch) or force. */
 int chains_refresh(struct store_server *s, bool force);
 /* Checks (replicas, chain, ver) for op; on success copies the chain and this target's
  * index in it. Refetches the table (blocking: worker threads only) when the request is
@@ -141,6 +130,8 @@ int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint6
 		 bool is_read, struct meta_chain *out, int *me);
 /* Address of target id from the table into buf; false if unknown. */
 bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
+/* A connection to target (new reference): chaincache_conn. */
+int chains_target_conn(struct store_server *s, uint32_t target, struct conn **out);
 
 /* repair.c: lost objects (WEFT_EMISSING) copied back from a serving chain peer */
 /* True while (ino, stripe) is being repaired: reads must not be served from it. */
@@ -157,6 +148,5 @@ uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
 struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
-void repl_free_peers(struct store_server *s);
 
 #endif

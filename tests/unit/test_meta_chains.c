@@ -168,7 +168,12 @@ static void test_liveness(void)
 	}
 	CHECK_INT(ids[0], ==, 1);
 	CHECK_INT(ids[3], ==, 4);
-	/* same uuid: same id, new address */
+	/* same uuid: same id, new address, and a new epoch (the chain set carries the
+	 * addresses mounts connect to); the same address again changes nothing */
+	struct meta_super sbm;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_super_get(db, txn, &sbm));
+	mdb_txn_abort(txn);
 	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
 	struct meta_target t;
 	CHECK_OK(meta_db_read_begin(db, &txn));
@@ -177,6 +182,12 @@ static void test_liveness(void)
 	struct meta_super sb0;
 	CHECK_OK(meta_super_get(db, txn, &sb0));
 	mdb_txn_abort(txn);
+	CHECK_INT(sb0.chains_epoch, ==, sbm.chains_epoch + 1);
+	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_super_get(db, txn, &sbm));
+	mdb_txn_abort(txn);
+	CHECK_INT(sbm.chains_epoch, ==, sb0.chains_epoch);
 
 	struct meta_chain_set s0;
 	CHECK_OK(meta_db_read_begin(db, &txn));
@@ -488,6 +499,108 @@ static void test_growth_after_use(void)
 	tmeta_close(db, dir);
 }
 
+struct room_arg {
+	struct meta_db *db;
+	uint64_t free[8];  /* per target id (capacity 100 GiB each) */
+	unsigned ntargets;
+	unsigned counts[8]; /* first_chain of the layouts picked */
+	unsigned picks;
+	uint8_t replicas;
+};
+
+static int room_beat(MDB_txn *txn, void *arg)
+{
+	struct room_arg *a = arg;
+	int rc = 0;
+	for (uint32_t id = 1; id <= a->ntargets && !rc; id++) {
+		struct meta_target_stats st = { .capacity = 100ull << 30, .free = a->free[id] };
+		rc = meta_chains_heartbeat(a->db, txn, id, &st, 10);
+	}
+	return rc;
+}
+
+/* `picks` creates of files striped over one chain (each takes a new inode number). */
+static int room_pick(MDB_txn *txn, void *arg)
+{
+	struct room_arg *a = arg;
+	struct weft_layout d = { .stripe_unit = 1 << 20, .stripe_count = 1,
+				 .replicas = a->replicas }, l;
+	memset(a->counts, 0, sizeof(a->counts));
+	for (unsigned i = 0; i < a->picks; i++) {
+		struct meta_super sb;
+		int rc = meta_super_get(a->db, txn, &sb);
+		if (rc)
+			return rc;
+		sb.next_ino++;
+		if ((rc = meta_layout_pick(a->db, txn, &sb, &d, &l)) || (rc = meta_super_put(a->db, txn, &sb)))
+			return rc;
+		a->counts[l.first_chain]++;
+	}
+	return 0;
+}
+
+/* New files striped over fewer chains than there are go where the room is: evenly by
+ * count while the targets are about as full, in proportion to free space once they are
+ * not (a store added to four full ones takes most of them); a chain's room is its
+ * fullest member's, so a replicated chain that pairs the new store with a full one is
+ * no roomier than that one. A new target's chain pairs it with the emptiest old one. */
+static void test_placement_by_room(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_chain_set s;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 5, 5);
+	struct room_arg a = { .db = db, .ntargets = 5, .picks = 500, .replicas = 1 };
+	for (uint32_t id = 1; id <= 5; id++)
+		a.free[id] = 60ull << 30;
+	a.free[3] = 55ull << 30; /* within 20%: still round-robin */
+	CHECK_OK(meta_db_write(db, room_beat, &a));
+	CHECK_OK(meta_db_write(db, room_pick, &a));
+	for (int c = 0; c < 5; c++)
+		CHECK_INT(a.counts[c], ==, 100);
+	/* four at 10% free, one empty */
+	for (uint32_t id = 1; id <= 4; id++)
+		a.free[id] = 10ull << 30;
+	a.free[5] = 100ull << 30;
+	CHECK_OK(meta_db_write(db, room_beat, &a));
+	CHECK_OK(meta_db_write(db, room_pick, &a));
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	unsigned to_empty = 0;
+	for (uint32_t c = 0; c < s.nchains[0]; c++)
+		if (s.chains[0][c].members[0].target == 5)
+			to_empty = a.counts[c];
+	meta_chain_set_free(&s);
+	printf("placement by room: %u of 500 new files on the empty target (expected ~357)\n",
+	       to_empty);
+	CHECK_INT(to_empty, >, 300);
+	CHECK_INT(to_empty, <, 420);
+	tmeta_close(db, dir);
+
+	/* replicas 2: four targets, one file (so the chains are kept), then target 5 joins */
+	db = tmeta_open(dir, sizeof(dir), 2);
+	tmeta_targets(db, 4, 4);
+	struct weft_layout l;
+	void *arg[] = { db, "f", &l };
+	CHECK_OK(meta_db_write(db, create_f, arg));
+	a = (struct room_arg){ .db = db, .ntargets = 4 };
+	for (uint32_t id = 1; id <= 4; id++)
+		a.free[id] = 20ull << 30;
+	a.free[2] = 70ull << 30; /* the emptiest old target */
+	CHECK_OK(meta_db_write(db, room_beat, &a));
+	reg(db, 50, "node50", "h:50");
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &s));
+	mdb_txn_abort(txn);
+	CHECK_INT(s.nchains[1], ==, 5);
+	CHECK_INT(s.chains[1][4].members[0].target, ==, 5);
+	CHECK_INT(s.chains[1][4].members[1].target, ==, 2);
+	meta_chain_set_free(&s);
+	tmeta_close(db, dir);
+}
+
 int main(void)
 {
 	test_balance(4, 4);
@@ -497,6 +610,7 @@ int main(void)
 	test_balance(12, 3); /* four per node */
 	test_too_few_nodes();
 	test_growth_after_use();
+	test_placement_by_room();
 	test_liveness();
 	test_member_serving();
 	test_vouch();

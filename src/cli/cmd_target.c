@@ -1,0 +1,168 @@
+/* weft target add: adds a storage target to a cluster started by weft up.
+ *
+ * A store joins a running file system by registering: meta gives it an id, builds its
+ * chains at a new chain-table epoch and every mount and store learns of that epoch
+ * (heartbeat replies, or at once when a request names the new chain). So on machines of
+ * their own, adding a store is starting `weft store` on the new machine. For a cluster
+ * started by weft up, this verb does the same on this machine: it starts store<N> (node
+ * name node<N>, N the next free index) through `weft up --stores N+1 --no-mount`, then
+ * waits until meta lists the new target, and prints it. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/cluster.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/rpc.h"
+#include "meta/chains_codec.h"
+#include "weft/err.h"
+
+#define STORES_MAX 64 /* as weft up and weft down */
+
+/* Runs argv with its stdout discarded; returns its exit status. */
+static int run_quiet(char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Prints the target on node and the table sizes once meta has it up; 0 or 1. */
+static int show_new(const char *state, const char *node)
+{
+	struct cluster_opts co = {.dir = state};
+	struct weft_key key;
+	char meta[256];
+	if (cluster_load_key("target", &co, &key))
+		return 1;
+	cluster_meta_addr(&co, meta, sizeof(meta));
+	struct loop *loop;
+	if (loop_new(&loop) || loop_start(loop))
+		return cli_fail("target", "cannot start event loop");
+	struct rpc *r;
+	struct rpc_params p = {.loop = loop, .key = &key, .addr = meta, .role = WEFT_ROLE_ADMIN,
+			       .name = "weft-target"};
+	int rc = rpc_new(&p, &r) ? -EINVAL : -ETIMEDOUT;
+	for (int i = 0; rc == -ETIMEDOUT && i < 100; i++) {
+		struct meta_chain_set s;
+		if (meta_chain_set_fetch(r, 2000, &s) == 0) {
+			for (uint32_t t = 0; t < s.ntargets; t++) {
+				if (strcmp(s.targets[t].node, node) != 0 ||
+				    s.targets[t].state != WEFT_MEMBER_SERVING)
+					continue;
+				printf("target %u added (%s on %s); chain tables version %llu: "
+				       "%u/%u/%u chains of 1/2/3 replicas\n"
+				       "new files use it now; files written before stay where they are\n",
+				       s.targets[t].id, s.targets[t].addr, node,
+				       (unsigned long long)s.epoch, s.nchains[0], s.nchains[1],
+				       s.nchains[2]);
+				rc = 0;
+			}
+			meta_chain_set_free(&s);
+		}
+		if (rc) {
+			struct timespec ts = {0, 100000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (rc != -EINVAL)
+		rpc_free(r);
+	loop_free(loop);
+	if (rc)
+		return cli_fail("target", "meta %s does not list a target on %s: %s", meta, node,
+				weft_strerror(rc));
+	return 0;
+}
+
+static int target_add(int argc, char **argv)
+{
+	const char *state = NULL;
+	static const struct option opts[] = {{"dir", required_argument, NULL, 'd'}, {0}};
+	int ch;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (ch != 'd')
+			return cli_usage_error("target", "unknown option '%s'", argv[optind - 1]);
+		state = optarg;
+	}
+	if (optind != argc)
+		return cli_usage_error("target", "unexpected argument '%s'", argv[optind]);
+	char statebuf[PATH_MAX], path[PATH_MAX + 32], self[PATH_MAX];
+	if (!state) {
+		const char *home = getenv("HOME");
+		snprintf(statebuf, sizeof(statebuf), "%s/.weft", home && *home ? home : "/tmp");
+		state = statebuf;
+	}
+	snprintf(path, sizeof(path), "%s/meta.pid", state);
+	if (access(path, F_OK) != 0)
+		return cli_fail("target", "%s is not a cluster started by weft up (no meta.pid); on "
+				"a cluster of machines, start `weft store DIR --meta HOST:PORT --node "
+				"NODE` on the new machine: it registers and joins", state);
+	int n = 0;
+	struct stat st;
+	for (; n < STORES_MAX; n++) {
+		snprintf(path, sizeof(path), "%s/store%d", state, n);
+		if (stat(path, &st) != 0)
+			break;
+	}
+	if (n == STORES_MAX)
+		return cli_fail("target", "%s already has %d stores, the most weft up runs", state,
+				STORES_MAX);
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len < 0)
+		return cli_fail("target", "cannot find my own binary: %s", strerror(errno));
+	self[len] = '\0';
+	char count[16], node[32];
+	snprintf(count, sizeof(count), "%d", n + 1);
+	snprintf(node, sizeof(node), "node%d", n);
+	char *up[] = {self, "up", "--dir", (char *)state, "--stores", count, "--no-mount", NULL};
+	if (run_quiet(up) != 0)
+		return cli_fail("target", "starting store%d in %s failed (see %s/logs/store%d.log)",
+				n, state, state, n);
+	return show_new(state, node);
+}
+
+static int target_run(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("target", "expects a subcommand: add");
+	if (strcmp(argv[1], "add") == 0)
+		return target_add(argc - 1, argv + 1);
+	return cli_usage_error("target", "unknown subcommand '%s' (only add exists yet)", argv[1]);
+}
+
+const struct cli_verb cmd_target = {
+	.name = "target",
+	.summary = "add a storage target to a running cluster",
+	.usage = "weft target add [--dir STATE]\n\n"
+		 "Adds a store to a cluster started by weft up (STATE, default ~/.weft): starts\n"
+		 "store<N> on node<N>, the next free index, waits until meta lists it up, and\n"
+		 "prints its target id and the new chain-table version. Running mounts and\n"
+		 "stores learn of it at once, without a restart; new files use it (files on\n"
+		 "fewer chains than there are go where the free space is). Files written\n"
+		 "before stay where they are.\n\n"
+		 "On a cluster of machines a store is added by starting it on the new machine:\n"
+		 "  weft store DIR --meta HOST:PORT --node NODE --key FILE\n"
+		 "It registers with meta and joins the same way.",
+	.run = target_run,
+};
