@@ -120,8 +120,8 @@ static int print_targets(struct admin *a)
 		const uint8_t *node = rbuf_ptr(&r, nl);
 		uint16_t al = rbuf_u16(&r);
 		const uint8_t *addr = rbuf_ptr(&r, al);
-		uint64_t v[7];
-		for (int k = 0; k < 7; k++)
+		uint64_t v[10];
+		for (int k = 0; k < 10; k++)
 			v[k] = rbuf_u64(&r);
 		if (!rbuf_ok(&r))
 			break;
@@ -134,6 +134,13 @@ static int print_targets(struct admin *a)
 		       (const char *)node, al, (const char *)addr,
 		       st == WEFT_MEMBER_OFFLINE ? "down" : "up", cap, fr, rd, wr,
 		       (unsigned long long)v[4], (unsigned long long)v[5], (double)v[6] / 1000);
+		if (v[7] || v[8]) {
+			char left[16], rate[16];
+			human(v[8], left, sizeof(left));
+			human(v[9], rate, sizeof(rate));
+			printf("        resync: %llu objects, %s left, %s/s\n",
+			       (unsigned long long)v[7], left, rate);
+		}
 	}
 	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
 	frame_free(f);

@@ -71,6 +71,7 @@ struct read_call {
 	struct meta_chain chain;
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
+	int rounds;      /* times every member was tried (transient errors) */
 	int err;         /* last error */
 	uint8_t *dst;
 };
@@ -197,7 +198,21 @@ static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino
 	return 0;
 }
 
-/* Waits for every piece; retries failed ones on the next member from this thread. */
+/* Errors after which the chain may serve again shortly: a member being taken out or
+ * brought back, a connection closed because meta marked its target offline. */
+static bool read_transient(int err)
+{
+	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING || err == -ENOTCONN ||
+	       err == -ECONNREFUSED || err == -ECONNRESET || err == -ESHUTDOWN ||
+	       err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ECONNABORTED;
+}
+
+/* Waits for every piece; retries failed ones on the next member from this thread. When
+ * every member failed for a transient reason, the chain table is fetched again and all
+ * members are tried again, every READ_RETRY_PAUSE_MS, for up to READ_RETRY_ROUNDS: a
+ * reader waits out a failover (bounded) instead of failing. */
+#define READ_RETRY_ROUNDS 150
+#define READ_RETRY_PAUSE_MS 200
 static int read_batch_finish(struct read_batch *rb)
 {
 	for (;;) {
@@ -216,6 +231,15 @@ static int read_batch_finish(struct read_batch *rb)
 			}
 			k->tries++;
 			k->member = (k->member + 1) % k->chain.nmembers;
+			if (k->tries >= k->chain.nmembers && read_transient(k->err) &&
+			    k->rounds < READ_RETRY_ROUNDS) {
+				struct timespec pause = {0, READ_RETRY_PAUSE_MS * 1000000L};
+				nanosleep(&pause, NULL);
+				client_refresh_chains(k->c);
+				client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+				k->rounds++;
+				k->tries = 0;
+			}
 			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
 			if (err) {
 				pthread_mutex_lock(&rb->b.lock);

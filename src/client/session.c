@@ -179,7 +179,10 @@ int client_refresh_chains(struct weft_client *c)
 		eps[i].target = set.targets[i].id;
 		snprintf(eps[i].addr, sizeof(eps[i].addr), "%s", set.targets[i].addr);
 		struct store_ep *old = find_store(c, eps[i].target);
-		if (old && strcmp(old->addr, eps[i].addr) == 0) {
+		/* a target meta marked offline loses its connection (freed below): requests
+		 * waiting on a silent or frozen host fail now and go to the other members */
+		if (old && strcmp(old->addr, eps[i].addr) == 0 &&
+		    set.targets[i].state != WEFT_MEMBER_OFFLINE) {
 			eps[i].rpc = old->rpc;
 			old->rpc = NULL;
 		}
@@ -290,14 +293,22 @@ static int open_session(struct weft_client *c)
 	return err;
 }
 
+/* The beat thread also fetches the chain tables every CHAINS_POLL_MS: that is how a
+ * client learns that meta took a silent target out, and drops its connection to it
+ * (client_refresh_chains), so requests stuck on a host that stopped answering fail
+ * over within meta's detection time plus this period. */
+#define CHAINS_POLL_MS 2000
+
 static void *beat_main(void *arg)
 {
 	struct weft_client *c = arg;
+	uint32_t since_beat = 0;
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
 		struct timespec dl;
 		clock_gettime(CLOCK_REALTIME, &dl);
-		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
+		uint32_t beat = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
+		uint32_t period = beat < CHAINS_POLL_MS ? beat : CHAINS_POLL_MS;
 		dl.tv_sec += period / 1000;
 		dl.tv_nsec += (long)(period % 1000) * 1000000;
 		if (dl.tv_nsec >= 1000000000) {
@@ -308,6 +319,13 @@ static void *beat_main(void *arg)
 		if (c->stopping)
 			break;
 		pthread_mutex_unlock(&c->beat_lock);
+		since_beat += period;
+		if (since_beat < beat) {
+			client_refresh_chains(c);
+			pthread_mutex_lock(&c->beat_lock);
+			continue;
+		}
+		since_beat = 0;
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_session_id m = {.session = c->session};
@@ -320,8 +338,7 @@ static void *beat_main(void *arg)
 		} else if (err) {
 			log_debug("session heartbeat: %s", weft_strerror(err));
 		}
-		if (atomic_load(&c->chains_stale))
-			client_refresh_chains(c);
+		client_refresh_chains(c);
 		pthread_mutex_lock(&c->beat_lock);
 	}
 	pthread_mutex_unlock(&c->beat_lock);

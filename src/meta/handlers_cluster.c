@@ -9,6 +9,7 @@
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/super.h"
+#include "weft/err.h"
 
 #define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
 
@@ -141,16 +142,63 @@ static void rep_chains(struct mreq *r, struct wbuf *w)
 	weft_chains_encode(w, &m);
 }
 
-/* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY: target goes offline in
- * all its chains (versions bumped). ENOENT unknown target. */
+/* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY. The report is not
+ * trusted: meta probes the target and marks it offline in all its chains only if it
+ * does not answer (probe.c); the reply does not wait for the probe. ENOENT unknown
+ * target. */
 static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_target_failed *m = MSG(target_failed);
-	int rc = meta_chains_target_offline(c->db, c->txn, m->target);
+	struct meta_target t;
+	int rc = meta_chains_target_get(c->db, c->txn, m->target, &t);
+	if (rc || t.state == WEFT_MEMBER_OFFLINE)
+		return rc;
+	rc = meta_probe_target(r->s, m->target, t.addr, m->reporter);
 	if (rc == 0)
-		log_warn("target %u reported failed by target %u (chain %u of %u replicas)",
-			 m->target, m->reporter, m->chain, m->replicas);
+		log_info("target %u reported failed by %s%u (chain %u of %u replicas): probing it",
+			 m->target, m->reporter ? "target " : "a client ", m->reporter, m->chain,
+			 m->replicas);
 	return rc;
+}
+
+/* CHAIN_SYNCED {target, replicas, chain, chain_ver} -> EMPTY: the syncing member has
+ * caught up; it serves in that chain from now on (version bumped). ESTALECHAIN if the
+ * chain changed since chain_ver (the store syncs again against the new one); ENOENT,
+ * EINVAL as meta_chains_member_serving. */
+static int h_chain_synced(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_chain_synced *m = MSG(chain_synced);
+	struct meta_chain ch;
+	int rc = meta_chains_get(c->db, c->txn, m->replicas, m->chain, &ch);
+	if (rc)
+		return rc;
+	if (ch.version != m->chain_ver) {
+		snprintf(r->detail, sizeof(r->detail), "chain %u/%u is at version %llu, not %llu",
+			 m->replicas, m->chain, (unsigned long long)ch.version,
+			 (unsigned long long)m->chain_ver);
+		return -WEFT_ESTALECHAIN;
+	}
+	rc = meta_chains_member_serving(c->db, c->txn, m->replicas, m->chain, m->target);
+	if (rc == 0)
+		log_info("target %u in sync in chain %u/%u: serving", m->target, m->replicas,
+			 m->chain);
+	return rc;
+}
+
+/* RESYNC_PROGRESS {target, objects_left, bytes_left, rate} -> EMPTY: kept in memory
+ * for weft status (loop thread). */
+static int h_resync_progress(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_resync_progress *m = MSG(resync_progress);
+	(void)c;
+	if (m->target == 0 || m->target > META_TARGETS_MAX)
+		return -EINVAL;
+	if (!r->s->progress &&
+	    !(r->s->progress = calloc(META_TARGETS_MAX + 1, sizeof(*r->s->progress))))
+		return -ENOMEM;
+	r->s->progress[m->target] = (struct meta_resync_progress){
+		.objects_left = m->objects_left, .bytes_left = m->bytes_left, .rate = m->rate};
+	return 0;
 }
 
 /* TARGETS_GET {} -> TARGETS {count}, per-target records in bulk (proto.h). */
@@ -181,6 +229,12 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 		wbuf_u64(&r->bulk, t.write_ops);
 		int64_t silent = (now - t.last_seen_ns) / 1000000;
 		wbuf_u64(&r->bulk, silent > 0 ? (uint64_t)silent : 0);
+		struct meta_resync_progress p = {0};
+		if (r->s->progress && id <= META_TARGETS_MAX)
+			p = r->s->progress[id];
+		wbuf_u64(&r->bulk, p.objects_left);
+		wbuf_u64(&r->bulk, p.bytes_left);
+		wbuf_u64(&r->bulk, p.rate);
 		n++;
 	}
 	r->u32 = n;
@@ -203,7 +257,9 @@ const struct meta_handler meta_cluster_handlers[] = {
 	H(TARGET_REGISTER, true, false, h_target_register, rep_target_registered),
 	H(TARGET_HEARTBEAT, true, false, h_target_heartbeat, rep_heartbeat),
 	H(CHAINS_GET, false, false, h_chains_get, rep_chains),
-	H(TARGET_FAILED, true, false, h_target_failed, NULL),
+	H(TARGET_FAILED, false, false, h_target_failed, NULL),
 	H(TARGETS_GET, false, false, h_targets_get, rep_targets),
+	H(CHAIN_SYNCED, true, false, h_chain_synced, NULL),
+	H(RESYNC_PROGRESS, false, false, h_resync_progress, NULL),
 	{0},
 };

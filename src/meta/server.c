@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/builtin.h"
 #include "common/log.h"
@@ -433,6 +434,8 @@ void meta_server_stop(struct meta_server *s)
 	}
 	/* 2. the deleter (it submits too), 3. the committer completes what is queued */
 	meta_deleter_stop(s->del);
+	for (int i = 0; i < 400 && atomic_load(&s->probes) > 0; i++)
+		usleep(10000); /* probes end with a mutation: let them */
 	struct meta_commit_stats cs;
 	meta_commit_stats(s->gc, &cs);
 	log_info("group commit: %llu ops in %llu batches, %llu syncs, %llu failed, %llu redone",
@@ -444,5 +447,6 @@ void meta_server_stop(struct meta_server *s)
 	loop_post(s->loop, free_server_on_loop, s);
 	loop_free(s->loop);
 	meta_db_close(s->db);
+	free(s->progress);
 	free(s);
 }

@@ -33,6 +33,13 @@ struct meta_server {
 	struct meta_mutation expire_mut;
 	atomic_uint_fast64_t next_handle;
 	char addr[80];
+	atomic_int probes;          /* TARGET_FAILED probes running (probe.c) */
+	struct meta_resync_progress *progress; /* per target id; loop thread only */
+};
+
+/* Resync progress a syncing store reported last (RESYNC_PROGRESS), shown by status. */
+struct meta_resync_progress {
+	uint64_t objects_left, bytes_left, rate;
 };
 
 struct mreq;
@@ -80,6 +87,12 @@ extern const struct meta_handler meta_cluster_handlers[];
  * replaced by the peer's address. */
 void meta_fix_store_addr(const char *given, size_t len, const char *peer, char *out,
 			 size_t cap);
+
+/* Probes target (at addr) after reporter (a target id, 0 for a client) reported it
+ * failed; marks it offline only if it does not answer (probe.c). Loop thread.
+ * 0 (probe started or already running), -EAGAIN (too many probes), -ENOMEM. */
+int meta_probe_target(struct meta_server *s, uint32_t target, const char *addr,
+		      uint32_t reporter);
 
 /* Deleter (deleter.c). */
 int meta_deleter_start(struct meta_server *s, uint32_t period_ms, struct meta_deleter **out);

@@ -149,6 +149,7 @@ static int fetch_chains(struct store_server *s)
 	s->have_chains = true;
 	pthread_rwlock_unlock(&s->chains_lock);
 	meta_chain_set_free(&prev);
+	resync_tables_changed(s);
 	if (set.epoch != old)
 		log_info("chain tables version %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3",
 			 set.epoch, set.ntargets, set.nchains[0], set.nchains[1], set.nchains[2]);
@@ -258,10 +259,28 @@ static int beat(struct store_server *s)
 	return rc;
 }
 
+/* RESYNC_PROGRESS to meta while syncing, and once more (zeros) when it ends. */
+static void report_progress(struct store_server *s, bool *was)
+{
+	bool active = resync_active(s);
+	if (!active && !*was)
+		return;
+	*was = active;
+	struct weft_msg_resync_progress m;
+	resync_progress(s, &m);
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_resync_progress_encode(&w, &m);
+	struct frame *rep = NULL;
+	rpc_call(s->meta, WEFT_OP_RESYNC_PROGRESS, &w, NULL, 0, 2000, &rep);
+	frame_free(rep);
+}
+
 static void *hb_main(void *arg)
 {
 	struct store_server *s = arg;
 	unsigned failures = 0;
+	bool syncing = false;
 	while (!nap(s, s->heartbeat_ms)) {
 		int rc = beat(s);
 		if (rc == -ENOENT || rc == -ESTALE) {
@@ -283,6 +302,7 @@ static void *hb_main(void *arg)
 		if (rc)
 			log_warn("fetching chain tables from meta %s: %s", s->meta_addr,
 				 weft_strerror(rc));
+		report_progress(s, &syncing);
 	}
 	return NULL;
 }

@@ -43,6 +43,7 @@ struct sreq {
 		struct weft_msg_obj_sync sy;
 		struct weft_msg_obj_delete d;
 		struct weft_msg_obj_list l;
+		struct weft_msg_obj_missed ms;
 	} m;
 	/* replication */
 	atomic_int parts;         /* local write + forward still running */
@@ -106,6 +107,8 @@ struct store_server {
 	struct sreq *fwd_head;
 
 
+	struct store_resync *rs;        /* resync.c */
+
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
 	uint64_t last_report_ms;
@@ -135,5 +138,24 @@ bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
 void repl_free_peers(struct store_server *s);
+
+/* resync.c: missed log (survivor side) and copier (returning side) */
+struct store_resync;
+/* Opens <dir>/missed.log. 0 or -errno. */
+int resync_open(struct store_server *s);
+/* Starts the copier thread. 0 or -errno. */
+int resync_start(struct store_server *s);
+/* Stops the copier, closes the log. No-op without resync_open. */
+void resync_close(struct store_server *s);
+/* Notes (ino, stripe) as missed by every OFFLINE member of ch (before a mutation). */
+void resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+		 uint32_t stripe);
+/* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
+void resync_tables_changed(struct store_server *s);
+/* OBJ_MISSED (worker). Replies; the caller frees q. */
+void resync_missed_list(struct sreq *q);
+/* Copier progress, for the heartbeat; active: this target syncs some chain. */
+void resync_progress(struct store_server *s, struct weft_msg_resync_progress *out);
+bool resync_active(struct store_server *s);
 
 #endif
