@@ -6,9 +6,9 @@
 # Layout: a "switch" namespace ${BED}sw holds bridge br0; host i is namespace ${BED}hI
 # with eth0 = 10.77.0.I/24 (BED_NET overrides the first three octets), joined to the
 # bridge by a veth pair (switch side named hI). Nothing is created in the caller's
-# namespace, so all traffic stays inside namespaces the bed made; processes started
-# in a host with bed_exec see the shared mount namespace (a FUSE mount point is
-# visible everywhere).
+# namespace, so all traffic stays inside namespaces the bed made. bed_exec enters only
+# the host's network namespace (nsenter --net, not `ip netns exec`, which also makes a
+# private mount namespace): a FUSE mount made in a host is visible everywhere.
 #
 # Link shaping (bed_shape RATE [DELAY]): tbf on both ends of every veth, so each host's
 # link carries RATE each way; with a delay, netem sits above it (kernels without
@@ -63,7 +63,7 @@ bed_count() { [ "$BED_N" -gt 0 ] && echo "$BED_N" || cat "/run/netns/.${BED}n" 2
 
 bed_exec() { # bed_exec I CMD...: run CMD in host I
 	local h; h=$(bed_ns "$1"); shift
-	ip netns exec "$h" "$@"
+	nsenter --net="/run/netns/$h" "$@"
 }
 
 bed_pids() { ip netns pids "$(bed_ns "$1")" 2>/dev/null; }
