@@ -66,6 +66,10 @@ bed_exec() { # bed_exec I CMD...: run CMD in host I
 	nsenter --net="/run/netns/$h" "$@"
 }
 
+# Command prefix that runs in host I: "$(bed_in I)" CMD... as one process (no shell in
+# between), so a PID taken from `CMD &` is the command's own and can be signalled.
+bed_in() { echo "nsenter --net=/run/netns/$(bed_ns "$1")"; }
+
 bed_pids() { ip netns pids "$(bed_ns "$1")" 2>/dev/null; }
 
 # bed_shape RATE [DELAY] (e.g. 1gbit 0.1ms): every link, both directions.

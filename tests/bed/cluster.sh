@@ -12,12 +12,12 @@ bedc_up() { # bedc_up NSTORES [mkfs options...]
 	bed_up $((ns + 2)) || fail "bed_up"
 	"$WEFT" mkfs --meta "$T/meta" "$@" >"$T/mkfs.out" 2>&1 || { cat "$T/mkfs.out"; fail mkfs; }
 	KEY=$T/meta/cluster.key
-	start meta bed_exec 1 "$WEFT" meta "$T/meta" --listen "$(bed_ip 1):7070" -f \
+	start meta $(bed_in 1) "$WEFT" meta "$T/meta" --listen "$(bed_ip 1):7070" -f \
 		--target-timeout "$BED_META_TIMEOUT"
 	bedc_wait_port 1 7070
 	for ((i = 2; i <= ns + 1; i++)); do bedc_store_start "$i"; done
 	mkdir -p "$MNT"
-	start mount bed_exec "$BEDC_CLIENT" "$WEFT" mount "$(bed_ip 1):7070" "$MNT" --key "$KEY" \
+	start mount $(bed_in "$BEDC_CLIENT") "$WEFT" mount "$(bed_ip 1):7070" "$MNT" --key "$KEY" \
 		-f -o name=client
 	local n=100
 	while ! mountpoint -q "$MNT" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
@@ -33,7 +33,7 @@ bedc_wait_port() { # host port
 
 bedc_store_start() { # host
 	local i=$1
-	start "store$i" bed_exec "$i" "$WEFT" store "$T/store$i" --meta "$(bed_ip 1):7070" \
+	start "store$i" $(bed_in "$i") "$WEFT" store "$T/store$i" --meta "$(bed_ip 1):7070" \
 		--listen "$(bed_ip "$i"):7071" --node "h$i" --key "$KEY" -f
 	bedc_wait_port "$i" 7071
 }

@@ -52,8 +52,8 @@ reader() {
 	done
 	echo "$errs $bad $n" >"$T/reader.res"
 }
-writer & WP=$!
-reader & RP=$!
+writer & WP=$!; PIDS+=($WP)
+reader & RP=$!; PIDS+=($RP)
 sleep 3
 
 case $MODE in
