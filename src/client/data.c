@@ -122,6 +122,8 @@ static void read_done(void *arg, int status, struct frame *f)
 	frame_free(f);
 	if (err == -WEFT_ESTALECHAIN)
 		atomic_store(&k->c->chains_stale, true);
+	if (err == -ETIMEDOUT || err == -ECONNRESET || err == -ENOTCONN || err == -EHOSTUNREACH)
+		client_suspect(k->c, k->chain.members[k->member].target);
 	if (err && err != -ENOENT) {
 		k->err = err;
 		struct io_batch *b = &k->batch->b;
@@ -148,8 +150,10 @@ static int send_read(struct read_call *k)
 			continue;
 		struct conn *cn;
 		err = client_store_conn(k->c, mem->target, &cn);
-		if (err)
+		if (err) {
+			client_suspect(k->c, mem->target);
 			continue;
+		}
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
@@ -186,6 +190,12 @@ static int start_read(struct weft_client *c, struct read_batch *rb, uint64_t ino
 	/* spread readers over a chain's members: consecutive rows of an object alternate */
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
 	k->member = (int)((ino + row) % k->chain.nmembers);
+	for (int i = 0; i < k->chain.nmembers; i++) { /* not one this client cannot reach */
+		const struct meta_chain_member *m = &k->chain.members[k->member];
+		if (m->state == WEFT_MEMBER_SERVING && !client_is_suspect(c, m->target))
+			break;
+		k->member = (k->member + 1) % k->chain.nmembers;
+	}
 	atomic_fetch_add(&c->ops_read, 1);
 	err = send_read(k);
 	if (err) {
@@ -286,6 +296,8 @@ int data_read_piece(struct weft_client *c, uint64_t ino, const struct weft_layou
 struct async_read {
 	void (*done)(void *arg, int err, struct frame *f);
 	void *arg;
+	struct weft_client *c;
+	uint32_t target;
 };
 
 /* Only the status here (loop thread): the reply is checked by data_read_verify. */
@@ -294,6 +306,9 @@ static void async_read_done(void *arg, int status, struct frame *f)
 	struct async_read *k = arg;
 	if (status)
 		frame_free(f);
+	if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
+	    status == -EHOSTUNREACH)
+		client_suspect(k->c, k->target);
 	if (status == -ENOENT)
 		k->done(k->arg, 0, NULL); /* never written: zeros */
 	else
@@ -327,19 +342,23 @@ int data_read_async(struct weft_client *c, uint64_t ino, const struct weft_layou
 	if (err)
 		return err;
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
-	for (int t = 0; t < ch.nmembers; t++) {
+	/* first the members this client reached lately, then the others */
+	for (int t = 0; t < 2 * ch.nmembers; t++) {
 		const struct meta_chain_member *mem = &ch.members[(ino + row + (uint64_t)t) % ch.nmembers];
-		if (mem->state != WEFT_MEMBER_SERVING)
+		if (mem->state != WEFT_MEMBER_SERVING ||
+		    client_is_suspect(c, mem->target) != (t >= ch.nmembers))
 			continue;
 		struct conn *cn;
-		if (client_store_conn(c, mem->target, &cn) != 0)
+		if (client_store_conn(c, mem->target, &cn) != 0) {
+			client_suspect(c, mem->target);
 			continue;
+		}
 		struct async_read *k = malloc(sizeof(*k));
 		if (!k) {
 			conn_put(cn);
 			return -ENOMEM;
 		}
-		*k = (struct async_read){.done = done, .arg = arg};
+		*k = (struct async_read){.done = done, .arg = arg, .c = c, .target = mem->target};
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
@@ -389,6 +408,9 @@ static void write_done(void *arg, int status, struct frame *f)
 	if (status) {
 		char detail[256];
 		uint32_t target = conn_error_detail(f, detail, sizeof(detail));
+		if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
+		    status == -EHOSTUNREACH)
+			client_suspect(k->c, k->b->target);
 		if (status == -WEFT_ESTALECHAIN)
 			atomic_store(&k->c->chains_stale, true);
 		else
@@ -419,6 +441,8 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	b->target = ch.members[head].target;
 	b->chain = p.chain;
 	err = client_store_conn(c, ch.members[head].target, &cn);
+	if (err && err != -ENOMEM)
+		client_suspect(c, ch.members[head].target);
 	if (err)
 		return err;
 	struct write_call *k = malloc(sizeof(*k));

@@ -143,6 +143,9 @@ static void block_sent(struct wblock *b)
 		wi->retry = b;
 		keep = true;
 	} else if (b->status && !wi->error) {
+		log_warn("write of ino %llu at %llu: %s; reported at the next flush or close",
+			 (unsigned long long)wi->ino, (unsigned long long)b->file_off,
+			 weft_strerror(b->status));
 		wi->error = b->status == -WEFT_ECHECKSUM || b->status == -WEFT_ETARGETDOWN ||
 				    b->status == -WEFT_ENOTSERVING
 			    ? -EIO
@@ -215,6 +218,9 @@ static int drain(struct weft_client *c, struct winode *wi)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		int64_t spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
 		if (spent >= WRITE_RETRY_MS) {
+			log_warn("ino %llu: writes still failing after %d s (%s): EIO",
+				 (unsigned long long)wi->ino, WRITE_RETRY_MS / 1000,
+				 weft_strerror(r->status));
 			while (r) {
 				struct wblock *next = r->next;
 				if (!wi->error)

@@ -362,7 +362,7 @@ static size_t collect(struct store_server *s, struct job *out, size_t max)
 	return n;
 }
 
-static int chain_synced(struct store_server *s, const struct job *j)
+static int chain_synced(struct store_server *s, const struct job *j, uint64_t copied)
 {
 	struct weft_msg_chain_synced m = {.target = s->target_id, .replicas = j->replicas,
 					  .chain = j->chain, .chain_ver = j->version};
@@ -373,7 +373,8 @@ static int chain_synced(struct store_server *s, const struct job *j)
 	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_SYNCED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);
 	if (rc == 0)
-		log_info("chain %u/%u: in sync, serving", j->replicas, j->chain);
+		log_info("chain %u/%u: in sync (%" PRIu64 " objects copied), serving", j->replicas,
+			 j->chain, copied);
 	chains_refresh(s, true);
 	return rc;
 }
@@ -473,7 +474,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 {
 	struct store_resync *rs = s->rs;
 	if (j->source == 0)
-		return j->replicas == 1 ? chain_synced(s, j) : -EAGAIN;
+		return j->replicas == 1 ? chain_synced(s, j, 0) : -EAGAIN;
 	struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = j->addr,
 				.default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,
 				.connect_timeout_ms = 3000};
@@ -483,6 +484,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 		return rc;
 	log_info("chain %u/%u: syncing from target %u (%s)", j->replicas, j->chain, j->source,
 		 j->addr);
+	uint64_t total = 0;
 	for (int pass = 0; !stopping(rs); pass++) {
 		uint64_t ino = 0, copied = 0;
 		uint32_t stripe = 0;
@@ -504,6 +506,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 				if (rc == 0) {
 					atomic_fetch_add(&rs->objects_done, 1);
 					copied++;
+					total++;
 				} else {
 					log_warn("chain %u/%u: copying ino %" PRIu64 " stripe %" PRIu32
 						 " from target %u: %s", j->replicas, j->chain, ino,
@@ -526,7 +529,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 			}
 		}
 		if (copied == 0) {
-			rc = chain_synced(s, j);
+			rc = chain_synced(s, j, total);
 			goto out;
 		}
 	}

@@ -15,8 +15,7 @@
 # sch_netem, as some VMs, get the rate only, with a warning).
 # Failures: bed_cut takes the host's switch port down: its packets go nowhere, no RST
 # and no ICMP reach anyone (the host goes silent; its own sockets just retransmit).
-# bed_cut_pair I J puts blackhole routes for each other in both hosts: only what goes
-# between the two is lost. (Routes and link state, not tc filters, because many
+# bed_cut_pair I J makes host J silent to host I only (a blackhole route in J). (Routes and link state, not tc filters, because many
 # kernels lack the tc classifiers and actions that would do it.) bed_freeze sends
 # SIGSTOP to every process in the host's namespace (the kernel still answers TCP, as
 # a hung daemon's host does), bed_thaw SIGCONT.
@@ -41,6 +40,7 @@ bed_sw() { echo "${BED}sw"; }
 
 bed_up() { # bed_up N: N hosts, 1..N
 	local n=$1 i sw; sw=$(bed_sw)
+	bed_down # leftovers of a killed run with the same prefix
 	ip netns add "$sw" || return 1
 	ip -n "$sw" link set lo up
 	ip -n "$sw" link add br0 type bridge
@@ -98,13 +98,16 @@ bed_shape() {
 bed_cut() { ip -n "$(bed_sw)" link set "h$1" down; }  # host I silent to everyone
 bed_heal() { ip -n "$(bed_sw)" link set "h$1" up; }
 
-bed_cut_pair() { # bed_cut_pair I J: what goes between hosts I and J is lost
-	ip -n "$(bed_ns "$1")" route add blackhole "$(bed_ip "$2")/32"
+bed_cut_pair() { # bed_cut_pair I J: host I hears nothing from host J
+	# A blackhole route in J for I's address: J's packets to I are dropped inside J
+	# (J's stack sees local send failures and retransmits), I's reach J but are never
+	# answered. For I this is a silent path (no RST, no ICMP), while everyone else
+	# still reaches both. (A blackhole in I as well would make I's own connects fail
+	# at once with EINVAL, which no real network does.)
 	ip -n "$(bed_ns "$2")" route add blackhole "$(bed_ip "$1")/32"
 }
 
 bed_heal_pair() {
-	ip -n "$(bed_ns "$1")" route del blackhole "$(bed_ip "$2")/32" 2>/dev/null
 	ip -n "$(bed_ns "$2")" route del blackhole "$(bed_ip "$1")/32" 2>/dev/null
 	return 0
 }

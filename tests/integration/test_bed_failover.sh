@@ -9,6 +9,7 @@
 MODE=${1:-kill}
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../bed/bed.sh"
+trap 'exit 143' TERM INT HUP # so that cleanup (EXIT) takes the bed down
 BED=${BED:-wf$$-}
 bed_available || { echo "SKIP: network namespaces unavailable here"; exit 77; }
 source "$(dirname "$0")/../bed/cluster.sh"
@@ -83,7 +84,10 @@ echo "writer: $nw files, $werrs errors; reader: $rn reads, $rerrs errors, $rbad 
 [ "$werrs" = 0 ] && [ "$rerrs" = 0 ] && [ "$rbad" = 0 ] || { cat "$T"/writer.err "$T"/reader.err 2>/dev/null | head; fail "application saw errors"; }
 [ "$nw" -gt 10 ] || fail "writer wrote only $nw files"
 ok "0 application errors, 0 wrong bytes ($nw files written, $rn reads)"
-grep -h "in sync\|syncing from" "$T/store$X.log" | head -3
+copied=$(sed -n 's/.*chain 2\/[0-9]*: in sync (\([0-9]*\) objects copied).*/\1/p' "$T/store$X.log" |
+	awk '{s += $1} END {print s + 0}')
+[ "$copied" -gt 0 ] || fail "the returning store copied nothing (writes went on while it was away)"
+ok "resync copied $copied objects to target $XT (only those written while it was away)"
 
 # Which files live on chains that include target XT?
 chains=$(bedc_status | awk -v t="$XT" '/^  2 replicas/ {r=1; next} /^  [13] replica/ {r=0}
@@ -109,3 +113,5 @@ while read -r f s; do
 done <"$T/written"
 [ $checked -gt 0 ] || fail "no file on target $XT's chains to check"
 ok "$checked files read back right from the resynced target $XT alone"
+# bounded by what changed: fewer objects copied than the returning target holds
+[ "$copied" -lt "$checked" ] || fail "resync copied $copied objects of $checked: not bounded by what changed"
