@@ -116,7 +116,8 @@ bed_freeze() { local p; for p in $(bed_pids "$1"); do kill -STOP "$p" 2>/dev/nul
 bed_thaw() { local p; for p in $(bed_pids "$1"); do kill -CONT "$p" 2>/dev/null; done; }
 
 # Bytes host I has sent on its link (for bytes-per-byte-written accounting).
-bed_tx_bytes() { bed_exec "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
+# (/proc/net is the reader's network namespace; /sys is not, under nsenter --net)
+bed_tx_bytes() { bed_exec "$1" awk -F'[: ]+' '$2 == "eth0" {print $11}' /proc/net/dev; }
 
 bed_down() { # kills every process in every host, deletes the namespaces
 	local ns p
