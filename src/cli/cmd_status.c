@@ -91,6 +91,7 @@ static const char *state_name(uint8_t s)
 	case WEFT_MEMBER_SERVING: return "serving";
 	case WEFT_MEMBER_SYNCING: return "syncing";
 	case WEFT_MEMBER_OFFLINE: return "offline";
+	case WEFT_MEMBER_REBUILDING: return "rebuilding";
 	default: return "?";
 	}
 }
@@ -155,12 +156,18 @@ static int print_chains(struct admin *a)
 		return rc;
 	printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);
 	for (int rep = 1; rep <= WEFT_REPLICAS_MAX; rep++) {
-		uint32_t n = set.nchains[rep - 1], degraded = 0;
-		for (uint32_t i = 0; i < n; i++)
+		uint32_t n = set.nchains[rep - 1], below = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			bool b = false;
 			for (int m = 0; m < set.chains[rep - 1][i].nmembers; m++)
-				degraded += set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
-		printf("  %d replica%s: %u chain%s%s\n", rep, rep > 1 ? "s" : "", n,
+				b |= set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
+			below += b;
+		}
+		printf("  %d replica%s: %u chain%s%s", rep, rep > 1 ? "s" : "", n,
 		       n == 1 ? "" : "s", n ? "" : " (needs more storage nodes)");
+		if (below)
+			printf(", %u below %d serving copies", below, rep);
+		printf("\n");
 		for (uint32_t i = 0; i < n; i++) {
 			const struct meta_chain *c = &set.chains[rep - 1][i];
 			printf("    chain %-4u v%-4llu", c->id, (unsigned long long)c->version);

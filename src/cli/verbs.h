@@ -16,7 +16,8 @@
 	X(meta) \
 	X(status) \
 	X(df) \
-	X(store)
+	X(store) \
+	X(target)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -63,6 +63,18 @@ int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);
 int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 			       uint32_t chain, uint32_t target);
 
+/* Re-replication: takes target id out of every chain it is a member of that has another
+ * live member to rebuild from (an up target is marked offline first), putting in its
+ * place the eligible
+ * target (up, on a node not yet in the chain) in fewest chains of that table, as
+ * REBUILDING behind the live members (versions bumped). A chain with no eligible
+ * target keeps it. *n = chains changed. Errors: -ENOENT unknown target. */
+int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned *n);
+/* Replaces every target offline for more than after_ns that is still in some chain.
+ * *n = chains changed. */
+int meta_chains_replace_expired(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+				int64_t after_ns, unsigned *n);
+
 int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
 			   struct meta_target *out);
 /* Errors: -ENOENT no such chain. */

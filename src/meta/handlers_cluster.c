@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "common/log.h"
+#include <sys/stat.h>
+
 #include "meta/chains.h"
+#include "meta/inode.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/super.h"
@@ -185,6 +188,80 @@ static int h_chain_synced(struct mreq *r, const struct meta_ctx *c)
 	return rc;
 }
 
+/* TARGET_OUT {target} -> TARGET_OUT_REPLY {chains}: re-replication now (weft target
+ * out): the target leaves every chain, another takes its place and rebuilds.
+ * ENOENT unknown target. */
+static int h_target_out(struct mreq *r, const struct meta_ctx *c)
+{
+	unsigned n = 0;
+	int rc = meta_chains_replace(c->db, c->txn, MSG(target_out)->target, &n);
+	r->u32 = n;
+	if (rc == 0)
+		log_warn("target %u taken out by an administrator: %u chains rebuild elsewhere",
+			 MSG(target_out)->target, n);
+	return rc;
+}
+
+static void rep_target_out(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_target_out_reply m = {.chains = r->u32};
+	weft_target_out_reply_encode(w, &m);
+}
+
+/* CHAIN_OBJECTS {replicas, chain, ino, max} -> CHAIN_OBJECTS_REPLY {count, next, eof},
+ * (ino u64, stripe u32) pairs in bulk: the objects a rebuilding member must copy, as
+ * the layouts of the files (from inode ino on, at most max inodes looked at) place
+ * them in that chain. Loop thread: bounded work per call. */
+static int h_chain_objects(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_chain_objects *m = MSG(chain_objects);
+	uint32_t max = m->max == 0 || m->max > 4096 ? 4096 : m->max, seen = 0, n = 0;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(c->txn, c->db->inodes, &cur);
+	if (rc)
+		return meta_mdb_err(rc);
+	uint8_t kb[8];
+	meta_be64(kb, m->ino);
+	MDB_val k = {8, kb}, v;
+	r->u64 = 0;
+	r->flag = true; /* eof unless we stop early */
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8)
+			continue;
+		uint64_t ino = meta_get_be64(k.mv_data);
+		if (seen++ == max) {
+			r->u64 = ino;
+			r->flag = false;
+			break;
+		}
+		struct meta_inode in;
+		if (meta_inode_decode(ino, v.mv_data, v.mv_size, &in) || !S_ISREG(in.attr.mode))
+			continue;
+		const struct weft_layout *l = &in.layout;
+		if (l->replicas != m->replicas || l->chain_count == 0)
+			continue;
+		uint32_t sc = l->stripe_count ? l->stripe_count : l->chain_count;
+		for (uint32_t s = 0; s < sc; s++)
+			if ((uint32_t)(((uint64_t)l->first_chain + s) % l->chain_count) == m->chain) {
+				wbuf_u64(&r->bulk, ino);
+				wbuf_u32(&r->bulk, s);
+				n++;
+			}
+	}
+	mdb_cursor_close(cur);
+	if (rc && rc != MDB_NOTFOUND)
+		return meta_mdb_err(rc);
+	r->u32 = n;
+	return r->bulk.err;
+}
+
+static void rep_chain_objects(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_chain_objects_reply m = {.count = r->u32, .next = r->u64, .eof = r->flag};
+	weft_chain_objects_reply_encode(w, &m);
+}
+
 /* RESYNC_PROGRESS {target, objects_left, bytes_left, rate} -> EMPTY: kept in memory
  * for weft status (loop thread). */
 static int h_resync_progress(struct mreq *r, const struct meta_ctx *c)
@@ -261,5 +338,7 @@ const struct meta_handler meta_cluster_handlers[] = {
 	H(TARGETS_GET, false, false, h_targets_get, rep_targets),
 	H(CHAIN_SYNCED, true, false, h_chain_synced, NULL),
 	H(RESYNC_PROGRESS, false, false, h_resync_progress, NULL),
+	H(TARGET_OUT, true, false, h_target_out, rep_target_out),
+	H(CHAIN_OBJECTS, false, false, h_chain_objects, rep_chain_objects),
 	{0},
 };

@@ -218,7 +218,7 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request};
 /* ---- expiry of silent targets and sessions ---- */
 
 struct expire_result {
-	unsigned targets, sessions;
+	unsigned targets, sessions, replaced;
 };
 /* written by the writer thread (one expiry at a time), read by the completion thread */
 static struct expire_result expire_res;
@@ -234,6 +234,10 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	if (up > s->target_timeout_ms)
 		rc = meta_chains_expire(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
 					&expire_res.targets);
+	/* re-replication: chains of a target away longer than replace_after get another */
+	if (!rc && up > s->target_timeout_ms)
+		rc = meta_chains_replace_expired(s->db, txn, now, (int64_t)s->replace_after_ms * 1000000,
+						 &expire_res.replaced);
 	if (!rc && up > s->session_timeout_ms)
 		rc = meta_session_expire(s->db, txn, now, (int64_t)s->session_timeout_ms * 1000000,
 					 &expire_res.sessions);
@@ -245,7 +249,9 @@ static void expire_done(void *arg, int result)
 	struct meta_server *s = arg;
 	if (result)
 		log_warn("expiry of targets and sessions: %s", weft_strerror(result));
-	else if (expire_res.targets || expire_res.sessions) {
+	else if (expire_res.replaced)
+		log_warn("re-replication: %u chains got a replacement member", expire_res.replaced);
+	if (!result && (expire_res.targets || expire_res.sessions)) {
 		log_info("expired %u silent target(s), %u silent session(s)", expire_res.targets,
 			 expire_res.sessions);
 		if (expire_res.sessions)
@@ -317,6 +323,7 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	}
 	s->key = *o->key;
 	s->target_timeout_ms = o->target_timeout_ms ? o->target_timeout_ms : 10000;
+	s->replace_after_ms = o->replace_after_ms ? o->replace_after_ms : 300000;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
 	atomic_init(&s->next_handle, 1);
 	/* WEFT_META_MAPSIZE (bytes): a smaller LMDB map than the 64 GiB default, for tools

@@ -25,7 +25,7 @@ struct meta_server {
 	struct weft_key key;
 	uint8_t fsid[16];
 	bool root_squash, checksums;
-	uint32_t target_timeout_ms, session_timeout_ms;
+	uint32_t target_timeout_ms, session_timeout_ms, replace_after_ms;
 	uint64_t started_ms;        /* loop_now_ms() at start: expiry grace period */
 	MDB_txn *rtxn;              /* loop thread's reusable read txn (reset between uses) */
 	bool stopping;              /* loop thread only: refuse new requests */

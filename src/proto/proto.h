@@ -216,6 +216,15 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_OBJ_MISSED(F) \
 	F(U8, replicas, 0) F(U32, chain, 0) F(U64, chain_ver, 0) F(U32, target, 0) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U32, max, 0)
+/* admin -> meta: take target out of its chains now (re-replication, as after
+ * --replace-after); reply: chains changed */
+#define MSG_TARGET_OUT(F) F(U32, target, 0)
+#define MSG_TARGET_OUT_REPLY(F) F(U32, chains, 0)
+/* rebuilding store -> meta: objects of chain (replicas, chain) as the files' layouts
+ * place them, from inode `ino` on, scanning at most max inodes. Reply MSG_CHAIN_OBJECTS_REPLY:
+ * next = inode to continue from, eof; bulk: (ino u64, stripe u32) pairs */
+#define MSG_CHAIN_OBJECTS(F) F(U8, replicas, 0) F(U32, chain, 0) F(U64, ino, 0) F(U32, max, 0)
+#define MSG_CHAIN_OBJECTS_REPLY(F) F(U32, count, 0) F(U64, next, 0) F(U8, eof, 0)
 /* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
 #define MSG_RESYNC_PROGRESS(F) \
 	F(U32, target, 0) F(U64, objects_left, 0) F(U64, bytes_left, 0) F(U64, rate, 0)
@@ -258,7 +267,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
 	X(obj_list_reply, MSG_OBJ_LIST_REPLY) X(store_stats, MSG_STORE_STATS) \
 	X(chain_synced, MSG_CHAIN_SYNCED) X(obj_missed, MSG_OBJ_MISSED) \
-	X(resync_progress, MSG_RESYNC_PROGRESS)
+	X(resync_progress, MSG_RESYNC_PROGRESS) X(target_out, MSG_TARGET_OUT) \
+	X(target_out_reply, MSG_TARGET_OUT_REPLY) X(chain_objects, MSG_CHAIN_OBJECTS) \
+	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -313,7 +324,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(CHAIN_SYNCED, 0x0306, chain_synced, empty) \
 	X(RESYNC_PROGRESS, 0x0307, resync_progress, empty) \
 	X(OBJ_MISSED,   0x0409, obj_missed, obj_list_reply) \
-	X(OBJ_SYNC_READ, 0x040a, obj_read, obj_data)  /* as OBJ_READ; ENOENT if missing */
+	X(OBJ_SYNC_READ, 0x040a, obj_read, obj_data)  /* as OBJ_READ; ENOENT if missing */ \
+	X(TARGET_OUT,   0x0308, target_out, target_out_reply) \
+	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply)
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

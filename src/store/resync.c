@@ -72,6 +72,7 @@ struct store_resync {
 	/* progress of the copier (atomics: read by the heartbeat) */
 	atomic_uint_fast64_t objects_left, bytes_left, objects_done, bytes_done, rate;
 	atomic_bool syncing;
+	uint64_t tb_start_ms, tb_bytes; /* throttle window (copier thread) */
 };
 
 static int note_cmp(const struct note *a, const struct note *b)
@@ -317,6 +318,7 @@ void resync_missed_list(struct sreq *q)
 /* ---- the copier (returning side) ---- */
 
 struct job {
+	bool rebuild;               /* REBUILDING: copy every object of the chain */
 	uint8_t replicas;
 	uint32_t chain, source;
 	uint64_t version;
@@ -346,10 +348,12 @@ static size_t collect(struct store_server *s, struct job *out, size_t max)
 				else if (me < 0 && c->members[m].state == WEFT_MEMBER_SERVING)
 					src = m; /* last serving member before me */
 			}
-			if (me < 0 || c->members[me].state != WEFT_MEMBER_SYNCING)
+			if (me < 0 || (c->members[me].state != WEFT_MEMBER_SYNCING &&
+					c->members[me].state != WEFT_MEMBER_REBUILDING))
 				continue;
 			struct job *j = &out[n++];
 			memset(j, 0, sizeof(*j));
+			j->rebuild = c->members[me].state == WEFT_MEMBER_REBUILDING;
 			j->replicas = (uint8_t)r;
 			j->chain = c->id;
 			j->version = c->version;
@@ -377,6 +381,26 @@ static int chain_synced(struct store_server *s, const struct job *j, uint64_t co
 			 j->chain, copied);
 	chains_refresh(s, true);
 	return rc;
+}
+
+/* Keeps the copier at or below s->resync_rate bytes/s (0: unlimited), so application
+ * I/O keeps the rest of the disks and links. */
+static void throttle(struct store_server *s, uint64_t n)
+{
+	struct store_resync *rs = s->rs;
+	if (!s->resync_rate)
+		return;
+	uint64_t now = loop_now_ms();
+	if (!rs->tb_start_ms || now - rs->tb_start_ms > 1000) {
+		rs->tb_start_ms = now; /* a new one-second window */
+		rs->tb_bytes = 0;
+	}
+	rs->tb_bytes += n;
+	uint64_t due = rs->tb_start_ms + rs->tb_bytes * 1000 / s->resync_rate;
+	if (due > now) {
+		struct timespec ts = {(time_t)((due - now) / 1000), (long)((due - now) % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* Copies one object from the source; 0 or -errno (the pass is then abandoned). */
@@ -429,6 +453,7 @@ static int copy_object(struct store_server *s, struct rpc *src, const struct job
 				return rc;
 			}
 			atomic_fetch_add(&rs->bytes_done, n);
+			throttle(s, n);
 			off += n;
 			v0 = store_obj_version(s->objs, ino, stripe);
 		}
@@ -469,6 +494,54 @@ static int list_call(struct rpc *src, struct store_server *s, const struct job *
 	return 0;
 }
 
+/* A replacement member: every object meta's layouts place in the chain, one pass
+ * (writes since the member joined are forwarded to it), then CHAIN_SYNCED. */
+static int rebuild_chain(struct store_server *s, struct rpc *src, const struct job *j)
+{
+	struct store_resync *rs = s->rs;
+	uint64_t ino = 0, total = 0;
+	for (;;) {
+		struct weft_msg_chain_objects m = {.replicas = j->replicas, .chain = j->chain,
+						   .ino = ino, .max = 1024};
+		struct wbuf w;
+		wbuf_init(&w);
+		weft_chain_objects_encode(&w, &m);
+		struct frame *rep = NULL;
+		int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS,
+				  &rep);
+		struct weft_msg_chain_objects_reply r;
+		const char *why = NULL;
+		if (rc == 0 && (weft_chain_objects_reply_decode(rep->payload, rep->h.payload_len, &r,
+								&why) ||
+				rep->h.bulk_len != 12 * (uint64_t)r.count))
+			rc = -WEFT_EPROTO;
+		if (rc) {
+			frame_free(rep);
+			return rc;
+		}
+		for (uint32_t i = 0; i < r.count && rc == 0 && !stopping(rs); i++) {
+			uint64_t oi = get_le64(rep->bulk + 12 * i);
+			uint32_t os = get_le32(rep->bulk + 12 * i + 8);
+			rc = copy_object(s, src, j, oi, os);
+			if (rc == 0) {
+				atomic_fetch_add(&rs->objects_done, 1);
+				total++;
+			} else {
+				log_warn("chain %u/%u: rebuilding ino %" PRIu64 " stripe %" PRIu32
+					 " from target %u: %s", j->replicas, j->chain, oi, os, j->source,
+					 weft_strerror(rc));
+			}
+		}
+		bool eof = r.eof;
+		ino = r.next;
+		frame_free(rep);
+		if (rc || stopping(rs))
+			return rc ? rc : -EINTR;
+		if (eof)
+			return chain_synced(s, j, total);
+	}
+}
+
 /* One chain: passes over the source's list until one finds nothing. */
 static int sync_chain(struct store_server *s, const struct job *j)
 {
@@ -482,8 +555,13 @@ static int sync_chain(struct store_server *s, const struct job *j)
 	int rc = rpc_new(&rp, &src);
 	if (rc)
 		return rc;
-	log_info("chain %u/%u: syncing from target %u (%s)", j->replicas, j->chain, j->source,
-		 j->addr);
+	log_info("chain %u/%u: %s from target %u (%s)", j->replicas, j->chain,
+		 j->rebuild ? "rebuilding" : "syncing", j->source, j->addr);
+	if (j->rebuild) {
+		rc = rebuild_chain(s, src, j);
+		rpc_free(src);
+		return rc;
+	}
 	uint64_t total = 0;
 	for (int pass = 0; !stopping(rs); pass++) {
 		uint64_t ino = 0, copied = 0;

@@ -441,6 +441,8 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 1000;
 	s->buffered = o->buffered;
 	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
+	s->resync_rate = !o->resync_rate ? 64ull << 20 : o->resync_rate == UINT64_MAX ? 0 :
+		o->resync_rate;
 	s->stop = o->stop;
 	pthread_rwlock_init(&s->chains_lock, NULL);
 	pthread_mutex_init(&s->refresh_lock, NULL);

@@ -68,6 +68,7 @@ struct store_server {
 	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
 	struct weft_key key;
 	uint32_t heartbeat_ms, forward_timeout_ms;
+	uint64_t resync_rate;          /* bytes/s the resync/rebuild copier may use; 0: any */
 	bool buffered;                 /* no O_DIRECT writes */
 	const volatile int *stop;
 

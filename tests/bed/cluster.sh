@@ -47,8 +47,17 @@ bedc_target_of() { bedc_status | awk -v a="$(bed_ip "$1"):7071" '$3 == a {print 
 # Waits until every chain member is serving (timeout seconds); fails otherwise.
 bedc_wait_serving() {
 	local n=$(( ${1:-60} * 2 ))
-	while bedc_status | grep -q 'syncing\|offline'; do
+	while bedc_status | grep -q 'syncing\|offline\|rebuilding'; do
 		n=$((n - 1)); [ $n -gt 0 ] || { bedc_status; fail "chains not all serving"; }
+		sleep 0.5
+	done
+}
+
+# Waits until every chain of the R-replica table is serving (timeout seconds).
+bedc_wait_table_serving() { # R timeout
+	local n=$(( ${2:-60} * 2 ))
+	while bedc_status | awk -v r="$1" '/^  [0-9] replica/ {t = $1} t == r && /chain / && /syncing|offline|rebuilding/ {f=1} END {exit !f}'; do
+		n=$((n - 1)); [ $n -gt 0 ] || { bedc_status; fail "$1-replica chains not all serving"; }
 		sleep 0.5
 	done
 }

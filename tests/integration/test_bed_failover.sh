@@ -65,7 +65,12 @@ esac
 ok "$MODE host $X (target $XT)"
 bedc_wait_down "$XT" 30
 ok "target $XT marked down"
-sleep 4   # writes go on with one copy
+# writes go on with one copy: wait for a few (a write stuck on the silent host first
+# waits out the forward timeout), so that the returning store has something to copy
+n0=$(wc -l <"$T/written"); n=450
+while [ "$(wc -l <"$T/written")" -lt $((n0 + 6)) ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+[ $n -gt 0 ] || fail "writes stalled while target $XT was down"
+ok "$(( $(wc -l <"$T/written") - n0 )) files written while target $XT was down"
 case $MODE in
 kill) bedc_store_start $X ;;
 cut) bed_heal $X ;;
