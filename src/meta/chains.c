@@ -571,6 +571,24 @@ int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id)
 	return set_target_state(db, txn, &t, WEFT_MEMBER_OFFLINE);
 }
 
+int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+			   int64_t timeout_ns, bool *all)
+{
+	struct meta_target *t;
+	uint32_t n, up = 0, silent = 0;
+	*all = false;
+	int rc = targets_load(db, txn, &t, &n);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (t[i].state == WEFT_MEMBER_OFFLINE)
+			continue;
+		up++;
+		silent += now_ns - t[i].last_seen_ns > timeout_ns;
+	}
+	free(t);
+	*all = up >= 2 && silent == up;
+	return rc;
+}
+
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n_off)
 {

@@ -19,6 +19,7 @@
 #ifndef WEFT_META_CHAINS_H
 #define WEFT_META_CHAINS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "meta/chains_codec.h"
@@ -55,6 +56,10 @@ int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
 /* Marks every up target silent for more than timeout_ns offline; *n = how many. */
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n);
+/* *all = true when there are at least two up targets and every one of them has been
+ * silent for more than timeout_ns: then meta is the one cut off, not them. */
+int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+			   int64_t timeout_ns, bool *all);
 /* Marks target id offline now (e.g. its predecessor reported it failed).
  * Errors: -ENOENT unknown target. Already offline: 0, nothing changes. */
 int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);

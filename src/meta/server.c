@@ -219,6 +219,7 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request};
 
 struct expire_result {
 	unsigned targets, sessions, replaced;
+	bool isolated;
 };
 /* written by the writer thread (one expiry at a time), read by the completion thread */
 static struct expire_result expire_res;
@@ -230,8 +231,21 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	uint64_t up = loop_now_ms() - s->started_ms;
 	int rc = 0;
 	expire_res = (struct expire_result){0};
+	/* Every target silent at once: it is meta that was cut off (or stalled), not all
+	 * of them. Taking them all out would leave no serving member anywhere; instead,
+	 * as after a restart, everyone gets a new full timeout to get back in touch. */
+	if (up > s->target_timeout_ms) {
+		bool all = false;
+		rc = meta_chains_all_silent(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
+					    &all);
+		if (rc == 0 && all) {
+			s->started_ms = loop_now_ms(); /* writer thread only reads it */
+			up = 0;
+			expire_res.isolated = true;
+		}
+	}
 	/* after a restart everyone gets one full timeout to get back in touch */
-	if (up > s->target_timeout_ms)
+	if (!rc && up > s->target_timeout_ms)
 		rc = meta_chains_expire(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
 					&expire_res.targets);
 	/* re-replication: chains of a target away longer than replace_after get another */
@@ -247,6 +261,10 @@ static int expire_apply(MDB_txn *txn, void *arg)
 static void expire_done(void *arg, int result)
 {
 	struct meta_server *s = arg;
+	if (expire_res.isolated)
+		log_warn("no storage target heard from within %u ms: meta itself was cut off or "
+			 "stalled; every target and session gets a new full timeout",
+			 s->target_timeout_ms);
 	if (result)
 		log_warn("expiry of targets and sessions: %s", weft_strerror(result));
 	else if (expire_res.replaced)
