@@ -73,6 +73,11 @@ struct store_resync {
 	atomic_uint_fast64_t objects_left, bytes_left, objects_done, bytes_done, rate;
 	atomic_bool syncing;
 	uint64_t tb_start_ms, tb_bytes; /* throttle window (copier thread) */
+
+	/* objects that failed their checksum on read here: repaired by the copier */
+	struct repair { uint8_t replicas; uint32_t chain; uint64_t ino; uint32_t stripe; }
+		repairs[64];        /* guarded by wake_lock */
+	unsigned nrepairs;
 };
 
 static int note_cmp(const struct note *a, const struct note *b)
@@ -617,6 +622,72 @@ out:
 	return rc;
 }
 
+void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
+		   uint32_t stripe)
+{
+	struct store_resync *rs = s->rs;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->wake_lock);
+	bool dup = false;
+	for (unsigned i = 0; i < rs->nrepairs; i++)
+		dup |= rs->repairs[i].ino == ino && rs->repairs[i].stripe == stripe;
+	if (!dup && rs->nrepairs < 64)
+		rs->repairs[rs->nrepairs++] = (struct repair){replicas, chain, ino, stripe};
+	pthread_cond_signal(&rs->wake);
+	pthread_mutex_unlock(&rs->wake_lock);
+}
+
+/* Copies each queued damaged object again from another serving member of its chain
+ * (the copy's full-chunk writes replace the bad chunks). */
+static void do_repairs(struct store_server *s)
+{
+	struct store_resync *rs = s->rs;
+	struct repair rp[64];
+	pthread_mutex_lock(&rs->wake_lock);
+	unsigned n = rs->nrepairs;
+	memcpy(rp, rs->repairs, n * sizeof(rp[0]));
+	rs->nrepairs = 0;
+	pthread_mutex_unlock(&rs->wake_lock);
+	for (unsigned i = 0; i < n && !stopping(rs); i++) {
+		struct job j = {.replicas = rp[i].replicas, .chain = rp[i].chain};
+		pthread_rwlock_rdlock(&s->chains_lock);
+		const struct meta_chain *c = s->have_chains ?
+			meta_chain_set_get(&s->chains, rp[i].replicas, rp[i].chain) : NULL;
+		for (int m = 0; c && m < c->nmembers && !j.source; m++) {
+			if (c->members[m].target == s->target_id ||
+			    c->members[m].state != WEFT_MEMBER_SERVING)
+				continue;
+			j.source = c->members[m].target;
+			j.version = c->version;
+			for (uint32_t t = 0; t < s->chains.ntargets; t++)
+				if (s->chains.targets[t].id == j.source)
+					snprintf(j.addr, sizeof(j.addr), "%s", s->chains.targets[t].addr);
+		}
+		pthread_rwlock_unlock(&s->chains_lock);
+		if (!j.source) {
+			log_warn("ino %" PRIu64 " stripe %" PRIu32 " is damaged here and no other member "
+				 "of chain %u/%u serves: not repaired", rp[i].ino, rp[i].stripe,
+				 rp[i].replicas, rp[i].chain);
+			continue;
+		}
+		struct rpc_params p = {.loop = s->loop, .key = &s->key, .addr = j.addr,
+				       .default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,
+				       .connect_timeout_ms = 3000};
+		struct rpc *src;
+		if (rpc_new(&p, &src))
+			continue;
+		int rc = copy_object(s, src, &j, rp[i].ino, rp[i].stripe);
+		rpc_free(src);
+		if (rc)
+			log_warn("repairing ino %" PRIu64 " stripe %" PRIu32 " from target %u: %s",
+				 rp[i].ino, rp[i].stripe, j.source, weft_strerror(rc));
+		else
+			log_warn("ino %" PRIu64 " stripe %" PRIu32 " failed its checksum here: "
+				 "repaired from target %u", rp[i].ino, rp[i].stripe, j.source);
+	}
+}
+
 static void *copier_main(void *arg)
 {
 	struct store_resync *rs = arg;
@@ -624,6 +695,7 @@ static void *copier_main(void *arg)
 	struct job jobs[64];
 	uint64_t last_bytes = 0, last_ms = loop_now_ms();
 	while (!stopping(rs)) {
+		do_repairs(s);
 		size_t n = collect(s, jobs, 64);
 		atomic_store(&rs->syncing, n > 0);
 		for (size_t i = 0; i < n && !stopping(rs); i++) {
@@ -648,7 +720,7 @@ static void *copier_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&rs->wake_lock);
-		if (!rs->stop)
+		if (!rs->stop && !rs->nrepairs)
 			pthread_cond_timedwait(&rs->wake, &rs->wake_lock, &ts);
 		pthread_mutex_unlock(&rs->wake_lock);
 	}

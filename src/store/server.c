@@ -92,11 +92,13 @@ static void do_read(struct sreq *q)
 	if (rc) {
 		free(buf);
 		free(d);
-		if (rc == -WEFT_ECHECKSUM)
+		if (rc == -WEFT_ECHECKSUM) {
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32
 					 " chunk %" PRId64 " does not match its checksum",
 					 s->target_id, m->ino, m->stripe, r.bad_chunk);
+			resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
+		}
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: read ino %" PRIu64 " stripe %" PRIu32 ": %s",

@@ -158,5 +158,9 @@ void resync_missed_list(struct sreq *q);
 /* Copier progress, for the heartbeat; active: this target syncs some chain. */
 void resync_progress(struct store_server *s, struct weft_msg_resync_progress *out);
 bool resync_active(struct store_server *s);
+/* Queues (ino, stripe) of chain (replicas, chain), which failed its checksum here, for
+ * repair from another serving member (copier thread). Any thread; never blocks long. */
+void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
+		   uint32_t stripe);
 
 #endif
