@@ -65,6 +65,9 @@ struct weft_cred {
 };
 
 /* Member states of a chain. */
-enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_MEMBER_OFFLINE = 2 };
+/* REBUILDING: a replacement member copying the whole chain from the others (gets new
+ * writes, serves no reads), as SYNCING but with no missed log to go by. */
+enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_MEMBER_OFFLINE = 2,
+			 WEFT_MEMBER_REBUILDING = 3 };
 
 #endif

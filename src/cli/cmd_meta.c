@@ -39,6 +39,7 @@ static int run(int argc, char **argv)
 		{"pid-file", required_argument, NULL, 'p'},
 		{"target-timeout", required_argument, NULL, 'T'},
 		{"session-timeout", required_argument, NULL, 'S'},
+		{"replace-after", required_argument, NULL, 'R'},
 		{"sync-each", no_argument, NULL, 'E'}, {0}};
 	int ch;
 	opterr = 0;
@@ -60,6 +61,11 @@ static int run(int argc, char **argv)
 		case 'S':
 			if (parse_secs(optarg, &o.session_timeout_ms))
 				return cli_usage_error("meta", "--session-timeout %s: not a number of "
+						       "seconds", optarg);
+			break;
+		case 'R':
+			if (parse_secs(optarg, &o.replace_after_ms))
+				return cli_usage_error("meta", "--replace-after %s: not a number of "
 						       "seconds", optarg);
 			break;
 		case 'E': o.sync_each = true; break;
@@ -130,12 +136,15 @@ const struct cli_verb cmd_meta = {
 	.summary = "serve a file system's metadata (namespace, layouts, targets, sessions)",
 	.usage = "weft meta DIR [--listen HOST:PORT] [--key FILE] [-f|--foreground] [--log FILE]\n"
 		 "          [--log-level L] [--pid-file F] [--target-timeout SEC]\n"
-		 "          [--session-timeout SEC] [--sync-each] [--metrics HOST:PORT]\n\n"
+		 "          [--session-timeout SEC] [--replace-after SEC] [--sync-each]\n"
+		 "          [--metrics HOST:PORT]\n\n"
 		 "Serves the file system whose metadata weft mkfs made in DIR. Listens on HOST:PORT\n"
 		 "(default 0.0.0.0:7070; IPv6 as [::1]:7070; port 0 picks a free port, logged as\n"
 		 "\"serving DIR on HOST:PORT\"). The key defaults to DIR/cluster.key.\n"
 		 "  --target-timeout SEC   a store silent this long is marked offline (default 10)\n"
 		 "  --session-timeout SEC  a client silent this long loses its session (default 30)\n"
+		 "  --replace-after SEC    a store offline this long is replaced in its chains by\n"
+		 "                         another, which rebuilds the copies (default 300)\n"
 		 "  --sync-each            one write transaction and sync per mutation, no group\n"
 		 "                         commit (for benchmarks; also WEFT_META_SYNC_EACH=1)\n"
 		 "  --metrics HOST:PORT    serve Prometheus metrics at http://HOST:PORT/metrics\n"

@@ -95,6 +95,7 @@ static const char *state_name(uint8_t s)
 	case WEFT_MEMBER_SERVING: return "serving";
 	case WEFT_MEMBER_SYNCING: return "syncing";
 	case WEFT_MEMBER_OFFLINE: return "offline";
+	case WEFT_MEMBER_REBUILDING: return "rebuilding";
 	default: return "?";
 	}
 }
@@ -126,12 +127,15 @@ static int print_targets(struct admin *a, json_t *out)
 	for (uint32_t i = 0; i < tm.count && weft_target_rec_read(&r, &t); i++) {
 		const char *state = t.state == WEFT_MEMBER_OFFLINE ? "down" : "up";
 		if (out) {
-			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I}}",
 				"id", (int)t.id, "node", t.node.p, (size_t)t.node.len, "address", t.addr.p,
 				(size_t)t.addr.len, "state", state, "size_bytes", (json_int_t)t.capacity,
 				"free_bytes", (json_int_t)t.free, "read_bytes", (json_int_t)t.bytes_read,
 				"written_bytes", (json_int_t)t.bytes_written, "read_ops", (json_int_t)t.ops_read,
-				"write_ops", (json_int_t)t.ops_written, "silent_ms", (json_int_t)t.silent_ms));
+				"write_ops", (json_int_t)t.ops_written, "silent_ms", (json_int_t)t.silent_ms,
+				"resync", "objects_left", (json_int_t)t.resync_objects_left,
+				"bytes_left", (json_int_t)t.resync_bytes_left,
+				"bytes_per_s", (json_int_t)t.resync_rate));
 			continue;
 		}
 		char cap[16], fr[16], rd[16], wr[16];
@@ -143,6 +147,13 @@ static int print_targets(struct admin *a, json_t *out)
 		       (int)t.node.len, t.node.p, (int)t.addr.len, t.addr.p, state, cap, fr, rd, wr,
 		       (unsigned long long)t.ops_read, (unsigned long long)t.ops_written,
 		       (double)t.silent_ms / 1000);
+		if (t.resync_objects_left || t.resync_bytes_left) {
+			char left[16], rate[16];
+			human(t.resync_bytes_left, left, sizeof(left));
+			human(t.resync_rate, rate, sizeof(rate));
+			printf("        resync: %llu objects, %s left, %s/s\n",
+			       (unsigned long long)t.resync_objects_left, left, rate);
+		}
 		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity) {
 			double used = 100.0 * (double)(t.capacity - t.free) / (double)t.capacity;
 			if (used > most)
@@ -173,11 +184,21 @@ static int print_chains(struct admin *a, json_t *out)
 	if (!out)
 		printf("chains (epoch %llu):\n", (unsigned long long)set.epoch);
 	for (int rep = 1; rep <= WEFT_REPLICAS_MAX; rep++) {
-		uint32_t n = set.nchains[rep - 1];
+		uint32_t n = set.nchains[rep - 1], below = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			bool b = false;
+			for (int m = 0; m < set.chains[rep - 1][i].nmembers; m++)
+				b |= set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
+			below += b;
+		}
 		json_t *chains = json_array();
-		if (!out)
-			printf("  %d replica%s: %u chain%s%s\n", rep, rep > 1 ? "s" : "", n,
+		if (!out) {
+			printf("  %d replica%s: %u chain%s%s", rep, rep > 1 ? "s" : "", n,
 			       n == 1 ? "" : "s", n ? "" : " (needs more storage nodes)");
+			if (below)
+				printf(", %u below %d serving copies", below, rep);
+			printf("\n");
+		}
 		for (uint32_t i = 0; i < n; i++) {
 			const struct meta_chain *c = &set.chains[rep - 1][i];
 			json_t *members = json_array();

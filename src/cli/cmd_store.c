@@ -43,7 +43,8 @@ static int run(int argc, char **argv)
 		{"foreground", no_argument, NULL, 'f'}, {"log", required_argument, NULL, 'L'},
 		{"metrics", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'}, {"buffered", no_argument, NULL, 'B'},
-		{"pid-file", required_argument, NULL, 'p'}, {0}};
+		{"pid-file", required_argument, NULL, 'p'},
+		{"resync-rate", required_argument, NULL, 'R'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -62,6 +63,15 @@ static int run(int argc, char **argv)
 		case 'f': d.foreground = true; break;
 		case 'M': metrics = optarg; break;
 		case 'B': o.buffered = true; break;
+		case 'R': {
+			char *end;
+			long long mb = strtoll(optarg, &end, 10);
+			if (*end || mb < 0 || mb > (1ll << 30))
+				return cli_usage_error("store", "--resync-rate %s: MB/s expected "
+						       "(0: unlimited)", optarg);
+			o.resync_rate = mb ? (uint64_t)mb << 20 : UINT64_MAX;
+			break;
+		}
 		case 'L': d.log_file = optarg; break;
 		case 'v': d.log_level = optarg; break;
 		case 'p': d.pid_file = optarg; break;
@@ -139,7 +149,8 @@ const struct cli_verb cmd_store = {
 	.summary = "serve one storage target (objects, checksums, chain replication)",
 	.usage = "weft store DIR --meta HOST:PORT [--listen HOST:PORT] [--advertise HOST:PORT]\n"
 		 "          [--node NAME] [--key FILE] [--workers N] [-f|--foreground] [--log FILE]\n"
-		 "          [--log-level L] [--pid-file F] [--buffered] [--metrics HOST:PORT]\n\n"
+		 "          [--log-level L] [--pid-file F] [--buffered] [--resync-rate MB]\n"
+		 "          [--metrics HOST:PORT]\n\n"
 		 "Serves the storage target in DIR (formatted on first start, with the file\n"
 		 "system's checksum mode) and registers it with meta at HOST:PORT. Listens on\n"
 		 "--listen (default 0.0.0.0:7071; port 0 picks a free one). Clients are told the\n"
@@ -148,8 +159,10 @@ const struct cli_verb cmd_store = {
 		 "The key defaults to --key, $WEFT_KEY, or /etc/weft/cluster.key. --workers sets\n"
 		 "the I/O threads (default 8). Large page-aligned writes go to disk with O_DIRECT\n"
 		 "(not through the page cache) where the file system allows; --buffered turns\n"
-		 "that off. --metrics serves Prometheus metrics at http://HOST:PORT/metrics.\n"
-		 "Detaches unless -f; returns once registered and\n"
+		 "that off. --resync-rate caps what bringing this target up to date (resync,\n"
+		 "rebuild) copies, in MiB/s (default 64; 0: no cap), so applications keep the\n"
+		 "rest of the disks and links. --metrics serves Prometheus metrics at\n"
+		 "http://HOST:PORT/metrics. Detaches unless -f; returns once registered and\n"
 		 "serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

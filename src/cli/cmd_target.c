@@ -142,19 +142,82 @@ static int target_add(int argc, char **argv)
 	return show_new(state, node);
 }
 
+/* weft target out ID: re-replication now, for a target that will not come back. */
+static int target_out(int argc, char **argv)
+{
+	struct cluster_opts co = {0};
+	static const struct option opts[] = {
+		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
+		{"key", required_argument, NULL, 'k'}, {0}};
+	int ch;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': co.dir = optarg; break;
+		case 'm': co.meta = optarg; break;
+		case 'k': co.key = optarg; break;
+		default: return cli_usage_error("target", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 2 || strcmp(argv[optind], "out") != 0)
+		return cli_usage_error("target", "expects: out ID");
+	char *end;
+	unsigned long id = strtoul(argv[optind + 1], &end, 10);
+	if (*end || id == 0 || id > UINT32_MAX)
+		return cli_usage_error("target", "'%s' is not a target id", argv[optind + 1]);
+	struct weft_key key;
+	if (cluster_load_key("target", &co, &key))
+		return 1;
+	char addr[256];
+	cluster_meta_addr(&co, addr, sizeof(addr));
+	log_init("target", LOG_WARN);
+	struct loop *loop;
+	if (loop_new(&loop) || loop_start(loop))
+		return cli_fail("target", "cannot start event loop");
+	struct rpc_params p = {.loop = loop, .key = &key, .addr = addr,
+			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
+			       .name = "weft-target"};
+	struct rpc *r;
+	if (rpc_new(&p, &r)) {
+		loop_free(loop);
+		return cli_usage_error("target", "bad meta address '%s'", addr);
+	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_target_out m = {.target = (uint32_t)id};
+	weft_target_out_encode(&w, &m);
+	struct frame *f = NULL;
+	int rc = rpc_call(r, WEFT_OP_TARGET_OUT, &w, NULL, 0, 10000, &f);
+	struct weft_msg_target_out_reply rep = {0};
+	if (rc == 0 && weft_target_out_reply_decode(f->payload, f->h.payload_len, &rep, NULL))
+		rc = -WEFT_EPROTO;
+	frame_free(f);
+	rpc_free(r);
+	loop_free(loop);
+	if (rc)
+		return cli_fail("target", "target out %lu at meta %s: %s", id, addr,
+				rc == -ENOENT ? "no such target" : weft_strerror(rc));
+	printf("target %lu out: %u chains rebuild on other targets\n", id, rep.chains);
+	return 0;
+}
+
 static int target_run(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error("target", "expects a subcommand: add");
+		return cli_usage_error("target", "expects a subcommand: add or out");
 	if (strcmp(argv[1], "add") == 0)
 		return target_add(argc - 1, argv + 1);
-	return cli_usage_error("target", "unknown subcommand '%s' (only add exists yet)", argv[1]);
+	if (strcmp(argv[1], "out") == 0)
+		return target_out(argc, argv);
+	return cli_usage_error("target", "unknown subcommand '%s' (add, out)", argv[1]);
 }
 
 const struct cli_verb cmd_target = {
 	.name = "target",
-	.summary = "add a storage target to a running cluster",
-	.usage = "weft target add [--dir STATE]\n\n"
+	.summary = "add a storage target, or take one out of its chains",
+	.usage = "weft target add [--dir STATE]\n"
+		 "       weft target out ID [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
 		 "Adds a store to a cluster started by weft up (STATE, default ~/.weft): starts\n"
 		 "store<N> on node<N>, the next free index, waits until meta lists it up, and\n"
 		 "prints its target id and the new chain-table version. Running mounts and\n"
@@ -163,6 +226,10 @@ const struct cli_verb cmd_target = {
 		 "before stay where they are.\n\n"
 		 "On a cluster of machines a store is added by starting it on the new machine:\n"
 		 "  weft store DIR --meta HOST:PORT --node NODE --key FILE\n"
-		 "It registers with meta and joins the same way.",
+		 "It registers with meta and joins the same way.\n\n"
+		 "out: marks target ID offline and gives each of its chains another target on a\n"
+		 "node not already in the chain, which copies the chain's objects from the\n"
+		 "members left (as meta does by itself once a target has been offline for\n"
+		 "--replace-after). The target's own copies are no longer used.",
 	.run = target_run,
 };

@@ -27,7 +27,13 @@
 #define CLIENT_META_WAIT_MS     300000
 #define CLIENT_STORE_TIMEOUT_MS 60000
 
+/* Targets this client could not reach lately (client_suspect): reads start elsewhere. */
+#define CLIENT_SUSPECTS 16
+#define CLIENT_SUSPECT_MS 10000
+
 struct weft_client {
+	pthread_mutex_t suspect_lock; /* guards suspects */
+	struct { uint32_t target; uint64_t until_ms; } suspects[CLIENT_SUSPECTS];
 	struct loop *loop;
 	struct weft_key key;
 	struct rpc *meta;
@@ -243,5 +249,11 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 
 /* ns.c */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);
+
+/* Remembers that target could not be reached (connect failed or timed out, the
+ * connection died under a request) for CLIENT_SUSPECT_MS; a read whose turn would go to
+ * it starts on another serving member. Any thread. */
+void client_suspect(struct weft_client *c, uint32_t target);
+bool client_is_suspect(struct weft_client *c, uint32_t target);
 
 #endif

@@ -81,6 +81,7 @@ struct read_call {
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
 	int stale;       /* resends after a stale-table refusal (they use no try) */
+	int rounds;      /* times every member was tried (transient errors) */
 	int err;         /* last error */
 	struct winode *wi; /* the open file (NULL: none), for its lost-stripe marks */
 	bool waited;     /* every member said EMISSING once and we asked again */
@@ -138,6 +139,8 @@ static void read_done(void *arg, int status, struct frame *f)
 	frame_free(f);
 	if (err == -WEFT_ESTALECHAIN)
 		client_chains_stale(k->c);
+	if (err == -ETIMEDOUT || err == -ECONNRESET || err == -ENOTCONN || err == -EHOSTUNREACH)
+		client_suspect(k->c, k->chain.members[k->member].target);
 	if (err && err != -ENOENT) {
 		k->err = err;
 		struct io_batch *b = &k->batch->b;
@@ -164,8 +167,10 @@ static int send_read(struct read_call *k)
 			continue;
 		struct conn *cn;
 		err = client_store_conn(k->c, mem->target, &cn);
-		if (err)
+		if (err) {
+			client_suspect(k->c, mem->target);
 			continue;
+		}
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
@@ -204,6 +209,12 @@ static int start_read(struct weft_client *c, struct read_batch *rb, struct winod
 	/* spread readers over a chain's members: consecutive rows of an object alternate */
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
 	k->member = (int)((ino + row) % k->chain.nmembers);
+	for (int i = 0; i < k->chain.nmembers; i++) { /* not one this client cannot reach */
+		const struct meta_chain_member *m = &k->chain.members[k->member];
+		if (m->state == WEFT_MEMBER_SERVING && !client_is_suspect(c, m->target))
+			break;
+		k->member = (k->member + 1) % k->chain.nmembers;
+	}
 	atomic_fetch_add(&c->ops_read, 1);
 	err = send_read(k);
 	if (err) {
@@ -224,7 +235,21 @@ static bool lost_known(const struct read_call *k)
 	       ((__atomic_load_n(&k->wi->lost[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1);
 }
 
-/* Waits for every piece; retries failed ones on the next member from this thread. */
+/* Errors after which the chain may serve again shortly: a member being taken out or
+ * brought back, a connection closed because meta marked its target offline. */
+static bool read_transient(int err)
+{
+	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING || err == -ENOTCONN ||
+	       err == -ECONNREFUSED || err == -ECONNRESET || err == -ESHUTDOWN ||
+	       err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ECONNABORTED;
+}
+
+/* Waits for every piece; retries failed ones on the next member from this thread. When
+ * every member failed for a transient reason, the chain table is fetched again and all
+ * members are tried again, every READ_RETRY_PAUSE_MS, for up to READ_RETRY_ROUNDS: a
+ * reader waits out a failover (bounded) instead of failing. */
+#define READ_RETRY_ROUNDS 150
+#define READ_RETRY_PAUSE_MS 200
 static int read_batch_finish(struct read_batch *rb)
 {
 	for (;;) {
@@ -262,6 +287,15 @@ static int read_batch_finish(struct read_batch *rb)
 			} else {
 				k->tries++;
 				k->member = (k->member + 1) % k->chain.nmembers;
+				if (k->tries >= k->chain.nmembers && read_transient(k->err) &&
+				    k->rounds < READ_RETRY_ROUNDS) {
+					struct timespec pause = {0, READ_RETRY_PAUSE_MS * 1000000L};
+					nanosleep(&pause, NULL);
+					client_refresh_chains(k->c);
+					client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+					k->rounds++;
+					k->tries = 0;
+				}
 			}
 			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
 			if (err) {
@@ -309,6 +343,8 @@ int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
 struct async_read {
 	void (*done)(void *arg, int err, struct frame *f);
 	void *arg;
+	struct weft_client *c;
+	uint32_t target;
 };
 
 /* Only the status here (loop thread): the reply is checked by data_read_verify. */
@@ -317,6 +353,9 @@ static void async_read_done(void *arg, int status, struct frame *f)
 	struct async_read *k = arg;
 	if (status)
 		frame_free(f);
+	if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
+	    status == -EHOSTUNREACH)
+		client_suspect(k->c, k->target);
 	if (status == -ENOENT)
 		k->done(k->arg, 0, NULL); /* never written: zeros */
 	else
@@ -351,19 +390,23 @@ int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 	if (err)
 		return err;
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
-	for (int t = 0; t < ch.nmembers; t++) {
+	/* first the members this client reached lately, then the others */
+	for (int t = 0; t < 2 * ch.nmembers; t++) {
 		const struct meta_chain_member *mem = &ch.members[(ino + row + (uint64_t)t) % ch.nmembers];
-		if (mem->state != WEFT_MEMBER_SERVING)
+		if (mem->state != WEFT_MEMBER_SERVING ||
+		    client_is_suspect(c, mem->target) != (t >= ch.nmembers))
 			continue;
 		struct conn *cn;
-		if (client_store_conn(c, mem->target, &cn) != 0)
+		if (client_store_conn(c, mem->target, &cn) != 0) {
+			client_suspect(c, mem->target);
 			continue;
+		}
 		struct async_read *k = malloc(sizeof(*k));
 		if (!k) {
 			conn_put(cn);
 			return -ENOMEM;
 		}
-		*k = (struct async_read){.done = done, .arg = arg};
+		*k = (struct async_read){.done = done, .arg = arg, .c = c, .target = mem->target};
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
@@ -415,6 +458,9 @@ static void write_done(void *arg, int status, struct frame *f)
 	if (status) {
 		char detail[256];
 		uint32_t target = conn_error_detail(f, detail, sizeof(detail));
+		if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
+		    status == -EHOSTUNREACH)
+			client_suspect(k->c, k->b->target);
 		if (status == -WEFT_ESTALECHAIN)
 			client_chains_stale(k->c);
 		else
@@ -445,6 +491,8 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 	b->target = ch.members[head].target;
 	b->chain = p.chain;
 	err = client_store_conn(c, ch.members[head].target, &cn);
+	if (err && err != -ENOMEM)
+		client_suspect(c, ch.members[head].target);
 	if (err)
 		return err;
 	struct write_call *k = malloc(sizeof(*k));

@@ -126,7 +126,8 @@ static void block_free(struct weft_client *c, struct wblock *b)
  * to the next member. */
 static bool head_unreachable(int err)
 {
-	return err == -ENOTCONN || err == -ECONNRESET || err == -ECONNREFUSED;
+	return err == -ENOTCONN || err == -ECONNRESET || err == -ECONNREFUSED ||
+	       err == -EHOSTUNREACH || err == -ECONNABORTED;
 }
 
 /* Errors after which a resend may succeed: a stale chain table, a member that failed
@@ -134,7 +135,7 @@ static bool head_unreachable(int err)
 static bool retryable(int err)
 {
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ETARGETDOWN || err == -WEFT_ENOTSERVING ||
-	       err == -ETIMEDOUT || head_unreachable(err);
+	       err == -ETIMEDOUT || err == -ESHUTDOWN || head_unreachable(err);
 }
 
 /* Completion of a block's send (loop thread). */
@@ -160,6 +161,9 @@ static void block_sent(struct wblock *b)
 		wi->retry = b;
 		keep = true;
 	} else if (b->status && !wi->error) {
+		log_warn("write of ino %llu at %llu: %s; reported at the next flush or close",
+			 (unsigned long long)wi->ino, (unsigned long long)b->file_off,
+			 weft_strerror(b->status));
 		wi->error = b->status == -WEFT_ECHECKSUM || b->status == -WEFT_ETARGETDOWN ||
 				    b->status == -WEFT_ENOTSERVING
 			    ? -EIO
@@ -213,10 +217,18 @@ static void submit_dirty(struct weft_client *c, struct winode *wi)
 }
 
 /* Sends everything and waits until nothing is in flight, resending blocks that failed
- * for a retryable reason (a stale chain table, a dropped connection) up to 3 times.
+ * for a retryable reason (a stale chain table, a dropped connection, a member being
+ * taken out) for up to WRITE_RETRY_MS, pausing 100 ms more each round (at most 1 s)
+ * and fetching the chain table before each resend. The bound is above meta's default
+ * detection time of a silent target (its 10 s heartbeat timeout), so a failover
+ * completes within it; a head only this client cannot reach (meta's probe finds it
+ * alive) makes the write wait that long, then fail with EIO.
  * wi->lock held. Returns the first error, which it clears. */
+#define WRITE_RETRY_MS 60000
 static int drain(struct weft_client *c, struct winode *wi)
 {
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int round = 0;; round++) {
 		submit_dirty(c, wi);
 		while (wi->ninflight > 0)
@@ -225,7 +237,13 @@ static int drain(struct weft_client *c, struct winode *wi)
 			break;
 		struct wblock *r = wi->retry;
 		wi->retry = NULL;
-		if (round >= 3) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent >= WRITE_RETRY_MS) {
+			log_warn("ino %llu: writes still failing after %d s (%s): EIO",
+				 (unsigned long long)wi->ino, WRITE_RETRY_MS / 1000,
+				 weft_strerror(r->status));
 			while (r) {
 				struct wblock *next = r->next;
 				if (!wi->error)
@@ -253,7 +271,8 @@ static int drain(struct weft_client *c, struct winode *wi)
 		}
 		pthread_mutex_unlock(&wi->lock);
 		uint64_t seen = chaincache_gen(c->cc);
-		struct timespec pause = {0, 100000000L * (round + 1)};
+		long ms = 100L * (round + 1) > 1000 ? 1000 : 100L * (round + 1);
+		struct timespec pause = {0, ms * 1000000L};
 		nanosleep(&pause, NULL);
 		chaincache_refresh(c->cc, seen); /* unless another file's resend just did */
 		pthread_mutex_lock(&wi->lock);

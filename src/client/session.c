@@ -177,6 +177,35 @@ void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain
 	chaincache_mark_stale(c->cc);
 }
 
+void client_suspect(struct weft_client *c, uint32_t target)
+{
+	uint64_t now = loop_now_ms();
+	pthread_mutex_lock(&c->suspect_lock);
+	int slot = 0;
+	for (int i = 0; i < CLIENT_SUSPECTS; i++) {
+		if (c->suspects[i].target == target) {
+			slot = i;
+			break;
+		}
+		if (c->suspects[i].until_ms < c->suspects[slot].until_ms)
+			slot = i; /* else the oldest entry */
+	}
+	c->suspects[slot].target = target;
+	c->suspects[slot].until_ms = now + CLIENT_SUSPECT_MS;
+	pthread_mutex_unlock(&c->suspect_lock);
+}
+
+bool client_is_suspect(struct weft_client *c, uint32_t target)
+{
+	uint64_t now = loop_now_ms();
+	bool s = false;
+	pthread_mutex_lock(&c->suspect_lock);
+	for (int i = 0; i < CLIENT_SUSPECTS && !s; i++)
+		s = c->suspects[i].target == target && c->suspects[i].until_ms > now;
+	pthread_mutex_unlock(&c->suspect_lock);
+	return s;
+}
+
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
 {
 	return chaincache_chain(c->cc, replicas, id, 0, out);
@@ -351,6 +380,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_cond_init(&c->pool_cond, NULL);
 	pthread_mutex_init(&c->inodes_lock, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
+	pthread_mutex_init(&c->suspect_lock, NULL);
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));

@@ -74,12 +74,16 @@ void addr_format(const struct sockaddr *sa, char *out, size_t cap)
 
 void addr_tune(int fd)
 {
-	int one = 1, idle = 10, intvl = 5, cnt = 3;
+	/* user timeout: data sent and not acknowledged for this long (a host gone silent,
+	 * a path cut without RST) closes the connection with ETIMEDOUT, so a request on it
+	 * fails over instead of waiting out TCP's retransmissions (about 15 minutes) */
+	int one = 1, idle = 10, intvl = 5, cnt = 3, user_ms = 15000;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
 }
 
 int addr_listen(const struct weft_addr *a)

@@ -60,6 +60,18 @@ void rpc_free(struct rpc *r)
 	free(r);
 }
 
+void rpc_drop(struct rpc *r)
+{
+	pthread_mutex_lock(&r->lock);
+	struct conn *c = r->conn;
+	r->conn = NULL;
+	pthread_mutex_unlock(&r->lock);
+	if (c) {
+		conn_close(c, -ENOTCONN);
+		conn_put(c);
+	}
+}
+
 const char *rpc_addr(const struct rpc *r)
 {
 	return r->addr;

@@ -33,5 +33,9 @@ int rpc_conn(struct rpc *r, struct conn **out);
 int rpc_call(struct rpc *r, uint16_t op, struct wbuf *payload, const struct iovec *bulk,
 	     int nbulk, int timeout_ms, struct frame **reply);
 const char *rpc_addr(const struct rpc *r);
+/* Closes the current connection, if any (calls waiting on it fail with -ENOTCONN); the
+ * next call connects again. For a peer known to be gone (meta marked it offline), so
+ * that nothing waits on a silent host. */
+void rpc_drop(struct rpc *r);
 
 #endif

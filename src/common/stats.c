@@ -58,7 +58,8 @@ static unsigned errno_slot(int e)
 static const char *errno_slot_name(unsigned i, char *buf, size_t cap)
 {
 	static const char *const weft_names[] = {"WEFT_EPROTO", "WEFT_EAUTH", "WEFT_ECHECKSUM",
-		"WEFT_ESTALECHAIN", "WEFT_ETARGETDOWN", "WEFT_EVERSION", "WEFT_ENOTSERVING"};
+		"WEFT_ESTALECHAIN", "WEFT_ETARGETDOWN", "WEFT_EVERSION", "WEFT_ENOTSERVING",
+		"WEFT_EMISSING"};
 	const char *name = NULL;
 	if (i < ERRNO_SLOTS)
 		name = strerrorname_np((int)i);

@@ -657,6 +657,24 @@ int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id)
 	return set_target_state(db, txn, &t, WEFT_MEMBER_OFFLINE);
 }
 
+int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+			   int64_t timeout_ns, bool *all)
+{
+	struct meta_target *t;
+	uint32_t n, up = 0, silent = 0;
+	*all = false;
+	int rc = targets_load(db, txn, &t, &n);
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (t[i].state == WEFT_MEMBER_OFFLINE)
+			continue;
+		up++;
+		silent += now_ns - t[i].last_seen_ns > timeout_ns;
+	}
+	free(t);
+	*all = up >= 2 && silent == up;
+	return rc;
+}
+
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n_off)
 {
@@ -669,6 +687,125 @@ int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t
 			continue;
 		rc = set_target_state(db, txn, &t[i], WEFT_MEMBER_OFFLINE);
 		(*n_off)++;
+	}
+	free(t);
+	return rc;
+}
+
+/* Is target id a member of any chain? */
+static int in_chains(struct meta_db *db, MDB_txn *txn, uint32_t id, bool *yes)
+{
+	*yes = false;
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !*yes; r++) {
+		struct meta_chain *ch;
+		uint32_t n;
+		int rc = chains_load(db, txn, r, &ch, &n);
+		if (rc)
+			return rc;
+		for (uint32_t i = 0; i < n && !*yes; i++)
+			for (int m = 0; m < ch[i].nmembers; m++)
+				*yes |= ch[i].members[m].target == id;
+		free(ch);
+	}
+	return 0;
+}
+
+int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned *nchanged)
+{
+	struct meta_target *t;
+	uint32_t nt;
+	*nchanged = 0;
+	int rc = meta_chains_target_offline(db, txn, id);
+	if (rc || (rc = targets_load(db, txn, &t, &nt)))
+		return rc;
+	bool changed = false;
+	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
+		struct meta_chain *ch;
+		uint32_t n;
+		if ((rc = chains_load(db, txn, r, &ch, &n)))
+			break;
+		uint32_t *count = calloc(nt ? nt : 1, sizeof(*count));
+		if (!count) {
+			free(ch);
+			rc = -ENOMEM;
+			break;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			for (int m = 0; m < ch[i].nmembers; m++)
+				for (uint32_t k = 0; k < nt; k++)
+					count[k] += t[k].id == ch[i].members[m].target;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			struct meta_chain *c = &ch[i];
+			int m = -1;
+			for (int j = 0; j < c->nmembers; j++)
+				if (c->members[j].target == id)
+					m = j;
+			int alive = 0;
+			for (int j = 0; m >= 0 && j < c->nmembers; j++)
+				alive += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
+			if (m < 0 || alive == 0)
+				continue; /* nobody left to rebuild from: keep it, it may come back */
+			int best = -1;
+			for (uint32_t k = 0; k < nt; k++) {
+				if (t[k].state == WEFT_MEMBER_OFFLINE || t[k].id == id)
+					continue;
+				bool clash = false;
+				for (int j = 0; j < c->nmembers; j++) {
+					if (j == m)
+						continue;
+					for (uint32_t q = 0; q < nt; q++)
+						clash |= t[q].id == c->members[j].target &&
+							 strcmp(t[q].node, t[k].node) == 0;
+				}
+				if (!clash && (best < 0 || count[k] < count[best]))
+					best = (int)k;
+			}
+			if (best < 0) {
+				log_warn("chain %u/%u: no target on another node to replace target %u",
+					 r, c->id, id);
+				continue;
+			}
+			int live = 0;
+			for (int j = 0; j < c->nmembers; j++)
+				live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
+			c->members[m].target = t[best].id;
+			c->members[m].state = WEFT_MEMBER_REBUILDING;
+			move_member(c, m, live);
+			/* the owner stays: it names the chain (one per target and table), so the
+			 * table does not grow a new chain around the target taken out */
+			count[best]++;
+			c->version++;
+			rc = chain_put(db, txn, c);
+			changed = true;
+			(*nchanged)++;
+			log_warn("chain %u/%u: target %u replaced by target %u (%s), rebuilding", r,
+				 c->id, id, t[best].id, t[best].node);
+		}
+		free(count);
+		free(ch);
+	}
+	free(t);
+	if (rc == 0 && changed)
+		rc = epoch_bump(db, txn);
+	return rc;
+}
+
+int meta_chains_replace_expired(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+				int64_t after_ns, unsigned *n)
+{
+	struct meta_target *t;
+	uint32_t nt;
+	*n = 0;
+	int rc = targets_load(db, txn, &t, &nt);
+	for (uint32_t i = 0; i < nt && !rc; i++) {
+		if (t[i].state != WEFT_MEMBER_OFFLINE || now_ns - t[i].last_seen_ns <= after_ns)
+			continue;
+		bool member;
+		if ((rc = in_chains(db, txn, t[i].id, &member)) || !member)
+			continue;
+		unsigned k = 0;
+		rc = meta_chains_replace(db, txn, t[i].id, &k);
+		*n += k;
 	}
 	free(t);
 	return rc;

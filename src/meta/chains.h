@@ -70,6 +70,10 @@ int meta_chains_vouch(struct meta_db *db, MDB_txn *txn, uint32_t id, uint64_t in
 /* Marks every up target silent for more than timeout_ns offline; *n = how many. */
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n);
+/* *all = true when there are at least two up targets and every one of them has been
+ * silent for more than timeout_ns: then meta is the one cut off, not them. */
+int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+			   int64_t timeout_ns, bool *all);
 /* Marks target id offline now (e.g. its predecessor reported it failed).
  * Errors: -ENOENT unknown target. Already offline: 0, nothing changes. */
 int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);
@@ -77,6 +81,18 @@ int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);
  * target not a member; -EINVAL member is offline. Already serving: 0. */
 int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 			       uint32_t chain, uint32_t target);
+
+/* Re-replication: takes target id out of every chain it is a member of that has another
+ * live member to rebuild from (an up target is marked offline first), putting in its
+ * place the eligible
+ * target (up, on a node not yet in the chain) in fewest chains of that table, as
+ * REBUILDING behind the live members (versions bumped). A chain with no eligible
+ * target keeps it. *n = chains changed. Errors: -ENOENT unknown target. */
+int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned *n);
+/* Replaces every target offline for more than after_ns that is still in some chain.
+ * *n = chains changed. */
+int meta_chains_replace_expired(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
+				int64_t after_ns, unsigned *n);
 
 int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
 			   struct meta_target *out);

@@ -112,7 +112,7 @@ static int decode(struct rbuf *r, struct meta_chain_set *s)
 			for (int m = 0; m < reps; m++) {
 				c->members[m].target = rbuf_u32(r);
 				c->members[m].state = rbuf_u8(r);
-				if (c->members[m].state > WEFT_MEMBER_OFFLINE)
+				if (c->members[m].state > WEFT_MEMBER_REBUILDING)
 					rbuf_fail(r, "chain set: bad member state");
 			}
 		}

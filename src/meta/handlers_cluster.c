@@ -5,10 +5,14 @@
 #include <string.h>
 
 #include "common/log.h"
+#include <sys/stat.h>
+
 #include "meta/chains.h"
+#include "meta/inode.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/super.h"
+#include "weft/err.h"
 
 #define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
 
@@ -158,16 +162,137 @@ static void rep_chains(struct mreq *r, struct wbuf *w)
 	weft_chains_encode(w, &m);
 }
 
-/* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY: target goes offline in
- * all its chains (versions bumped). ENOENT unknown target. */
+/* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY. The report is not
+ * trusted: meta probes the target and marks it offline in all its chains only if it
+ * does not answer (probe.c); the reply does not wait for the probe. ENOENT unknown
+ * target. */
 static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_target_failed *m = MSG(target_failed);
-	int rc = meta_chains_target_offline(c->db, c->txn, m->target);
+	struct meta_target t;
+	int rc = meta_chains_target_get(c->db, c->txn, m->target, &t);
+	if (rc || t.state == WEFT_MEMBER_OFFLINE)
+		return rc;
+	rc = meta_probe_target(r->s, m->target, t.addr, m->reporter);
 	if (rc == 0)
-		log_warn("target %u reported failed by target %u (chain %u of %u replicas)",
-			 m->target, m->reporter, m->chain, m->replicas);
+		log_info("target %u reported failed by %s%u (chain %u of %u replicas): probing it",
+			 m->target, m->reporter ? "target " : "a client ", m->reporter, m->chain,
+			 m->replicas);
 	return rc;
+}
+
+/* CHAIN_SYNCED {target, replicas, chain, chain_ver} -> EMPTY: the syncing member has
+ * caught up; it serves in that chain from now on (version bumped). ESTALECHAIN if the
+ * chain changed since chain_ver (the store syncs again against the new one); ENOENT,
+ * EINVAL as meta_chains_member_serving. */
+static int h_chain_synced(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_chain_synced *m = MSG(chain_synced);
+	struct meta_chain ch;
+	int rc = meta_chains_get(c->db, c->txn, m->replicas, m->chain, &ch);
+	if (rc)
+		return rc;
+	if (ch.version != m->chain_ver) {
+		snprintf(r->detail, sizeof(r->detail), "chain %u/%u is at version %llu, not %llu",
+			 m->replicas, m->chain, (unsigned long long)ch.version,
+			 (unsigned long long)m->chain_ver);
+		return -WEFT_ESTALECHAIN;
+	}
+	rc = meta_chains_member_serving(c->db, c->txn, m->replicas, m->chain, m->target);
+	if (rc == 0)
+		log_info("target %u in sync in chain %u/%u: serving", m->target, m->replicas,
+			 m->chain);
+	return rc;
+}
+
+/* TARGET_OUT {target} -> TARGET_OUT_REPLY {chains}: re-replication now (weft target
+ * out): the target leaves every chain, another takes its place and rebuilds.
+ * ENOENT unknown target. */
+static int h_target_out(struct mreq *r, const struct meta_ctx *c)
+{
+	unsigned n = 0;
+	int rc = meta_chains_replace(c->db, c->txn, MSG(target_out)->target, &n);
+	r->u32 = n;
+	if (rc == 0)
+		log_warn("target %u taken out by an administrator: %u chains rebuild elsewhere",
+			 MSG(target_out)->target, n);
+	return rc;
+}
+
+static void rep_target_out(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_target_out_reply m = {.chains = r->u32};
+	weft_target_out_reply_encode(w, &m);
+}
+
+/* CHAIN_OBJECTS {replicas, chain, ino, max} -> CHAIN_OBJECTS_REPLY {count, next, eof},
+ * (ino u64, stripe u32) pairs in bulk: the objects a rebuilding member must copy, as
+ * the layouts of the files (from inode ino on, at most max inodes looked at) place
+ * them in that chain. Loop thread: bounded work per call. */
+static int h_chain_objects(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_chain_objects *m = MSG(chain_objects);
+	uint32_t max = m->max == 0 || m->max > 4096 ? 4096 : m->max, seen = 0, n = 0;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(c->txn, c->db->inodes, &cur);
+	if (rc)
+		return meta_mdb_err(rc);
+	uint8_t kb[8];
+	meta_be64(kb, m->ino);
+	MDB_val k = {8, kb}, v;
+	r->u64 = 0;
+	r->flag = true; /* eof unless we stop early */
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8)
+			continue;
+		uint64_t ino = meta_get_be64(k.mv_data);
+		if (seen++ == max) {
+			r->u64 = ino;
+			r->flag = false;
+			break;
+		}
+		struct meta_inode in;
+		if (meta_inode_decode(ino, v.mv_data, v.mv_size, &in) || !S_ISREG(in.attr.mode))
+			continue;
+		const struct weft_layout *l = &in.layout;
+		if (l->replicas != m->replicas || l->chain_count == 0)
+			continue;
+		uint32_t sc = l->stripe_count ? l->stripe_count : l->chain_count;
+		for (uint32_t s = 0; s < sc; s++)
+			if ((uint32_t)(((uint64_t)l->first_chain + s) % l->chain_count) == m->chain) {
+				wbuf_u64(&r->bulk, ino);
+				wbuf_u32(&r->bulk, s);
+				n++;
+			}
+	}
+	mdb_cursor_close(cur);
+	if (rc && rc != MDB_NOTFOUND)
+		return meta_mdb_err(rc);
+	r->u32 = n;
+	return r->bulk.err;
+}
+
+static void rep_chain_objects(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_chain_objects_reply m = {.count = r->u32, .next = r->u64, .eof = r->flag};
+	weft_chain_objects_reply_encode(w, &m);
+}
+
+/* RESYNC_PROGRESS {target, objects_left, bytes_left, rate} -> EMPTY: kept in memory
+ * for weft status (loop thread). */
+static int h_resync_progress(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_resync_progress *m = MSG(resync_progress);
+	(void)c;
+	if (m->target == 0 || m->target > META_TARGETS_MAX)
+		return -EINVAL;
+	if (!r->s->progress &&
+	    !(r->s->progress = calloc(META_TARGETS_MAX + 1, sizeof(*r->s->progress))))
+		return -ENOMEM;
+	r->s->progress[m->target] = (struct meta_resync_progress){
+		.objects_left = m->objects_left, .bytes_left = m->bytes_left, .rate = m->rate};
+	return 0;
 }
 
 /* TARGETS_GET {} -> TARGETS {count}, per-target records in bulk (proto.h). */
@@ -198,6 +323,12 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 		wbuf_u64(&r->bulk, t.write_ops);
 		int64_t silent = (now - t.last_seen_ns) / 1000000;
 		wbuf_u64(&r->bulk, silent > 0 ? (uint64_t)silent : 0);
+		struct meta_resync_progress p = {0};
+		if (r->s->progress && id <= META_TARGETS_MAX)
+			p = r->s->progress[id];
+		wbuf_u64(&r->bulk, p.objects_left);
+		wbuf_u64(&r->bulk, p.bytes_left);
+		wbuf_u64(&r->bulk, p.rate);
 		n++;
 	}
 	r->u32 = n;
@@ -220,7 +351,11 @@ const struct meta_handler meta_cluster_handlers[] = {
 	H(TARGET_REGISTER, true, false, h_target_register, rep_target_registered),
 	H(TARGET_HEARTBEAT, true, false, h_target_heartbeat, rep_heartbeat),
 	H(CHAINS_GET, false, false, h_chains_get, rep_chains),
-	H(TARGET_FAILED, true, false, h_target_failed, NULL),
+	H(TARGET_FAILED, false, false, h_target_failed, NULL),
 	H(TARGETS_GET, false, false, h_targets_get, rep_targets),
+	H(CHAIN_SYNCED, true, false, h_chain_synced, NULL),
+	H(RESYNC_PROGRESS, false, false, h_resync_progress, NULL),
+	H(TARGET_OUT, true, false, h_target_out, rep_target_out),
+	H(CHAIN_OBJECTS, false, false, h_chain_objects, rep_chain_objects),
 	{0},
 };

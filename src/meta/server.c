@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/builtin.h"
 #include "common/log.h"
@@ -217,7 +218,8 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request};
 /* ---- expiry of silent targets and sessions ---- */
 
 struct expire_result {
-	unsigned targets, sessions;
+	unsigned targets, sessions, replaced;
+	bool isolated;
 };
 /* written by the writer thread (one expiry at a time), read by the completion thread */
 static struct expire_result expire_res;
@@ -229,10 +231,27 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	uint64_t up = loop_now_ms() - s->started_ms;
 	int rc = 0;
 	expire_res = (struct expire_result){0};
+	/* Every target silent at once: it is meta that was cut off (or stalled), not all
+	 * of them. Taking them all out would leave no serving member anywhere; instead,
+	 * as after a restart, everyone gets a new full timeout to get back in touch. */
+	if (up > s->target_timeout_ms) {
+		bool all = false;
+		rc = meta_chains_all_silent(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
+					    &all);
+		if (rc == 0 && all) {
+			s->started_ms = loop_now_ms(); /* writer thread only reads it */
+			up = 0;
+			expire_res.isolated = true;
+		}
+	}
 	/* after a restart everyone gets one full timeout to get back in touch */
-	if (up > s->target_timeout_ms)
+	if (!rc && up > s->target_timeout_ms)
 		rc = meta_chains_expire(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
 					&expire_res.targets);
+	/* re-replication: chains of a target away longer than replace_after get another */
+	if (!rc && up > s->target_timeout_ms)
+		rc = meta_chains_replace_expired(s->db, txn, now, (int64_t)s->replace_after_ms * 1000000,
+						 &expire_res.replaced);
 	if (!rc && up > s->session_timeout_ms)
 		rc = meta_session_expire(s->db, txn, now, (int64_t)s->session_timeout_ms * 1000000,
 					 &expire_res.sessions);
@@ -242,9 +261,15 @@ static int expire_apply(MDB_txn *txn, void *arg)
 static void expire_done(void *arg, int result)
 {
 	struct meta_server *s = arg;
+	if (expire_res.isolated)
+		log_warn("no storage target heard from within %u ms: meta itself was cut off or "
+			 "stalled; every target and session gets a new full timeout",
+			 s->target_timeout_ms);
 	if (result)
 		log_warn("expiry of targets and sessions: %s", weft_strerror(result));
-	else if (expire_res.targets || expire_res.sessions) {
+	else if (expire_res.replaced)
+		log_warn("re-replication: %u chains got a replacement member", expire_res.replaced);
+	if (!result && (expire_res.targets || expire_res.sessions)) {
 		log_info("expired %u silent target(s), %u silent session(s)", expire_res.targets,
 			 expire_res.sessions);
 		if (expire_res.sessions)
@@ -316,6 +341,7 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	}
 	s->key = *o->key;
 	s->target_timeout_ms = o->target_timeout_ms ? o->target_timeout_ms : 10000;
+	s->replace_after_ms = o->replace_after_ms ? o->replace_after_ms : 300000;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
 	atomic_init(&s->next_handle, 1);
 	/* WEFT_META_MAPSIZE (bytes): a smaller LMDB map than the 64 GiB default, for tools
@@ -434,6 +460,8 @@ void meta_server_stop(struct meta_server *s)
 	}
 	/* 2. the deleter (it submits too), 3. the committer completes what is queued */
 	meta_deleter_stop(s->del);
+	for (int i = 0; i < 400 && atomic_load(&s->probes) > 0; i++)
+		usleep(10000); /* probes end with a mutation: let them */
 	struct meta_commit_stats cs;
 	meta_commit_stats(s->gc, &cs);
 	log_info("group commit: %llu ops in %llu batches, %llu syncs, %llu failed, %llu redone",
@@ -445,6 +473,7 @@ void meta_server_stop(struct meta_server *s)
 	loop_post(s->loop, free_server_on_loop, s);
 	loop_free(s->loop);
 	meta_db_close(s->db);
+	free(s->progress);
 	free(s);
 }
 

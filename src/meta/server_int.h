@@ -26,7 +26,7 @@ struct meta_server {
 	struct weft_key key;
 	uint8_t fsid[16];
 	bool root_squash, checksums;
-	uint32_t target_timeout_ms, session_timeout_ms;
+	uint32_t target_timeout_ms, session_timeout_ms, replace_after_ms;
 	uint64_t started_ms;        /* loop_now_ms() at start: expiry grace period */
 	MDB_txn *rtxn;              /* loop thread's reusable read txn (reset between uses) */
 	bool stopping;              /* loop thread only: refuse new requests */
@@ -35,6 +35,13 @@ struct meta_server {
 	atomic_uint_fast64_t next_handle;
 	char addr[80];
 	uint64_t pushed_epoch;      /* loop thread: chains_epoch last pushed (push.c) */
+	atomic_int probes;          /* TARGET_FAILED probes running (probe.c) */
+	struct meta_resync_progress *progress; /* per target id; loop thread only */
+};
+
+/* Resync progress a syncing store reported last (RESYNC_PROGRESS), shown by status. */
+struct meta_resync_progress {
+	uint64_t objects_left, bytes_left, rate;
 };
 
 /* push.c: CHAINS_CHANGED to every client when the chain epoch moves. */
@@ -87,6 +94,12 @@ extern const struct meta_handler meta_cluster_handlers[];
  * replaced by the peer's address. */
 void meta_fix_store_addr(const char *given, size_t len, const char *peer, char *out,
 			 size_t cap);
+
+/* Probes target (at addr) after reporter (a target id, 0 for a client) reported it
+ * failed; marks it offline only if it does not answer (probe.c). Loop thread.
+ * 0 (probe started or already running), -EAGAIN (too many probes), -ENOMEM. */
+int meta_probe_target(struct meta_server *s, uint32_t target, const char *addr,
+		      uint32_t reporter);
 
 /* Deleter (deleter.c). */
 int meta_deleter_start(struct meta_server *s, uint32_t period_ms, struct meta_deleter **out);

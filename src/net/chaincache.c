@@ -238,7 +238,49 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 			 set.nchains[2]);
 	meta_chain_set_free(&old);
 	free(old_rpcs);
+	/* a target meta marked offline loses its connection: requests waiting on a silent or
+	 * frozen host fail now and go to the other members (the rpc reconnects on next use) */
+	for (uint32_t i = 0; i < set.ntargets; i++)
+		if (set.targets[i].state == WEFT_MEMBER_OFFLINE && rpcs[i])
+			rpc_drop(rpcs[i]);
+	if (cc->p.installed)
+		cc->p.installed(cc->p.installed_arg);
 	return 0;
+}
+
+int chaincache_snapshot(struct chaincache *cc, struct meta_chain_set *out)
+{
+	memset(out, 0, sizeof(*out));
+	int rc = 0;
+	pthread_rwlock_rdlock(&cc->lock);
+	if (atomic_load(&cc->gen) == 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	out->epoch = cc->set.epoch;
+	out->ntargets = cc->set.ntargets;
+	if (cc->set.ntargets &&
+	    !(out->targets = malloc(cc->set.ntargets * sizeof(*out->targets)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (cc->set.ntargets)
+		memcpy(out->targets, cc->set.targets, cc->set.ntargets * sizeof(*out->targets));
+	for (int r = 0; r < WEFT_REPLICAS_MAX; r++) {
+		out->nchains[r] = cc->set.nchains[r];
+		if (!cc->set.nchains[r])
+			continue;
+		if (!(out->chains[r] = malloc(cc->set.nchains[r] * sizeof(*out->chains[r])))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(out->chains[r], cc->set.chains[r], cc->set.nchains[r] * sizeof(*out->chains[r]));
+	}
+out:
+	pthread_rwlock_unlock(&cc->lock);
+	if (rc)
+		meta_chain_set_free(out);
+	return rc;
 }
 
 /* Copies the chain if the table has it at min_ver or later. */

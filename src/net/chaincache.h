@@ -48,6 +48,9 @@ struct chaincache_params {
 	chaincache_fetch_fn fetch;   /* instead of CHAINS_GET to meta, when set */
 	void *fetch_arg;
 	const char *who;             /* names us in log lines ("mount", "store") */
+	void (*installed)(void *arg); /* called after each new table is installed (no lock
+				       * held; in the refreshing thread), or NULL */
+	void *installed_arg;
 };
 
 /* Creates an empty cache (no table yet: the first lookup fetches one).
@@ -87,6 +90,9 @@ bool chaincache_target_addr(struct chaincache *cc, uint32_t id, char *buf, size_
  * needed; one connection per target is shared by all callers. Errors: -ENXIO target
  * unknown; the connect's -errno (-ECONNREFUSED, -ETIMEDOUT, -WEFT_EAUTH...). */
 int chaincache_conn(struct chaincache *cc, uint32_t id, struct conn **out);
+/* A copy of the whole current table into *out (free it with meta_chain_set_free), for
+ * code that walks every chain (resync). -ENOENT before the first table, -ENOMEM. */
+int chaincache_snapshot(struct chaincache *cc, struct meta_chain_set *out);
 /* Counters, for tests and logs: successful fetches, failed fetches. */
 void chaincache_counts(struct chaincache *cc, uint64_t *fetches, uint64_t *failures);
 

@@ -179,7 +179,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* reply to TARGETS_GET (weft status): count records in bulk, each: u32 id, u8 state
  * (enum weft_member_state), u16 len + node, u16 len + addr, u64 capacity, u64 free,
  * u64 bytes_read, u64 bytes_written, u64 ops_read, u64 ops_written, u64 silent_ms (time
- * since the last heartbeat or registration) */
+ * since the last heartbeat or registration), then resync progress as the target last
+ * reported it: u64 objects_left, u64 bytes_left, u64 rate (bytes/s; all 0: not syncing) */
 #define MSG_TARGETS(F) F(U32, count, 0)
 
 /* ---- objects (client/store -> store) ---- */
@@ -211,6 +212,32 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_STORE_STATS(F) \
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
 	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0)
+
+/* ---- resync (issue 9; appended) ---- */
+
+/* store -> meta: the sender (target) has caught up in chain (replicas, chain) as of
+ * chain_ver; meta makes it SERVING there. ESTALECHAIN if the chain changed since. */
+#define MSG_CHAIN_SYNCED(F) F(U32, target, 0) F(U8, replicas, 0) F(U32, chain, 0) \
+	F(U64, chain_ver, 0)
+/* syncing store -> serving member of the same chain: objects changed while `target`
+ * was offline in that chain, from the cursor (ino, stripe) on; entries before the
+ * cursor are dropped (the caller has copied them). Reply MSG_OBJ_LIST_REPLY with
+ * (ino u64, stripe u32) pairs in bulk. */
+#define MSG_OBJ_MISSED(F) \
+	F(U8, replicas, 0) F(U32, chain, 0) F(U64, chain_ver, 0) F(U32, target, 0) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U32, max, 0)
+/* admin -> meta: take target out of its chains now (re-replication, as after
+ * --replace-after); reply: chains changed */
+#define MSG_TARGET_OUT(F) F(U32, target, 0)
+#define MSG_TARGET_OUT_REPLY(F) F(U32, chains, 0)
+/* rebuilding store -> meta: objects of chain (replicas, chain) as the files' layouts
+ * place them, from inode `ino` on, scanning at most max inodes. Reply MSG_CHAIN_OBJECTS_REPLY:
+ * next = inode to continue from, eof; bulk: (ino u64, stripe u32) pairs */
+#define MSG_CHAIN_OBJECTS(F) F(U8, replicas, 0) F(U32, chain, 0) F(U64, ino, 0) F(U32, max, 0)
+#define MSG_CHAIN_OBJECTS_REPLY(F) F(U32, count, 0) F(U64, next, 0) F(U8, eof, 0)
+/* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
+#define MSG_RESYNC_PROGRESS(F) \
+	F(U32, target, 0) F(U64, objects_left, 0) F(U64, bytes_left, 0) F(U64, rate, 0)
 
 /* WEFT_OBJ_WRITE flags */
 #define WEFT_WRITE_SYNC 0x1u  /* fsync object before replying */
@@ -258,7 +285,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(obj_write, MSG_OBJ_WRITE) X(obj_written, MSG_OBJ_WRITTEN) X(obj_read, MSG_OBJ_READ) \
 	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) X(obj_sync, MSG_OBJ_SYNC) \
 	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
-	X(obj_list_reply, MSG_OBJ_LIST_REPLY) X(store_stats, MSG_STORE_STATS)
+	X(obj_list_reply, MSG_OBJ_LIST_REPLY) X(store_stats, MSG_STORE_STATS) \
+	X(chain_synced, MSG_CHAIN_SYNCED) X(obj_missed, MSG_OBJ_MISSED) \
+	X(resync_progress, MSG_RESYNC_PROGRESS) X(target_out, MSG_TARGET_OUT) \
+	X(target_out_reply, MSG_TARGET_OUT_REPLY) X(chain_objects, MSG_CHAIN_OBJECTS) \
+	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -303,7 +334,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(CHAINS_GET,   0x0303, chains_get, chains) \
 	X(TARGET_FAILED, 0x0304, target_failed, empty) \
 	X(TARGETS_GET,  0x0305, empty, targets)  /* per-target records in bulk */ \
-	X(CHAINS_CHANGED, 0x0306, chains, empty) /* meta -> clients, one-way: new epoch */ \
+	X(CHAINS_CHANGED, 0x030a, chains, empty) /* meta -> clients, one-way: new epoch */ \
 	X(OBJ_WRITE,    0x0401, obj_write, obj_written) \
 	X(OBJ_READ,     0x0402, obj_read, obj_data) \
 	X(OBJ_TRUNCATE, 0x0403, obj_truncate, obj_size) \
@@ -311,7 +342,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(OBJ_FSYNC,    0x0405, obj_sync, empty) \
 	X(OBJ_STAT,     0x0406, obj_id, obj_size) \
 	X(OBJ_LIST,     0x0407, obj_list, obj_list_reply) \
-	X(STORE_STATS,  0x0408, empty, store_stats)
+	X(STORE_STATS,  0x0408, empty, store_stats) \
+	X(CHAIN_SYNCED, 0x0306, chain_synced, empty) \
+	X(RESYNC_PROGRESS, 0x0307, resync_progress, empty) \
+	X(OBJ_MISSED,   0x0409, obj_missed, obj_list_reply) \
+	X(OBJ_SYNC_READ, 0x040a, obj_read, obj_data)  /* as OBJ_READ; ENOENT if missing */ \
+	X(TARGET_OUT,   0x0308, target_out, target_out_reply) \
+	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply)
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

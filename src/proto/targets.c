@@ -16,5 +16,8 @@ bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t)
 	t->ops_read = rbuf_u64(r);
 	t->ops_written = rbuf_u64(r);
 	t->silent_ms = rbuf_u64(r);
+	t->resync_objects_left = rbuf_u64(r);
+	t->resync_bytes_left = rbuf_u64(r);
+	t->resync_rate = rbuf_u64(r);
 	return rbuf_ok(r);
 }

@@ -2,7 +2,8 @@
  * encoder and decoder of these records (meta writes them, weft status and weft stat read
  * them). Layout, little-endian: u32 id, u8 state, u16 node length, node, u16 address
  * length, address, u64 capacity, free, bytes_read, bytes_written, ops_read, ops_written,
- * silent_ms (time since the last heartbeat). */
+ * silent_ms (time since the last heartbeat), resync_objects_left, resync_bytes_left,
+ * resync_rate (bytes/s; all three 0 unless the target is catching up). */
 #ifndef WEFT_PROTO_TARGETS_H
 #define WEFT_PROTO_TARGETS_H
 
@@ -17,6 +18,7 @@ struct weft_target_rec {
 	uint8_t state; /* WEFT_MEMBER_* */
 	struct weft_str node, addr;
 	uint64_t capacity, free, bytes_read, bytes_written, ops_read, ops_written, silent_ms;
+	uint64_t resync_objects_left, resync_bytes_left, resync_rate;
 };
 
 /* Reads the next record; strings borrow from r's buffer. False on a short or malformed

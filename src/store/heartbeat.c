@@ -164,12 +164,20 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 
 /* ---- chain tables: the chain cache (src/net/chaincache.h) ---- */
 
+/* A new chain table: notes of objects members missed are dropped for chains where
+ * those members serve again (resync.c). */
+static void tables_installed(void *arg)
+{
+	resync_tables_changed(arg);
+}
+
 int chains_init(struct store_server *s)
 {
 	struct chaincache_params p = {.loop = s->loop, .key = &s->key, .role = WEFT_ROLE_STORE,
 				      .name = s->node, .default_port = 7071,
 				      .connect_timeout_ms = 3000, .meta = s->meta,
-				      .meta_timeout_ms = STORE_META_TIMEOUT_MS, .who = "store"};
+				      .meta_timeout_ms = STORE_META_TIMEOUT_MS, .who = "store",
+				      .installed = tables_installed, .installed_arg = s};
 	return chaincache_new(&p, &s->cc);
 }
 
@@ -247,10 +255,28 @@ static int beat(struct store_server *s)
 	return rc;
 }
 
+/* RESYNC_PROGRESS to meta while syncing, and once more (zeros) when it ends. */
+static void report_progress(struct store_server *s, bool *was)
+{
+	bool active = resync_active(s);
+	if (!active && !*was)
+		return;
+	*was = active;
+	struct weft_msg_resync_progress m;
+	resync_progress(s, &m);
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_resync_progress_encode(&w, &m);
+	struct frame *rep = NULL;
+	rpc_call(s->meta, WEFT_OP_RESYNC_PROGRESS, &w, NULL, 0, 2000, &rep);
+	frame_free(rep);
+}
+
 static void *hb_main(void *arg)
 {
 	struct store_server *s = arg;
 	unsigned failures = 0;
+	bool syncing = false;
 	while (!nap(s, s->heartbeat_ms)) {
 		int rc = beat(s);
 		if (rc == -ENOENT || rc == -ESTALE) {
@@ -272,6 +298,7 @@ static void *hb_main(void *arg)
 		if (rc)
 			log_warn("fetching chain tables from meta %s: %s", s->meta_addr,
 				 weft_strerror(rc));
+		report_progress(s, &syncing);
 	}
 	return NULL;
 }

@@ -470,9 +470,22 @@ static void log_damage(struct store_fdc_entry *e, const char *what, uint64_t a, 
 		 a / STORE_CHUNK, (b - 1) / STORE_CHUNK);
 }
 
-int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
-		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
-		     struct store_obj_result *res)
+/* The object's committed version is still *expect (0: no object)? 0, -EAGAIN if not.
+ * NULL expect: always. Called with the object's lock held exclusively. */
+static int expect_ok(struct store_objs *s, uint64_t ino, uint32_t stripe, const uint64_t *expect)
+{
+	if (!expect)
+		return 0;
+	struct store_index_rec rec;
+	int rc = store_index_get(s->idx, ino, stripe, &rec);
+	if (rc && rc != -ENOENT)
+		return rc;
+	return (rc ? 0 : rec.committed) == *expect ? 0 : -EAGAIN;
+}
+
+static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		      const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
+		      const uint64_t *expect, struct store_obj_result *res)
 {
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	uint32_t stack_ent[STACK_ENTRIES + 1], *ent = stack_ent;
@@ -509,7 +522,9 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 	struct store_fdc_entry *e = NULL;
 	uint64_t ver = 0, S = 0, S2 = 0, end = off + len;
 	bool began = false, ok = true;
-	rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
+	rc = expect_ok(s, ino, stripe, expect);
+	if (rc == 0)
+		rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
 	if (rc)
 		goto out;
 	S = e->size;
@@ -600,6 +615,21 @@ out_nolock:
 	return rc;
 }
 
+int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
+		     struct store_obj_result *res)
+{
+	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, res);
+}
+
+int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
+		       uint64_t off, const void *buf, size_t len, const uint32_t *crcs,
+		       size_t ncrcs, struct store_obj_result *res)
+{
+	struct iovec v = {(void *)buf, len};
+	return obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, &expect, res);
+}
+
 int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		    const void *buf, size_t len, const uint32_t *crcs, size_t ncrcs,
 		    struct store_obj_result *res)
@@ -657,8 +687,8 @@ static int truncate_entry(struct store_objs *s, struct store_fdc_entry *e, uint6
 	return 0;
 }
 
-int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t size,
-		       struct store_obj_result *res)
+static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t size,
+			const uint64_t *expect, struct store_obj_result *res)
 {
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	if (size > STORE_OBJ_SIZE_MAX)
@@ -668,7 +698,9 @@ int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint
 	struct store_fdc_entry *e = NULL;
 	uint64_t ver = 0, S = 0;
 	bool began = false, ok = true;
-	int rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
+	int rc = expect_ok(s, ino, stripe, expect);
+	if (rc == 0)
+		rc = store_fdc_get(s->fdc, ino, stripe, true, &e);
 	if (rc)
 		goto out;
 	S = e->size;
@@ -731,7 +763,19 @@ out:
 	return rc;
 }
 
-int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
+int store_obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t size,
+		       struct store_obj_result *res)
+{
+	return obj_truncate(s, ino, stripe, size, NULL, res);
+}
+
+int store_obj_truncate_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
+			  uint64_t size, struct store_obj_result *res)
+{
+	return obj_truncate(s, ino, stripe, size, &expect, res);
+}
+
+static int obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe, const uint64_t *expect)
 {
 	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
 	obj_path(path, ino, stripe, false);
@@ -741,7 +785,9 @@ int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	struct stat st;
 	struct store_index_rec rec;
 	uint64_t ver;
-	int rc = 0;
+	int rc = expect_ok(s, ino, stripe, expect);
+	if (rc)
+		goto out;
 	bool exists = fstatat(s->root_fd, path, &st, 0) == 0 ||
 		      store_index_get(s->idx, ino, stripe, &rec) == 0;
 	if (!exists) {
@@ -763,6 +809,22 @@ int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
 out:
 	pthread_rwlock_unlock(lk);
 	return rc;
+}
+
+int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	return obj_delete(s, ino, stripe, NULL);
+}
+
+int store_obj_delete_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe)
+{
+	return obj_delete(s, ino, stripe, &expect);
+}
+
+uint64_t store_obj_version(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	struct store_index_rec rec;
+	return store_index_get(s->idx, ino, stripe, &rec) == 0 ? rec.committed : 0;
 }
 
 int store_obj_delete_inode(struct store_objs *s, uint64_t ino, uint64_t *ndeleted)

@@ -137,6 +137,20 @@ int store_obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe);
  * them. 0 (also when there were none) or the first -errno. */
 int store_obj_delete_inode(struct store_objs *s, uint64_t ino, uint64_t *ndeleted);
 
+/* Resync: as store_obj_write, store_obj_truncate and store_obj_delete, but only while
+ * the object's committed version is still `expect` (0: no object); otherwise nothing
+ * changes and they return -EAGAIN. A copier reads the version, fetches the bytes from
+ * another replica, and writes them only if no mutation came in between, so a copy never
+ * overwrites newer data. */
+int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
+		       uint64_t off, const void *buf, size_t len, const uint32_t *crcs,
+		       size_t ncrcs, struct store_obj_result *res);
+int store_obj_truncate_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
+			  uint64_t size, struct store_obj_result *res);
+int store_obj_delete_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe);
+/* The committed version of (ino, stripe), 0 if there is no such object. */
+uint64_t store_obj_version(struct store_objs *s, uint64_t ino, uint32_t stripe);
+
 /* Makes the object's data, checksums, directory entry and index record durable
  * (fdatasync, fsync of its directory, index sync). -ENOENT if missing. */
 int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe);

@@ -391,6 +391,12 @@ void repl_write(struct sreq *q)
 		for (int i = me + 1; i < ch.nmembers && succ < 0; i++)
 			if (ch.members[i].state != WEFT_MEMBER_OFFLINE)
 				succ = (int)ch.members[i].target;
+		/* a member that is away misses this: note it for its resync (before applying,
+		 * so a resync that lists after this request was accepted sees it) */
+		if (q->op == WEFT_OP_OBJ_WRITE)
+			resync_note(s, &ch, q->m.w.ino, q->m.w.stripe);
+		else if (q->op == WEFT_OP_OBJ_TRUNCATE)
+			resync_note(s, &ch, q->m.t.ino, q->m.t.stripe);
 	}
 	if (q->op == WEFT_OP_OBJ_WRITE) {
 		int rc = check_crcs(q, succ >= 0);

@@ -104,11 +104,13 @@ static void do_read(struct sreq *q)
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32 " was written "
 					 "but is missing or stale here", s->target_id, m->ino,
 					 m->stripe);
-		else if (rc == -WEFT_ECHECKSUM)
+		else if (rc == -WEFT_ECHECKSUM) {
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32
 					 " chunk %" PRId64 " does not match its checksum",
 					 s->target_id, m->ino, m->stripe, r.bad_chunk);
+			resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
+		}
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: read ino %" PRIu64 " stripe %" PRIu32 ": %s",
@@ -137,6 +139,18 @@ static void do_read(struct sreq *q)
 		conn_reply(q->c, q->f, 0, &w, NULL, 0, NULL, NULL);
 	free(n ? NULL : buf);
 	wbuf_free(&w);
+}
+
+/* OBJ_SYNC_READ: OBJ_READ for a resyncing member, -ENOENT when there is no object.
+ * Queued with the object's key, so it runs after the writes to it received before. */
+static void do_sync_read(struct sreq *q)
+{
+	struct store_obj_stat st;
+	int rc = store_obj_stat(q->s->objs, q->m.r.ino, q->m.r.stripe, &st);
+	if (rc == -ENOENT)
+		srv_reply_status(q, rc);
+	else
+		do_read(q);
 }
 
 static void do_stat(struct sreq *q)
@@ -240,6 +254,8 @@ static void run_job(struct store_job *j)
 		repl_write(q); /* frees q */
 		return;
 	case WEFT_OP_OBJ_READ: do_read(q); break;
+	case WEFT_OP_OBJ_SYNC_READ: do_sync_read(q); break;
+	case WEFT_OP_OBJ_MISSED: resync_missed_list(q); break;
 	case WEFT_OP_OBJ_STAT: do_stat(q); break;
 	case WEFT_OP_OBJ_LIST: do_list(q); break;
 	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
@@ -292,6 +308,13 @@ static void on_request(struct conn *c, struct frame *f)
 		break;
 	case WEFT_OP_OBJ_STAT:
 		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
+		break;
+	case WEFT_OP_OBJ_SYNC_READ:
+		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
+		key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
+		break;
+	case WEFT_OP_OBJ_MISSED:
+		rc = weft_obj_missed_decode(p, len, &q->m.ms, &why);
 		break;
 	case WEFT_OP_OBJ_DELETE:
 		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);
@@ -482,6 +505,8 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 1000;
 	s->buffered = o->buffered;
 	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
+	s->resync_rate = !o->resync_rate ? 64ull << 20 : o->resync_rate == UINT64_MAX ? 0 :
+		o->resync_rate;
 	s->stop = o->stop;
 	pthread_mutex_init(&s->fwd_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
@@ -582,6 +607,11 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 			 weft_strerror(rc));
 		goto fail;
 	}
+	rc = resync_open(s);
+	if (rc) {
+		snprintf(err, errlen, "%s/missed.log: %s", s->dir, strerror(-rc));
+		goto fail;
+	}
 	rc = chains_refresh(s, true);
 	if (rc)
 		log_warn("fetching chain tables from meta %s: %s (will retry)", s->meta_addr,
@@ -589,8 +619,10 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	loop_every(s->loop, 1000, repl_check_timeouts, s);
 	atomic_store(&s->ready, true);
 	rc = hb_start(s);
+	if (rc == 0)
+		rc = resync_start(s);
 	if (rc) {
-		snprintf(err, errlen, "heartbeat thread: %s", strerror(-rc));
+		snprintf(err, errlen, "heartbeat or resync thread: %s", strerror(-rc));
 		goto fail;
 	}
 	log_info("target %u (%s) serving on %s, registered as %s with meta %s, checksums %s",
@@ -616,6 +648,7 @@ void store_server_stop(struct store_server *s)
 	atomic_store(&s->stopping, true);
 	atomic_store(&s->ready, false);
 	hb_stop(s);
+	resync_close(s);
 	if (s->srv)
 		server_free(s->srv);
 	s->srv = NULL;

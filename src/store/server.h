@@ -40,6 +40,8 @@ struct store_server_opts {
 	bool buffered;              /* no O_DIRECT for large writes (store_obj_opts) */
 	uint32_t heartbeat_ms;      /* 0: 1000 */
 	uint32_t forward_timeout_ms;/* successor reply timeout; 0: 10000 */
+	uint64_t resync_rate;       /* resync/rebuild copy limit, bytes/s; 0: 64 MiB/s;
+				     * UINT64_MAX: unlimited */
 	const volatile int *stop;   /* start gives up registering when *stop becomes set */
 };
 

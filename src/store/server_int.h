@@ -36,6 +36,7 @@ struct sreq {
 		struct weft_msg_obj_sync sy;
 		struct weft_msg_obj_delete d;
 		struct weft_msg_obj_list l;
+		struct weft_msg_obj_missed ms;
 	} m;
 	/* replication */
 	atomic_int parts;         /* local write + forward still running */
@@ -60,6 +61,7 @@ struct store_server {
 	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
 	struct weft_key key;
 	uint32_t heartbeat_ms, forward_timeout_ms;
+	uint64_t resync_rate;          /* bytes/s the resync/rebuild copier may use; 0: any */
 	bool buffered;                 /* no O_DIRECT writes */
 	const volatile int *stop;
 
@@ -99,6 +101,7 @@ struct store_server {
 
 	pthread_mutex_t repair_lock;    /* guards repairing */
 	struct { uint64_t ino; uint32_t stripe; bool used; } repairing[STORE_REPAIRS_MAX];
+	struct store_resync *rs;        /* resync.c */
 
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
@@ -148,5 +151,28 @@ uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
 struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
+
+/* resync.c: missed log (survivor side) and copier (returning side) */
+struct store_resync;
+/* Opens <dir>/missed.log. 0 or -errno. */
+int resync_open(struct store_server *s);
+/* Starts the copier thread. 0 or -errno. */
+int resync_start(struct store_server *s);
+/* Stops the copier, closes the log. No-op without resync_open. */
+void resync_close(struct store_server *s);
+/* Notes (ino, stripe) as missed by every OFFLINE member of ch (before a mutation). */
+void resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+		 uint32_t stripe);
+/* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
+void resync_tables_changed(struct store_server *s);
+/* OBJ_MISSED (worker). Replies; the caller frees q. */
+void resync_missed_list(struct sreq *q);
+/* Copier progress, for the heartbeat; active: this target syncs some chain. */
+void resync_progress(struct store_server *s, struct weft_msg_resync_progress *out);
+bool resync_active(struct store_server *s);
+/* Queues (ino, stripe) of chain (replicas, chain), which failed its checksum here, for
+ * repair from another serving member (copier thread). Any thread; never blocks long. */
+void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
+		   uint32_t stripe);
 
 #endif

@@ -390,6 +390,75 @@ static void test_vouch(void)
 	tmeta_close(db, dir);
 }
 
+static int replace_apply(MDB_txn *txn, void *arg)
+{
+	void **a = arg;
+	return meta_chains_replace(a[0], txn, *(uint32_t *)a[1], a[2]);
+}
+
+/* Re-replication: the target leaves every chain that has another live member, a target
+ * of another node rebuilds in its place; the chain keeps id and owner; replicas-1
+ * chains keep it (nobody to copy from). */
+static void test_replace(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 4, 4);
+	struct meta_chain_set before, after;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &before));
+	mdb_txn_abort(txn);
+	uint32_t id = 1;
+	unsigned n = 0;
+	void *a[] = { db, &id, &n };
+	CHECK_OK(meta_db_write(db, replace_apply, a));
+	CHECK(n > 0);
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &after));
+	mdb_txn_abort(txn);
+	CHECK(after.epoch > before.epoch);
+	CHECK_INT(find_target(&after, 1)->state, ==, WEFT_MEMBER_OFFLINE);
+	unsigned changed = 0;
+	for (uint8_t r = 1; r <= 3; r++) {
+		CHECK_INT(after.nchains[r - 1], ==, before.nchains[r - 1]);
+		for (uint32_t i = 0; i < after.nchains[r - 1]; i++) {
+			const struct meta_chain *b = &before.chains[r - 1][i], *c = &after.chains[r - 1][i];
+			CHECK_INT(c->owner, ==, b->owner);
+			bool had = false, has = false;
+			int rebuilding = 0;
+			for (int m = 0; m < c->nmembers; m++) {
+				had |= b->members[m].target == 1;
+				has |= c->members[m].target == 1;
+				rebuilding += c->members[m].state == WEFT_MEMBER_REBUILDING;
+				for (int k = 0; k < m; k++) /* still distinct nodes */
+					CHECK(strcmp(find_target(&after, c->members[k].target)->node,
+						     find_target(&after, c->members[m].target)->node) != 0);
+			}
+			if (r == 1) {
+				CHECK(has == had); /* kept: nothing to rebuild from */
+				continue;
+			}
+			CHECK(!has);
+			if (had) {
+				CHECK_INT(rebuilding, ==, 1);
+				CHECK(c->version > b->version);
+				/* the rebuilding member sits right behind the live ones */
+				CHECK_INT(c->members[c->nmembers - 1].state, ==, WEFT_MEMBER_REBUILDING);
+				changed++;
+			} else {
+				CHECK_INT(c->version, ==, b->version);
+			}
+		}
+	}
+	CHECK_INT(changed, ==, n);
+	meta_chain_set_free(&before);
+	meta_chain_set_free(&after);
+	id = 4242;
+	CHECK_INT(meta_db_write(db, replace_apply, a), ==, -ENOENT);
+	tmeta_close(db, dir);
+}
+
 static void test_codec(void)
 {
 	char dir[256];
@@ -614,6 +683,7 @@ int main(void)
 	test_liveness();
 	test_member_serving();
 	test_vouch();
+	test_replace();
 	test_codec();
 	printf("meta_chains: ok\n");
 	return 0;

@@ -825,6 +825,53 @@ static void test_lost(void)
 	free(ts.dir);
 }
 
+/* Resync's conditional mutations: applied only while the version is unchanged. */
+static void test_conditional(void)
+{
+	struct tstore ts = {.dir = tmp_dir("cond")};
+	ts_open(&ts);
+	uint8_t a[5000], b[5000], r[5000];
+	fill(a, sizeof(a), 3);
+	fill(b, sizeof(b), 4);
+	uint64_t np = store_crc_npieces(0, sizeof(a));
+	uint32_t ca[4], cb[4];
+	struct iovec va = {a, sizeof(a)}, vb = {b, sizeof(b)};
+	store_obj_piece_crcs(0, &va, 1, ca);
+	store_obj_piece_crcs(0, &vb, 1, cb);
+	CHECK_INT(store_obj_version(ts.s, 9, 0), ==, 0);
+	/* missing object: expect 0 creates it */
+	struct store_obj_result res;
+	CHECK_OK(store_obj_write_if(ts.s, 0, 9, 0, 0, a, sizeof(a), ca, np, &res));
+	uint64_t v1 = store_obj_version(ts.s, 9, 0);
+	CHECK_INT(v1, ==, res.version);
+	CHECK(v1 > 0);
+	/* stale expectation: refused, nothing changes */
+	CHECK_INT(store_obj_write_if(ts.s, 0, 9, 0, 0, b, sizeof(b), cb, np, NULL), ==, -EAGAIN);
+	CHECK_INT(store_obj_truncate_if(ts.s, v1 + 7, 9, 0, 10, NULL), ==, -EAGAIN);
+	CHECK_INT(store_obj_delete_if(ts.s, v1 + 7, 9, 0), ==, -EAGAIN);
+	size_t n;
+	CHECK_OK(ts_read(&ts, 9, 0, 0, r, sizeof(r), &n, NULL));
+	CHECK_INT(n, ==, sizeof(a));
+	CHECK(memcmp(r, a, sizeof(a)) == 0);
+	CHECK_INT(store_obj_version(ts.s, 9, 0), ==, v1);
+	/* a plain (forwarded) write moves the version: a copy taken before is refused */
+	CHECK_OK(ts_write(&ts, 9, 0, 0, b, sizeof(b)));
+	CHECK_INT(store_obj_write_if(ts.s, v1, 9, 0, 0, a, sizeof(a), ca, np, NULL), ==, -EAGAIN);
+	CHECK_OK(ts_read(&ts, 9, 0, 0, r, sizeof(r), &n, NULL));
+	CHECK(memcmp(r, b, sizeof(b)) == 0);
+	/* current expectation: applied */
+	uint64_t v2 = store_obj_version(ts.s, 9, 0);
+	CHECK_OK(store_obj_truncate_if(ts.s, v2, 9, 0, 100, &res));
+	CHECK_INT(res.size, ==, 100);
+	uint64_t v3 = store_obj_version(ts.s, 9, 0);
+	CHECK(v3 > v2);
+	CHECK_OK(store_obj_delete_if(ts.s, v3, 9, 0));
+	CHECK_INT(store_obj_version(ts.s, 9, 0), ==, 0);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+}
+
 int main(void)
 {
 	test_basic_holes_short();
@@ -847,6 +894,7 @@ int main(void)
 	test_bad_incoming_crc();
 	test_torn();
 	test_delete_list();
+	test_conditional();
 	test_no_checksums();
 	test_threads();
 	test_sigkill();
