@@ -128,7 +128,8 @@ static int write_identity(const struct store_target *t)
 	return rc;
 }
 
-/* True if dir has entries other than "." and "..". */
+/* 1 if dir has no entries other than "." and ".." and a weft-target.tmp (left by a
+ * format that was killed before its rename: nothing else was written yet), else 0. */
 static int dir_is_empty(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -137,7 +138,8 @@ static int dir_is_empty(const char *dir)
 	struct dirent *de;
 	int empty = 1;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, STORE_TARGET_FILE ".tmp") != 0) {
 			empty = 0;
 			break;
 		}
