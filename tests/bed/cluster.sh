@@ -18,7 +18,7 @@ bedc_up() { # bedc_up NSTORES [mkfs options...]
 	for ((i = 2; i <= ns + 1; i++)); do bedc_store_start "$i"; done
 	mkdir -p "$MNT"
 	start mount $(bed_in "$BEDC_CLIENT") "$WEFT" mount "$(bed_ip 1):7070" "$MNT" --key "$KEY" \
-		-f -o name=client
+		-f -o name=client,no_root_squash
 	local n=100
 	while ! mountpoint -q "$MNT" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 	mountpoint -q "$MNT" || fail "mount did not come up"

@@ -25,7 +25,7 @@ ok "weft up: 4 stores, replicas 2"
 
 # a second mount, opened while the table still has four chains
 mkdir -p "$T/mnt2"
-"$WEFT" mount "$META" "$T/mnt2" --key "$KEY" --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
+"$WEFT" mount "$META" "$T/mnt2" --key "$KEY" -o no_root_squash --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
 	|| fail "second mount failed"
 
 head -c $((24 << 20)) /dev/urandom >"$T/src"
