@@ -405,6 +405,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	}
 	/* before the session: meta may push CHAINS_CHANGED as soon as we are connected */
 	struct chaincache_params cp = {.loop = c->loop, .key = &c->key, .role = WEFT_ROLE_CLIENT,
+				       .drop_offline = true,
 				       .name = c->node, .connect_timeout_ms = 3000, .meta = c->meta,
 				       .meta_timeout_ms = CLIENT_META_TIMEOUT_MS, .who = "libweft"};
 	err = chaincache_new(&cp, &c->cc);

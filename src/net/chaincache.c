@@ -241,7 +241,7 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	/* a target meta marked offline loses its connection: requests waiting on a silent or
 	 * frozen host fail now and go to the other members (the rpc reconnects on next use) */
 	for (uint32_t i = 0; i < set.ntargets; i++)
-		if (set.targets[i].state == WEFT_MEMBER_OFFLINE && rpcs[i])
+		if (cc->p.drop_offline && set.targets[i].state == WEFT_MEMBER_OFFLINE && rpcs[i])
 			rpc_drop(rpcs[i]);
 	if (cc->p.installed)
 		cc->p.installed(cc->p.installed_arg);

@@ -48,6 +48,9 @@ struct chaincache_params {
 	chaincache_fetch_fn fetch;   /* instead of CHAINS_GET to meta, when set */
 	void *fetch_arg;
 	const char *who;             /* names us in log lines ("mount", "store") */
+	bool drop_offline;           /* close the connection to a target meta marks offline,
+				      * so requests waiting on a silent host fail over now
+				      * (clients; a store's forwards time out and report) */
 	void (*installed)(void *arg); /* called after each new table is installed (no lock
 				       * held; in the refreshing thread), or NULL */
 	void *installed_arg;
