@@ -17,7 +17,8 @@
 	X(status) \
 	X(df) \
 	X(store) \
-	X(target)
+	X(target) \
+	X(scrub)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)
