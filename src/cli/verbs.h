@@ -18,7 +18,8 @@
 	X(df) \
 	X(stat) \
 	X(store) \
-	X(target)
+	X(target) \
+	X(scrub)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -287,17 +287,21 @@ static int read_batch_finish(struct read_batch *rb)
 			} else {
 				k->tries++;
 				k->member = (k->member + 1) % k->chain.nmembers;
-				if (k->tries >= k->chain.nmembers && read_transient(k->err) &&
-				    k->rounds < READ_RETRY_ROUNDS) {
-					struct timespec pause = {0, READ_RETRY_PAUSE_MS * 1000000L};
-					nanosleep(&pause, NULL);
-					client_refresh_chains(k->c);
-					client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
-					k->rounds++;
-					k->tries = 0;
-				}
 			}
-			int err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
+			int err;
+			for (;;) {
+				err = k->tries < k->chain.nmembers ? send_read(k) : k->err;
+				if (!err || !read_transient(err) || k->rounds >= READ_RETRY_ROUNDS)
+					break;
+				/* every member failed for now: fetch the table, try them again */
+				struct timespec pause = {0, READ_RETRY_PAUSE_MS * 1000000L};
+				nanosleep(&pause, NULL);
+				client_refresh_chains(k->c);
+				client_chain(k->c, k->layout.replicas, k->p.chain, &k->chain);
+				k->err = err;
+				k->rounds++;
+				k->tries = 0;
+			}
 			if (err) {
 				pthread_mutex_lock(&rb->b.lock);
 				rb->b.outstanding++;

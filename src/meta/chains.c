@@ -661,17 +661,20 @@ int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 			   int64_t timeout_ns, bool *all)
 {
 	struct meta_target *t;
-	uint32_t n, up = 0, silent = 0;
+	uint32_t n, up = 0, expired = 0, quiet = 0;
 	*all = false;
 	int rc = targets_load(db, txn, &t, &n);
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		if (t[i].state == WEFT_MEMBER_OFFLINE)
 			continue;
 		up++;
-		silent += now_ns - t[i].last_seen_ns > timeout_ns;
+		expired += now_ns - t[i].last_seen_ns > timeout_ns;
+		/* heartbeats are staggered (one a second each): when meta is cut off, the
+		 * others are close behind the first to cross the timeout */
+		quiet += now_ns - t[i].last_seen_ns > timeout_ns / 2;
 	}
 	free(t);
-	*all = up >= 2 && silent == up;
+	*all = up >= 2 && expired > 0 && quiet == up;
 	return rc;
 }
 

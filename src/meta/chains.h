@@ -70,8 +70,9 @@ int meta_chains_vouch(struct meta_db *db, MDB_txn *txn, uint32_t id, uint64_t in
 /* Marks every up target silent for more than timeout_ns offline; *n = how many. */
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n);
-/* *all = true when there are at least two up targets and every one of them has been
- * silent for more than timeout_ns: then meta is the one cut off, not them. */
+/* *all = true when there are at least two up targets, one has been silent for more than
+ * timeout_ns and every one for more than half of it: then meta is the one cut off, not
+ * them (one failed target leaves the others heard from within a heartbeat). */
 int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 			   int64_t timeout_ns, bool *all);
 /* Marks target id offline now (e.g. its predecessor reported it failed).

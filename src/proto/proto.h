@@ -235,6 +235,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * next = inode to continue from, eof; bulk: (ino u64, stripe u32) pairs */
 #define MSG_CHAIN_OBJECTS(F) F(U8, replicas, 0) F(U32, chain, 0) F(U64, ino, 0) F(U32, max, 0)
 #define MSG_CHAIN_OBJECTS_REPLY(F) F(U32, count, 0) F(U64, next, 0) F(U8, eof, 0)
+/* admin -> store: verify every object's CRCs at up to rate MiB/s (0: the store's
+ * --resync-rate), repairing bad ones from another replica; runs in the background */
+#define MSG_STORE_SCRUB(F) F(U32, rate, 0)
 /* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
 #define MSG_RESYNC_PROGRESS(F) \
 	F(U32, target, 0) F(U64, objects_left, 0) F(U64, bytes_left, 0) F(U64, rate, 0)
@@ -289,7 +292,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(chain_synced, MSG_CHAIN_SYNCED) X(obj_missed, MSG_OBJ_MISSED) \
 	X(resync_progress, MSG_RESYNC_PROGRESS) X(target_out, MSG_TARGET_OUT) \
 	X(target_out_reply, MSG_TARGET_OUT_REPLY) X(chain_objects, MSG_CHAIN_OBJECTS) \
-	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY)
+	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY) X(store_scrub, MSG_STORE_SCRUB)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -348,7 +351,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(OBJ_MISSED,   0x0409, obj_missed, obj_list_reply) \
 	X(OBJ_SYNC_READ, 0x040a, obj_read, obj_data)  /* as OBJ_READ; ENOENT if missing */ \
 	X(TARGET_OUT,   0x0308, target_out, target_out_reply) \
-	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply)
+	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply) \
+	X(STORE_SCRUB,  0x040b, store_scrub, empty)
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

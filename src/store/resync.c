@@ -78,6 +78,8 @@ struct store_resync {
 	struct repair { uint8_t replicas; uint32_t chain; uint64_t ino; uint32_t stripe; }
 		repairs[64];        /* guarded by wake_lock */
 	unsigned nrepairs;
+	uint64_t scrub_rate;        /* scrub requested at this rate (bytes/s), guarded by
+				     * wake_lock; 0: none */
 };
 
 static int note_cmp(const struct note *a, const struct note *b)
@@ -391,12 +393,12 @@ static int chain_synced(struct store_server *s, const struct job *j, uint64_t co
 	return rc;
 }
 
-/* Keeps the copier at or below s->resync_rate bytes/s (0: unlimited), so application
- * I/O keeps the rest of the disks and links. */
-static void throttle(struct store_server *s, uint64_t n)
+/* Keeps the copier at or below rate bytes/s (0: unlimited), so application I/O keeps
+ * the rest of the disks and links. Copier thread. */
+static void throttle(struct store_server *s, uint64_t n, uint64_t rate)
 {
 	struct store_resync *rs = s->rs;
-	if (!s->resync_rate)
+	if (!rate)
 		return;
 	uint64_t now = loop_now_ms();
 	if (!rs->tb_start_ms || now - rs->tb_start_ms > 1000) {
@@ -404,7 +406,7 @@ static void throttle(struct store_server *s, uint64_t n)
 		rs->tb_bytes = 0;
 	}
 	rs->tb_bytes += n;
-	uint64_t due = rs->tb_start_ms + rs->tb_bytes * 1000 / s->resync_rate;
+	uint64_t due = rs->tb_start_ms + rs->tb_bytes * 1000 / rate;
 	if (due > now) {
 		struct timespec ts = {(time_t)((due - now) / 1000), (long)((due - now) % 1000) * 1000000L};
 		nanosleep(&ts, NULL);
@@ -461,7 +463,7 @@ static int copy_object(struct store_server *s, struct rpc *src, const struct job
 				return rc;
 			}
 			atomic_fetch_add(&rs->bytes_done, n);
-			throttle(s, n);
+			throttle(s, n, s->resync_rate);
 			off += n;
 			v0 = store_obj_version(s->objs, ino, stripe);
 		}
@@ -692,6 +694,80 @@ static void do_repairs(struct store_server *s)
 	}
 }
 
+void resync_scrub(struct store_server *s, uint64_t rate)
+{
+	struct store_resync *rs = s->rs;
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->wake_lock);
+	rs->scrub_rate = rate ? rate : s->resync_rate ? s->resync_rate : UINT64_MAX;
+	pthread_cond_signal(&rs->wake);
+	pthread_mutex_unlock(&rs->wake_lock);
+}
+
+/* The chain of (ino, stripe), from the file's layout at meta. 0 or -errno. */
+static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
+			uint32_t *chain)
+{
+	struct weft_msg_ino m = {.ino = ino};
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_ino_encode(&w, &m);
+	struct frame *rep = NULL;
+	int rc = rpc_call(s->meta, WEFT_OP_GETSTRIPE, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
+	struct weft_msg_layout l;
+	const char *why = NULL;
+	if (rc == 0 && weft_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
+		rc = -WEFT_EPROTO;
+	frame_free(rep);
+	if (rc)
+		return rc;
+	if (!l.layout.chain_count)
+		return -EINVAL;
+	*replicas = l.layout.replicas;
+	*chain = (uint32_t)(((uint64_t)l.layout.first_chain + stripe) % l.layout.chain_count);
+	return 0;
+}
+
+/* Scrub: verifies every object (at the scrub rate), queues bad ones for repair. */
+static void scrub(struct store_server *s, uint64_t rate)
+{
+	struct store_resync *rs = s->rs;
+	uint64_t ino = 0, nobj = 0, nbad = 0;
+	uint32_t stripe = 0;
+	struct store_index_rec recs[256];
+	size_t n;
+	log_info("scrub: verifying every object at up to %llu MiB/s",
+		 rate == UINT64_MAX ? 0ull : (unsigned long long)(rate >> 20));
+	while (!stopping(rs) && store_obj_list(s->objs, ino, stripe, recs, 256, &n) == 0 && n) {
+		for (size_t i = 0; i < n && !stopping(rs); i++) {
+			uint64_t bad = 0, first = 0;
+			if (store_obj_verify(s->objs, recs[i].ino, recs[i].stripe, &bad, &first) != 0)
+				continue;
+			nobj++;
+			throttle(s, recs[i].length, rate == UINT64_MAX ? 0 : rate);
+			if (!bad)
+				continue;
+			nbad++;
+			uint8_t r;
+			uint32_t c;
+			int rc = object_chain(s, recs[i].ino, recs[i].stripe, &r, &c);
+			log_warn("scrub: ino %" PRIu64 " stripe %" PRIu32 ": %" PRIu64 " bad chunks "
+				 "(first %" PRIu64 ")%s%s", recs[i].ino, recs[i].stripe, bad, first,
+				 rc ? "; its chain is unknown: " : "; repairing",
+				 rc ? weft_strerror(rc) : "");
+			if (rc == 0)
+				resync_repair(s, r, c, recs[i].ino, recs[i].stripe);
+		}
+		do_repairs(s);
+		ino = recs[n - 1].ino;
+		stripe = recs[n - 1].stripe + 1;
+		if (stripe == 0)
+			ino++;
+	}
+	log_info("scrub: %" PRIu64 " objects verified, %" PRIu64 " damaged", nobj, nbad);
+}
+
 static void *copier_main(void *arg)
 {
 	struct store_resync *rs = arg;
@@ -700,6 +776,12 @@ static void *copier_main(void *arg)
 	uint64_t last_bytes = 0, last_ms = loop_now_ms();
 	while (!stopping(rs)) {
 		do_repairs(s);
+		pthread_mutex_lock(&rs->wake_lock);
+		uint64_t scrub_rate = rs->scrub_rate;
+		rs->scrub_rate = 0;
+		pthread_mutex_unlock(&rs->wake_lock);
+		if (scrub_rate)
+			scrub(s, scrub_rate);
 		size_t n = collect(s, jobs, 64);
 		atomic_store(&rs->syncing, n > 0);
 		for (size_t i = 0; i < n && !stopping(rs); i++) {
@@ -724,7 +806,7 @@ static void *copier_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&rs->wake_lock);
-		if (!rs->stop && !rs->nrepairs)
+		if (!rs->stop && !rs->nrepairs && !rs->scrub_rate)
 			pthread_cond_timedwait(&rs->wake, &rs->wake_lock, &ts);
 		pthread_mutex_unlock(&rs->wake_lock);
 	}

@@ -256,6 +256,10 @@ static void run_job(struct store_job *j)
 	case WEFT_OP_OBJ_READ: do_read(q); break;
 	case WEFT_OP_OBJ_SYNC_READ: do_sync_read(q); break;
 	case WEFT_OP_OBJ_MISSED: resync_missed_list(q); break;
+	case WEFT_OP_STORE_SCRUB:
+		resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
+		srv_reply_status(q, 0);
+		break;
 	case WEFT_OP_OBJ_STAT: do_stat(q); break;
 	case WEFT_OP_OBJ_LIST: do_list(q); break;
 	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
@@ -315,6 +319,9 @@ static void on_request(struct conn *c, struct frame *f)
 		break;
 	case WEFT_OP_OBJ_MISSED:
 		rc = weft_obj_missed_decode(p, len, &q->m.ms, &why);
+		break;
+	case WEFT_OP_STORE_SCRUB:
+		rc = weft_store_scrub_decode(p, len, &q->m.sc, &why);
 		break;
 	case WEFT_OP_OBJ_DELETE:
 		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);

@@ -37,6 +37,7 @@ struct sreq {
 		struct weft_msg_obj_delete d;
 		struct weft_msg_obj_list l;
 		struct weft_msg_obj_missed ms;
+		struct weft_msg_store_scrub sc;
 	} m;
 	/* replication */
 	atomic_int parts;         /* local write + forward still running */
@@ -172,6 +173,8 @@ void resync_progress(struct store_server *s, struct weft_msg_resync_progress *ou
 bool resync_active(struct store_server *s);
 /* Queues (ino, stripe) of chain (replicas, chain), which failed its checksum here, for
  * repair from another serving member (copier thread). Any thread; never blocks long. */
+/* Starts a background scrub at rate bytes/s (0: the resync rate). Any thread. */
+void resync_scrub(struct store_server *s, uint64_t rate);
 void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
 		   uint32_t stripe);
 

@@ -45,9 +45,12 @@ bedc_status() { bedc_weft status; }
 bedc_target_of() { bedc_status | awk -v a="$(bed_ip "$1"):7071" '$3 == a {print $1; exit}'; }
 
 # Waits until every chain member is serving (timeout seconds); fails otherwise.
+# (A status that fails or lacks the chain tables counts as not serving yet.)
 bedc_wait_serving() {
-	local n=$(( ${1:-60} * 2 ))
-	while bedc_status | grep -q 'syncing\|offline\|rebuilding'; do
+	local n=$(( ${1:-60} * 2 )) out
+	while :; do
+		out=$(bedc_status 2>/dev/null) && echo "$out" | grep -q '^  2 replicas' &&
+			! echo "$out" | grep -q 'syncing\|offline\|rebuilding' && return 0
 		n=$((n - 1)); [ $n -gt 0 ] || { bedc_status; fail "chains not all serving"; }
 		sleep 0.5
 	done
@@ -55,8 +58,12 @@ bedc_wait_serving() {
 
 # Waits until every chain of the R-replica table is serving (timeout seconds).
 bedc_wait_table_serving() { # R timeout
-	local n=$(( ${2:-60} * 2 ))
-	while bedc_status | awk -v r="$1" '/^  [0-9] replica/ {t = $1} t == r && /chain / && /syncing|offline|rebuilding/ {f=1} END {exit !f}'; do
+	local n=$(( ${2:-60} * 2 )) out
+	while :; do
+		out=$(bedc_status 2>/dev/null) && echo "$out" | grep -q "^  $1 replica" &&
+			echo "$out" | awk -v r="$1" '/^  [0-9] replica/ {t = $1}
+				t == r && /chain / && /syncing|offline|rebuilding/ {f=1} END {exit f}' &&
+			return 0
 		n=$((n - 1)); [ $n -gt 0 ] || { bedc_status; fail "$1-replica chains not all serving"; }
 		sleep 0.5
 	done

@@ -1,4 +1,4 @@
-# Repair on read (on the multi-host bed): a replica whose object has a flipped byte
+# Repair on read and by weft scrub (on the multi-host bed): a replica whose object has a flipped byte
 # fails its checksum when read; the client gets the bytes from the other replica, and
 # the damaged store copies the object again from it: afterwards its object file holds
 # the right bytes (equal to the good replica's).
@@ -40,3 +40,22 @@ n=100; while ! cmp -s "$A" "$B" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); don
 cmp -s "$A" "$B" || fail "replica A was not repaired"
 grep -h "repaired from target" "$T"/store*.log | head -2
 ok "the damaged replica's object file holds the right bytes again"
+
+# weft scrub: a flipped byte nobody reads is found and repaired in the background
+head -c $((300 * 1024)) /dev/urandom >"$T/src2"
+cp "$T/src2" "$MNT/g"
+sync
+name=$(printf '%016x.0' "$(stat -c %i "$MNT/g")")
+mapfile -t copies < <(find "$T"/store*/objects -name "$name")
+[ ${#copies[@]} = 2 ] || fail "expected 2 copies of $name"
+A=${copies[1]} B=${copies[0]}
+python3 -c 'import sys
+f = open(sys.argv[1], "r+b"); f.seek(70000); b = f.read(1); f.seek(70000); f.write(bytes([b[0] ^ 1]))' "$A"
+cmp -s "$A" "$B" && fail "flip did not change the copy"
+out=$(bedc_weft scrub --rate 50) || fail "weft scrub: $out"
+echo "$out"
+n=150; while ! cmp -s "$A" "$B" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+cmp -s "$A" "$B" || { grep -h scrub "$T"/store*.log; fail "scrub did not repair the copy"; }
+grep -h "scrub: .*bad chunks" "$T"/store*.log | head -2
+ok "weft scrub found and repaired the damaged copy"
+cmp -s "$MNT/g" "$T/src2" || fail "g reads wrong"

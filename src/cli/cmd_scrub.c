@@ -1,0 +1,112 @@
+/* weft scrub: every up storage target verifies all its objects' CRCs in the
+ * background, at a throttled rate, and repairs damaged ones from another replica. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cluster.h"
+#include "common/log.h"
+#include "common/rpc.h"
+#include "meta/chains_codec.h"
+#include "weft/err.h"
+
+static int run(int argc, char **argv)
+{
+	struct cluster_opts co = {0};
+	long rate = 0;
+	static const struct option opts[] = {
+		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
+		{"key", required_argument, NULL, 'k'}, {"rate", required_argument, NULL, 'r'},
+		{0}};
+	int ch;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': co.dir = optarg; break;
+		case 'm': co.meta = optarg; break;
+		case 'k': co.key = optarg; break;
+		case 'r': {
+			char *end;
+			rate = strtol(optarg, &end, 10);
+			if (*end || rate < 0 || rate > 1000000)
+				return cli_usage_error("scrub", "--rate %s: MiB/s expected", optarg);
+			break;
+		}
+		default: return cli_usage_error("scrub", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("scrub", "unexpected argument '%s'", argv[optind]);
+	struct weft_key key;
+	if (cluster_load_key("scrub", &co, &key))
+		return 1;
+	char addr[256];
+	cluster_meta_addr(&co, addr, sizeof(addr));
+	log_init("scrub", LOG_WARN);
+	struct loop *loop;
+	if (loop_new(&loop) || loop_start(loop))
+		return cli_fail("scrub", "cannot start event loop");
+	struct rpc_params p = {.loop = loop, .key = &key, .addr = addr,
+			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
+			       .name = "weft-scrub"};
+	struct rpc *meta;
+	if (rpc_new(&p, &meta)) {
+		loop_free(loop);
+		return cli_usage_error("scrub", "bad meta address '%s'", addr);
+	}
+	struct meta_chain_set set;
+	int rc = meta_chain_set_fetch(meta, 10000, &set);
+	rpc_free(meta);
+	if (rc) {
+		loop_free(loop);
+		return cli_fail("scrub", "chain tables from meta %s: %s", addr, weft_strerror(rc));
+	}
+	unsigned started = 0, failed = 0;
+	for (uint32_t i = 0; i < set.ntargets; i++) {
+		if (set.targets[i].state == WEFT_MEMBER_OFFLINE)
+			continue;
+		struct rpc_params sp = {.loop = loop, .key = &key, .addr = set.targets[i].addr,
+					.default_port = 7071, .role = WEFT_ROLE_ADMIN,
+					.name = "weft-scrub", .connect_timeout_ms = 3000};
+		struct rpc *r;
+		if (rpc_new(&sp, &r)) {
+			failed++;
+			continue;
+		}
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_store_scrub m = {.rate = (uint32_t)rate};
+		weft_store_scrub_encode(&w, &m);
+		struct frame *f = NULL;
+		int e = rpc_call(r, WEFT_OP_STORE_SCRUB, &w, NULL, 0, 10000, &f);
+		frame_free(f);
+		rpc_free(r);
+		if (e) {
+			fprintf(stderr, "weft scrub: target %u (%s): %s\n", set.targets[i].id,
+				set.targets[i].addr, weft_strerror(e));
+			failed++;
+		} else {
+			started++;
+		}
+	}
+	meta_chain_set_free(&set);
+	loop_free(loop);
+	printf("scrub started on %u target%s (results in each store's log)\n", started,
+	       started == 1 ? "" : "s");
+	return failed ? 1 : 0;
+}
+
+const struct cli_verb cmd_scrub = {
+	.name = "scrub",
+	.summary = "verify every object's checksums on every store, repairing from replicas",
+	.usage = "weft scrub [--rate MB] [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
+		 "Asks every storage target that is up to read all its objects in the\n"
+		 "background, at most --rate MiB/s each (default: the store's --resync-rate),\n"
+		 "and check every chunk against its CRC32C. A damaged object is copied again\n"
+		 "from another replica of its chain. Each store logs what it found.",
+	.run = run,
+};
