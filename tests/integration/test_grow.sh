@@ -66,7 +66,7 @@ PIDS+=($BG)
 # (sha256) their files across the membership change (the second mount stays idle)
 mkdir -p "$MNT/fio"
 fio --name=grow --directory="$MNT/fio" --rw=write --bs=128k --size=24M --numjobs=6 \
-	--ioengine=psync --verify=sha256 --do_verify=1 --verify_fatal=1 --end_fsync=1 \
+	--ioengine=psync --verify=sha256 --do_verify=1 --verify_fatal=1 --verify_state_save=0 --end_fsync=1 \
 	>"$T/fio.out" 2>&1 &
 FIO=$!
 PIDS+=($FIO)
