@@ -585,8 +585,12 @@ int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
 	return set_target_state(db, txn, &t, WEFT_MEMBER_SERVING);
 }
 
-/* Every SERVING membership of target id becomes SYNCING, behind the live members. */
-static int members_syncing(struct meta_db *db, MDB_txn *txn, uint32_t id)
+/* A target whose directory meta cannot vouch for (emptied, replaced, or older than it
+ * reported) holds nothing it may serve: each of its memberships that is not offline
+ * becomes REBUILDING, behind the live members, so it copies every object of the chain
+ * (the survivors' missed logs only know what changed while it was away). A one-member
+ * chain has nobody to copy from: it becomes SYNCING and takes writes at once. */
+static int members_rebuilding(struct meta_db *db, MDB_txn *txn, uint32_t id)
 {
 	bool changed = false;
 	int rc = 0;
@@ -597,14 +601,16 @@ static int members_syncing(struct meta_db *db, MDB_txn *txn, uint32_t id)
 			break;
 		for (uint32_t i = 0; i < n && !rc; i++) {
 			struct meta_chain *c = &ch[i];
+			uint8_t want = c->nmembers > 1 ? WEFT_MEMBER_REBUILDING : WEFT_MEMBER_SYNCING;
 			for (int m = 0; m < c->nmembers; m++) {
 				if (c->members[m].target != id ||
-				    c->members[m].state != WEFT_MEMBER_SERVING)
+				    c->members[m].state == WEFT_MEMBER_OFFLINE ||
+				    c->members[m].state == want)
 					continue;
 				int live = 0;
 				for (int j = 0; j < c->nmembers; j++)
 					live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
-				c->members[m].state = WEFT_MEMBER_SYNCING;
+				c->members[m].state = want;
 				move_member(c, m, live);
 				c->version++;
 				changed = true;
@@ -631,14 +637,14 @@ int meta_chains_vouch(struct meta_db *db, MDB_txn *txn, uint32_t id, uint64_t in
 		*untrusted = true;
 		if (incarnation != t.incarnation)
 			log_warn("target %u (%s on %s) came back with a new incarnation: its "
-				 "directory was emptied or replaced; syncing, serves no reads",
+				 "directory was emptied or replaced; rebuilding, serves no reads",
 				 t.id, t.addr, t.node);
 		else
 			log_warn("target %u (%s on %s) came back older than it was (write sequence "
-				 "%llu, had reported %llu): restored from an old copy? syncing, "
+				 "%llu, had reported %llu): restored from an old copy? rebuilding, "
 				 "serves no reads", t.id, t.addr, t.node, (unsigned long long)wseq,
 				 (unsigned long long)t.wseq);
-		if ((rc = members_syncing(db, txn, id)))
+		if ((rc = members_rebuilding(db, txn, id)))
 			return rc;
 	}
 	t.incarnation = incarnation;

@@ -128,15 +128,15 @@ check_replicas() {
 }
 
 # A victim that lost its disk rejoins as a new member: its old contents are set aside,
-# never served; it is syncing in its chains until resync has copied their objects back
-# from the other members (replicas-1 chains have nobody to copy from and serve at once:
-# their lost objects read as EIO, check_reads), then serving.
+# never served; it is rebuilding in its chains until it has copied every object of the
+# chain back from the other members (replicas-1 chains have nobody to copy from and serve
+# at once: their lost objects read as EIO, check_reads), then serving.
 check_rejoined() {
 	local kind=$1 e f r st
 	for e in "${FILES[@]}"; do
 		f=${e%%:*}; r=$(basename "$(dirname "$f")"); r=${r#r}
 		st=$(member_state "$r" "$(chain_of "$f")" "${e##*:}")
-		case $st in syncing | serving) ;;
+		case $st in rebuilding | syncing | serving) ;;
 		*) fail "$kind: target ${e##*:} is '$st' in the chain of $f" ;;
 		esac
 	done

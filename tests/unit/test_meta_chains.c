@@ -356,7 +356,8 @@ static int state_in_chain0(struct meta_db *db, int *pos)
 }
 
 /* A returning target is trusted with the same incarnation and a write sequence at
- * least what it reported; a new incarnation or an older sequence makes it syncing. */
+ * least what it reported; a new incarnation or an older sequence makes it rebuild (copy
+ * the whole chain), except in a one-member chain, where it is syncing. */
 static void test_vouch(void)
 {
 	char dir[256];
@@ -377,14 +378,16 @@ static void test_vouch(void)
 	a.wseq = 24; /* restored from an older copy */
 	CHECK_OK(meta_db_write(db, vouch_apply, &a));
 	CHECK(a.untrusted);
-	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_SYNCING);
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
 	CHECK_INT(pos, ==, 1); /* behind the live member */
-	a.wseq = 30; /* same incarnation, newer: trusted (stays syncing until resynced) */
+	a.wseq = 30; /* same incarnation, newer: trusted (stays rebuilding until copied) */
 	CHECK_OK(meta_db_write(db, vouch_apply, &a));
 	CHECK(!a.untrusted);
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
 	a.inc = 78; /* new incarnation: emptied or replaced */
 	CHECK_OK(meta_db_write(db, vouch_apply, &a));
 	CHECK(a.untrusted);
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
 	a.id = 99;
 	CHECK_INT(meta_db_write(db, vouch_apply, &a), ==, -ENOENT);
 	tmeta_close(db, dir);
