@@ -17,6 +17,8 @@
  * per member u32 target + u8 state. Key: u8 replicas, u32 BE chain id. */
 #define TARGET_VERSION 1
 #define CHAIN_VERSION 1
+/* in a member's stored state byte: rebuild_pending */
+#define MEMBER_REBUILD_PENDING 0x80
 
 static int target_encode(const struct meta_target *t, struct wbuf *w)
 {
@@ -165,7 +167,8 @@ static int chain_decode(const MDB_val *k, const MDB_val *v, struct meta_chain *c
 		return -EIO;
 	for (int m = 0; m < c->nmembers; m++) {
 		c->members[m].target = get_le32(p + 14 + 5 * m);
-		c->members[m].state = p[14 + 5 * m + 4];
+		c->members[m].state = p[14 + 5 * m + 4] & ~MEMBER_REBUILD_PENDING;
+		c->members[m].rebuild_pending = p[14 + 5 * m + 4] & MEMBER_REBUILD_PENDING;
 	}
 	return 0;
 }
@@ -180,7 +183,8 @@ static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *
 	vb[13] = c->nmembers;
 	for (int m = 0; m < c->nmembers; m++) {
 		put_le32(vb + 14 + 5 * m, c->members[m].target);
-		vb[14 + 5 * m + 4] = c->members[m].state;
+		vb[14 + 5 * m + 4] = c->members[m].state |
+				      (c->members[m].rebuild_pending ? MEMBER_REBUILD_PENDING : 0);
 	}
 	MDB_val k = { 5, kb }, v = { 14 + 5 * (size_t)c->nmembers, vb };
 	return meta_mdb_err(meta_mdb_put(txn, db->chains, &k, &v, 0));
@@ -452,7 +456,8 @@ static void move_member(struct meta_chain *c, int m, int to)
 }
 
 /* Applies a state change of target id to every chain it is in: to OFFLINE (moved to
- * the end) or from OFFLINE to SYNCING (moved behind the live members). */
+ * the end) or from OFFLINE to SYNCING (moved behind the live members), or back to
+ * REBUILDING if it went offline before it finished rebuilding there. */
 static int member_change(struct meta_db *db, MDB_txn *txn, uint32_t id, bool offline)
 {
 	bool changed = false;
@@ -471,13 +476,16 @@ static int member_change(struct meta_db *db, MDB_txn *txn, uint32_t id, bool off
 				if (offline == is_off)
 					break;
 				if (offline) {
+					if (c->members[m].state == WEFT_MEMBER_REBUILDING)
+						c->members[m].rebuild_pending = true;
 					c->members[m].state = WEFT_MEMBER_OFFLINE;
 					move_member(c, m, c->nmembers - 1);
 				} else {
 					int live = 0;
 					for (int j = 0; j < c->nmembers; j++)
 						live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
-					c->members[m].state = WEFT_MEMBER_SYNCING;
+					c->members[m].state = c->members[m].rebuild_pending ?
+						WEFT_MEMBER_REBUILDING : WEFT_MEMBER_SYNCING;
 					move_member(c, m, live);
 				}
 				c->version++;
@@ -603,10 +611,16 @@ static int members_rebuilding(struct meta_db *db, MDB_txn *txn, uint32_t id)
 			struct meta_chain *c = &ch[i];
 			uint8_t want = c->nmembers > 1 ? WEFT_MEMBER_REBUILDING : WEFT_MEMBER_SYNCING;
 			for (int m = 0; m < c->nmembers; m++) {
-				if (c->members[m].target != id ||
-				    c->members[m].state == WEFT_MEMBER_OFFLINE ||
-				    c->members[m].state == want)
+				if (c->members[m].target != id || c->members[m].state == want)
 					continue;
+				if (c->members[m].state == WEFT_MEMBER_OFFLINE) {
+					if (want == WEFT_MEMBER_REBUILDING &&
+					    !c->members[m].rebuild_pending) {
+						c->members[m].rebuild_pending = true;
+						rc = chain_put(db, txn, c);
+					}
+					break;
+				}
 				int live = 0;
 				for (int j = 0; j < c->nmembers; j++)
 					live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
@@ -779,6 +793,7 @@ int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned 
 				live += j != m && c->members[j].state != WEFT_MEMBER_OFFLINE;
 			c->members[m].target = t[best].id;
 			c->members[m].state = WEFT_MEMBER_REBUILDING;
+			c->members[m].rebuild_pending = false;
 			move_member(c, m, live);
 			/* the owner stays: it names the chain (one per target and table), so the
 			 * table does not grow a new chain around the target taken out */
@@ -835,6 +850,7 @@ int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replica
 		if (c.members[m].state == WEFT_MEMBER_OFFLINE)
 			return -EINVAL;
 		c.members[m].state = WEFT_MEMBER_SERVING;
+		c.members[m].rebuild_pending = false;
 		c.version++;
 		if ((rc = chain_put(db, txn, &c)))
 			return rc;

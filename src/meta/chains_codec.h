@@ -29,6 +29,9 @@
 struct meta_chain_member {
 	uint32_t target;
 	uint8_t state; /* enum weft_member_state */
+	/* meta only, not on the wire: went offline before it finished rebuilding (it must
+	 * rebuild, not just sync, when it returns) */
+	bool rebuild_pending;
 };
 
 /* One chain: members in order, head first. Reads go to any SERVING member, writes to

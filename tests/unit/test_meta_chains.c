@@ -326,12 +326,14 @@ struct vouch_arg {
 	struct meta_db *db;
 	uint32_t id;
 	uint64_t inc, wseq, hb_wseq;
-	bool untrusted;
+	bool untrusted, offline;
 };
 
 static int vouch_apply(MDB_txn *txn, void *arg)
 {
 	struct vouch_arg *a = arg;
+	if (a->offline)
+		return meta_chains_target_offline(a->db, txn, a->id);
 	if (a->hb_wseq) {
 		struct meta_target_stats st = { .wseq = a->hb_wseq };
 		return meta_chains_heartbeat(a->db, txn, a->id, &st, 1);
@@ -388,6 +390,16 @@ static void test_vouch(void)
 	CHECK_OK(meta_db_write(db, vouch_apply, &a));
 	CHECK(a.untrusted);
 	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
+	/* it fails before it has copied everything: when it returns it rebuilds again, a
+	 * sync from the missed log would leave the rest of the chain missing */
+	a.offline = true;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_OFFLINE);
+	a.offline = false;
+	a.hb_wseq = 31;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
+	a.hb_wseq = 0;
 	a.id = 99;
 	CHECK_INT(meta_db_write(db, vouch_apply, &a), ==, -ENOENT);
 	tmeta_close(db, dir);
