@@ -153,6 +153,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_RECONNECTS] = "reconnects",
 		[STATS_READAHEAD_HITS] = "readahead_hits",
 		[STATS_PAGEPOOL_WAITS] = "pagepool_waits",
+		[STATS_DISK_READ_ERRORS] = "disk_read_errors",
+		[STATS_DISK_WRITE_ERRORS] = "disk_write_errors",
 	};
 	return names[c];
 }

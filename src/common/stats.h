@@ -27,6 +27,8 @@ enum stats_counter {
 	STATS_RECONNECTS,       /* connections re-established after a loss */
 	STATS_READAHEAD_HITS,   /* reads served from libweft's readahead */
 	STATS_PAGEPOOL_WAITS,   /* writers that waited for pagepool room (write-behind full) */
+	STATS_DISK_READ_ERRORS, /* a store's disk failed a read (EIO, EROFS, EUCLEAN) */
+	STATS_DISK_WRITE_ERRORS, /* and a write, truncate or fsync: the target fails */
 	STATS_COUNTERS
 };
 

@@ -677,6 +677,12 @@ int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id)
 	return set_target_state(db, txn, &t, WEFT_MEMBER_OFFLINE);
 }
 
+int meta_chains_target_disk_failed(struct meta_db *db, MDB_txn *txn, uint32_t id)
+{
+	int rc = meta_chains_target_offline(db, txn, id);
+	return rc ? rc : members_rebuilding(db, txn, id);
+}
+
 int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 			   int64_t timeout_ns, bool *all)
 {

@@ -78,6 +78,9 @@ int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 /* Marks target id offline now (e.g. its predecessor reported it failed).
  * Errors: -ENOENT unknown target. Already offline: 0, nothing changes. */
 int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);
+/* The target reported its own disk failing: offline now, and when it returns it
+ * rebuilds every chain it is in (what it held may be stale where a write failed). */
+int meta_chains_target_disk_failed(struct meta_db *db, MDB_txn *txn, uint32_t id);
 /* A syncing member finished catching up: SERVING. Errors: -ENOENT no such chain or
  * target not a member; -EINVAL member is offline. Already serving: 0. */
 int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,

@@ -164,8 +164,9 @@ static void rep_chains(struct mreq *r, struct wbuf *w)
 
 /* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY. The report is not
  * trusted: meta probes the target and marks it offline in all its chains only if it
- * does not answer (probe.c); the reply does not wait for the probe. ENOENT unknown
- * target. */
+ * does not answer (probe.c); the reply does not wait for the probe. A target that
+ * reports itself (reporter == target: its disk failed) is marked offline with no probe.
+ * ENOENT unknown target. */
 static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_target_failed *m = MSG(target_failed);
@@ -174,7 +175,7 @@ static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 	if (rc || t.state == WEFT_MEMBER_OFFLINE)
 		return rc;
 	rc = meta_probe_target(r->s, m->target, t.addr, m->reporter);
-	if (rc == 0)
+	if (rc == 0 && m->reporter != m->target)
 		log_info("target %u reported failed by %s%u (chain %u of %u replicas): probing it",
 			 m->target, m->reporter ? "target " : "a client ", m->reporter, m->chain,
 			 m->replicas);

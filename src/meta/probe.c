@@ -7,6 +7,8 @@
  * report is logged and dropped, and the reporter's own I/O fails over or waits. One
  * probe per target at a time (later reports meanwhile are folded in). A silent host
  * costs one probe timeout; a dead process, one refused connection.
+ * A target that reports itself (its disk failed a write) is taken at its word, with no
+ * probe: it is marked offline and must rebuild its chains when it returns.
  *
  * Threads: meta_probe_target from the loop thread; each probe runs on its own
  * detached thread (blocking rpc calls on the server's loop) and ends with a mutation. */
@@ -28,6 +30,7 @@ struct probe {
 	struct meta_mutation mut;
 	struct meta_server *s;
 	uint32_t target, reporter;
+	bool self; /* the target reported its own disk failing */
 	char addr[WEFT_ADDR_MAX + 1];
 	int why; /* the probe's error */
 };
@@ -49,6 +52,8 @@ static void probe_end(struct probe *p)
 static int offline_apply(MDB_txn *txn, void *arg)
 {
 	struct probe *p = arg;
+	if (p->self)
+		return meta_chains_target_disk_failed(p->s->db, txn, p->target);
 	return meta_chains_target_offline(p->s->db, txn, p->target);
 }
 
@@ -57,6 +62,9 @@ static void offline_done(void *arg, int result)
 	struct probe *p = arg;
 	if (result)
 		log_warn("marking target %u offline: %s", p->target, weft_strerror(result));
+	else if (p->self)
+		log_warn("target %u (%s) reports its disk failing a write: offline; it rebuilds "
+			 "its chains when it returns", p->target, p->addr);
 	else
 		log_warn("target %u (%s) reported failed by %s%u and does not answer meta's probe "
 			 "(%s): offline", p->target, p->addr, p->reporter ? "target " : "a client ",
@@ -87,8 +95,8 @@ static int probe_once(struct probe *p)
 static void *probe_main(void *arg)
 {
 	struct probe *p = arg;
-	p->why = probe_once(p);
-	if (p->why == 0) {
+	p->why = p->self ? 0 : probe_once(p);
+	if (p->why == 0 && !p->self) {
 		log_warn("target %u (%s) reported failed by %s%u but answers meta: kept up "
 			 "(the reporter's path to it is what failed)", p->target, p->addr,
 			 p->reporter ? "target " : "a client ", p->reporter);
@@ -130,6 +138,7 @@ int meta_probe_target(struct meta_server *s, uint32_t target, const char *addr,
 	p->s = s;
 	p->target = target;
 	p->reporter = reporter;
+	p->self = reporter == target;
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
 	atomic_fetch_add(&s->probes, 1);
 	pthread_t t;

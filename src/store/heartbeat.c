@@ -278,6 +278,8 @@ static void *hb_main(void *arg)
 	unsigned failures = 0;
 	bool syncing = false;
 	while (!nap(s, s->heartbeat_ms)) {
+		if (atomic_load(&s->disk_failed))
+			continue; /* failed (diskfail.c): meta must not see it come back */
 		int rc = beat(s);
 		if (rc == -ENOENT || rc == -ESTALE) {
 			log_warn("meta %s does not know target %u: registering again", s->meta_addr,

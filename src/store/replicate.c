@@ -32,6 +32,9 @@ static void reply_done(struct sreq *q)
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s",
 					 s->target_id, q->local_detail[0] ? q->local_detail :
 					 "data does not match its checksum; nothing written");
+		else if (q->local_detail[0])
+			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s",
+					 s->target_id, q->local_detail);
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s: %s",
 					 s->target_id, weft_op_name(q->op), weft_strerror(rc));
@@ -267,6 +270,21 @@ void repl_check_timeouts(void *arg)
 	}
 }
 
+/* The disk failed this request's local part: the target fails (diskfail.c) and the
+ * request fails as a member that is down does, so the client resends it once meta has
+ * taken this target out of the chain. */
+static void disk_failed(struct sreq *q)
+{
+	uint64_t ino = q->op == WEFT_OP_OBJ_WRITE ? q->m.w.ino :
+		       q->op == WEFT_OP_OBJ_TRUNCATE ? q->m.t.ino : q->m.sy.ino;
+	uint32_t stripe = q->op == WEFT_OP_OBJ_WRITE ? q->m.w.stripe :
+			  q->op == WEFT_OP_OBJ_TRUNCATE ? q->m.t.stripe : q->m.sy.stripe;
+	store_disk_write_error(q->s, q->local_rc, weft_op_name(q->op), ino, stripe);
+	snprintf(q->local_detail, sizeof(q->local_detail), "its disk failed %s: %s; the target "
+		 "is down", weft_op_name(q->op), weft_strerror(q->local_rc));
+	q->local_rc = -WEFT_ETARGETDOWN;
+}
+
 /* ---- the request ---- */
 
 static int local_op(struct sreq *q)
@@ -413,5 +431,7 @@ void repl_write(struct sreq *q)
 	if (succ >= 0)
 		fwd_start(q, (uint32_t)succ, nparts);
 	q->local_rc = local_op(q);
+	if (store_disk_error_code(q->local_rc))
+		disk_failed(q);
 	part_done(q);
 }

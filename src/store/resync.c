@@ -689,8 +689,9 @@ static void do_repairs(struct store_server *s)
 			log_warn("repairing ino %" PRIu64 " stripe %" PRIu32 " from target %u: %s",
 				 rp[i].ino, rp[i].stripe, j.source, weft_strerror(rc));
 		else
-			log_warn("ino %" PRIu64 " stripe %" PRIu32 " failed its checksum here: "
-				 "repaired from target %u", rp[i].ino, rp[i].stripe, j.source);
+			log_warn("ino %" PRIu64 " stripe %" PRIu32 " was damaged here (checksum or "
+				 "disk error): repaired from target %u", rp[i].ino, rp[i].stripe,
+				 j.source);
 	}
 }
 

@@ -20,7 +20,7 @@
 
 bool srv_serving(struct store_server *s)
 {
-	if (!atomic_load(&s->ready))
+	if (!atomic_load(&s->ready) || atomic_load(&s->disk_failed))
 		return false;
 	uint64_t now = loop_now_ms();
 	if (now < atomic_load(&s->lease_until_ms))
@@ -115,6 +115,8 @@ static void do_read(struct sreq *q)
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: read ino %" PRIu64 " stripe %" PRIu32 ": %s",
 					 s->target_id, m->ino, m->stripe, weft_strerror(rc));
+		if (store_disk_error_code(rc))
+			store_disk_read_error(s, rc, m->ino, m->stripe, m->replicas, m->chain);
 		return;
 	}
 	d->crcs.n = (uint32_t)store_crc_npieces(m->offset, n);
@@ -243,6 +245,8 @@ static void run_job(struct store_job *j)
 	struct store_server *s = q->s;
 	if (q->op != WEFT_OP_STORE_STATS && !srv_serving(s)) {
 		conn_reply_error(q->c, q->f, -WEFT_ENOTSERVING, s->target_id,
+				 atomic_load(&s->disk_failed) ?
+				 "target %u is not serving (its disk failed a write)" :
 				 "target %u is not serving (no lease from meta)", s->target_id);
 		sreq_free(q);
 		return;

@@ -83,6 +83,7 @@ struct store_server {
 	atomic_uint_fast64_t lease_until_ms; /* fencing: serve data only before this */
 	atomic_uint lease_ms;
 	atomic_bool fenced_logged;
+	atomic_bool disk_failed;        /* a write to the disk failed: serves nothing more */
 	atomic_int pending;             /* requests alive (for stop) */
 
 	pthread_t hb_thread;
@@ -108,6 +109,14 @@ struct store_server {
 	uint32_t last_report_target, last_report_chain;
 	uint64_t last_report_ms;
 };
+
+/* diskfail.c: the disk answered an error instead of data */
+bool store_disk_error_code(int rc); /* EIO, EROFS, EUCLEAN */
+void store_disk_read_error(struct store_server *s, int rc, uint64_t ino, uint32_t stripe,
+			   uint8_t replicas, uint32_t chain);
+/* the target fails (serves nothing more, reports itself to meta); blocking */
+void store_disk_write_error(struct store_server *s, int rc, const char *what, uint64_t ino,
+			    uint32_t stripe);
 
 /* server.c */
 void srv_reply_status(struct sreq *q, int status);
