@@ -31,10 +31,10 @@ bedc_wait_port() { # host port
 	done
 }
 
-bedc_store_start() { # host
+bedc_store_start() { # host (BEDC_STORE_ARGS: more store options)
 	local i=$1
 	start "store$i" $(bed_in "$i") "$WEFT" store "$T/store$i" --meta "$(bed_ip 1):7070" \
-		--listen "$(bed_ip "$i"):7071" --node "h$i" --key "$KEY" -f
+		--listen "$(bed_ip "$i"):7071" --node "h$i" --key "$KEY" -f ${BEDC_STORE_ARGS:-}
 	bedc_wait_port "$i" 7071
 }
 
