@@ -897,6 +897,20 @@ int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 	return rc;
 }
 
+int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	char path[OBJ_PATH_LEN];
+	struct stat st;
+	obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
+	if (rc == -ENOENT)
+		store_fdc_drop(s->fdc, ino, stripe); /* a descriptor of a file removed behind us */
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
 int store_obj_list(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		   struct store_index_rec *out, size_t max, size_t *n)
 {

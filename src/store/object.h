@@ -159,6 +159,10 @@ int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe);
 int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		   struct store_obj_stat *st);
 
+/* 0 if the object's file is in objects/ now, -ENOENT if not (a cached descriptor of a
+ * file removed from under the store is dropped), else -errno. For scrub. */
+int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe);
+
 /* Lists up to max objects with (ino, stripe) >= the given key in (ino, stripe) order
  * (from the index: length is as of the last committed mutation). Resume from the last
  * key returned with stripe + 1 (or ino + 1, stripe 0 on overflow). 0 or -errno. */

@@ -730,6 +730,102 @@ static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, u
 	return 0;
 }
 
+/* Scrub, second pass: objects meta's layouts place on this target, in each replicated
+ * chain where it serves, that are not here (lost with a file, or an rm in objects/) are
+ * copied from another serving member. An object the other member lacks too was never
+ * written (a hole): nothing to do. */
+static void scrub_missing_chain(struct store_server *s, struct rpc *src, const struct job *j,
+				uint64_t *nrestored)
+{
+	uint64_t ino = 0;
+	for (;;) {
+		struct weft_msg_chain_objects m = {.replicas = j->replicas, .chain = j->chain,
+						   .ino = ino, .max = 1024};
+		struct wbuf w;
+		wbuf_init(&w);
+		weft_chain_objects_encode(&w, &m);
+		struct frame *rep = NULL;
+		int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS,
+				  &rep);
+		struct weft_msg_chain_objects_reply r;
+		const char *why = NULL;
+		if (rc == 0 && (weft_chain_objects_reply_decode(rep->payload, rep->h.payload_len, &r,
+								&why) ||
+				rep->h.bulk_len != 12 * (uint64_t)r.count))
+			rc = -WEFT_EPROTO;
+		if (rc) {
+			frame_free(rep);
+			log_warn("scrub: listing chain %u/%u at meta: %s", j->replicas, j->chain,
+				 weft_strerror(rc));
+			return;
+		}
+		for (uint32_t i = 0; i < r.count && !stopping(s->rs); i++) {
+			uint64_t oi = get_le64(rep->bulk + 12 * i);
+			uint32_t os = get_le32(rep->bulk + 12 * i + 8);
+			if (store_obj_on_disk(s->objs, oi, os) != -ENOENT)
+				continue;
+			rc = copy_object(s, src, j, oi, os);
+			if (rc || store_obj_on_disk(s->objs, oi, os) != 0)
+				continue; /* not at the source either: a hole */
+			(*nrestored)++;
+			log_warn("scrub: ino %" PRIu64 " stripe %" PRIu32 " of chain %u/%u was missing "
+				 "here: copied from target %u", oi, os, j->replicas, j->chain, j->source);
+		}
+		bool eof = r.eof;
+		ino = r.next;
+		frame_free(rep);
+		if (eof || stopping(s->rs))
+			return;
+	}
+}
+
+static void scrub_missing(struct store_server *s)
+{
+	struct job jobs[64];
+	size_t n = 0;
+	uint64_t nrestored = 0;
+	struct meta_chain_set set;
+	if (chaincache_snapshot(s->cc, &set) != 0)
+		return;
+	for (int r = 2; r <= WEFT_REPLICAS_MAX; r++)
+		for (uint32_t i = 0; i < set.nchains[r - 1] && n < 64; i++) {
+			const struct meta_chain *c = &set.chains[r - 1][i];
+			int me = -1, src = -1;
+			for (int m = 0; m < c->nmembers; m++) {
+				if (c->members[m].state != WEFT_MEMBER_SERVING)
+					continue;
+				if (c->members[m].target == s->target_id)
+					me = m;
+				else if (src < 0)
+					src = m;
+			}
+			if (me < 0 || src < 0)
+				continue;
+			struct job *j = &jobs[n++];
+			memset(j, 0, sizeof(*j));
+			j->replicas = (uint8_t)r;
+			j->chain = c->id;
+			j->version = c->version;
+			j->source = c->members[src].target;
+			for (uint32_t t = 0; t < set.ntargets; t++)
+				if (set.targets[t].id == j->source)
+					snprintf(j->addr, sizeof(j->addr), "%s", set.targets[t].addr);
+		}
+	meta_chain_set_free(&set);
+	for (size_t i = 0; i < n && !stopping(s->rs); i++) {
+		struct rpc_params p = {.loop = s->loop, .key = &s->key, .addr = jobs[i].addr,
+				       .default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,
+				       .connect_timeout_ms = 3000};
+		struct rpc *src;
+		if (rpc_new(&p, &src))
+			continue;
+		scrub_missing_chain(s, src, &jobs[i], &nrestored);
+		rpc_free(src);
+	}
+	log_info("scrub: %" PRIu64 " objects missing here copied back from other members",
+		 nrestored);
+}
+
 /* Scrub: verifies every object (at the scrub rate), queues bad ones for repair. */
 static void scrub(struct store_server *s, uint64_t rate)
 {
@@ -767,6 +863,7 @@ static void scrub(struct store_server *s, uint64_t rate)
 			ino++;
 	}
 	log_info("scrub: %" PRIu64 " objects verified, %" PRIu64 " damaged", nobj, nbad);
+	scrub_missing(s);
 }
 
 static void *copier_main(void *arg)

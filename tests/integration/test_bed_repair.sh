@@ -59,3 +59,21 @@ cmp -s "$A" "$B" || { grep -h scrub "$T"/store*.log; fail "scrub did not repair 
 grep -h "scrub: .*bad chunks" "$T"/store*.log | head -2
 ok "weft scrub found and repaired the damaged copy"
 cmp -s "$MNT/g" "$T/src2" || fail "g reads wrong"
+
+# weft scrub: an object lost from one replica (removed from objects/) is copied back from
+# the other, found through meta's layouts, with no read
+head -c $((200 * 1024)) /dev/urandom >"$T/src3"
+cp "$T/src3" "$MNT/h"
+sync
+name=$(printf '%016x.0' "$(stat -c %i "$MNT/h")")
+mapfile -t copies < <(find "$T"/store*/objects -name "$name")
+[ ${#copies[@]} = 2 ] || fail "expected 2 copies of $name"
+A=${copies[0]} B=${copies[1]}
+rm -f "$A" "$A".*
+[ -e "$A" ] && fail "could not remove $A"
+out=$(bedc_weft scrub --rate 50) || fail "weft scrub: $out"
+n=150; while ! cmp -s "$A" "$B" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+cmp -s "$A" "$B" || { grep -h scrub "$T"/store*.log; fail "scrub did not copy the lost object back"; }
+grep -h "scrub: .*was missing here" "$T"/store*.log | head -2
+ok "weft scrub copied a lost object back from the other replica"
+cmp -s "$MNT/h" "$T/src3" || fail "h reads wrong"
