@@ -70,7 +70,7 @@ def check_rates(o, where):
     for k in ("data_latency_us", "meta_latency_us"):
         assert set(o[k]) == {"p50", "p99"} and o[k]["p50"] <= o[k]["p99"], where + ": bad " + k
 lines = [json.loads(l) for l in open(sys.argv[1])]
-assert len(lines) >= 10, "only %d lines" % len(lines)
+assert len(lines) >= 5, "only %d lines" % len(lines)
 for l in lines:
     assert l["schema"] == "weft.stat/1" and isinstance(l["time_ms"], int) and l["interval_s"] > 0
     check_rates(l["total"], "total")
