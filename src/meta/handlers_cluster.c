@@ -172,7 +172,8 @@ static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 	const struct weft_msg_target_failed *m = MSG(target_failed);
 	struct meta_target t;
 	int rc = meta_chains_target_get(c->db, c->txn, m->target, &t);
-	if (rc || t.state == WEFT_MEMBER_OFFLINE)
+	/* a target's own report counts even when it is already offline: it must rebuild */
+	if (rc || (t.state == WEFT_MEMBER_OFFLINE && m->reporter != m->target))
 		return rc;
 	rc = meta_probe_target(r->s, m->target, t.addr, m->reporter);
 	if (rc == 0 && m->reporter != m->target)

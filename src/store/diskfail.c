@@ -7,8 +7,8 @@
  * sector). A failed write, truncate or fsync is worse: this copy may now be older than
  * the others, and nothing records which bytes are missing. The target fails at once: it
  * refuses every data request (ENOTSERVING, so clients use the other members), stops
- * its heartbeats (so a lost report still ends in meta's timeout), and reports itself to
- * meta with TARGET_FAILED (reporter == target), which meta takes without a probe: it
+ * its heartbeats, and reports itself to meta with TARGET_FAILED (reporter == target; sent
+ * again in place of each heartbeat until meta has it), which meta takes without a probe: it
  * marks the target offline and sets it to rebuild every chain when it returns, since a
  * resync from the missed log would keep the stale bytes. The process stays up so that
  * its counters and log can be read; an administrator replaces the disk and restarts it
@@ -54,6 +54,13 @@ void store_disk_write_error(struct store_server *s, int rc, const char *what, ui
 		  "the target fails: it serves nothing more and meta takes it out of its chains "
 		  "(replace the disk, then restart this store: it rebuilds its chains)",
 		  s->target_id, what, ino, stripe, weft_strerror(rc));
+	store_disk_report(s);
+}
+
+int store_disk_report(struct store_server *s)
+{
+	if (atomic_load(&s->disk_reported))
+		return 0;
 	struct weft_msg_target_failed m = {.reporter = s->target_id, .target = s->target_id};
 	struct wbuf w;
 	wbuf_init(&w);
@@ -62,6 +69,9 @@ void store_disk_write_error(struct store_server *s, int rc, const char *what, ui
 	int err = rpc_call(s->meta, WEFT_OP_TARGET_FAILED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);
 	if (err)
-		log_warn("target %u: reporting the failed disk to meta %s: %s (meta's heartbeat "
-			 "timeout will take it out)", s->target_id, s->meta_addr, weft_strerror(err));
+		log_warn("target %u: reporting the failed disk to meta %s: %s (tried again each "
+			 "heartbeat)", s->target_id, s->meta_addr, weft_strerror(err));
+	else
+		atomic_store(&s->disk_reported, true);
+	return err;
 }

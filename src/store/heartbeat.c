@@ -278,8 +278,12 @@ static void *hb_main(void *arg)
 	unsigned failures = 0;
 	bool syncing = false;
 	while (!nap(s, s->heartbeat_ms)) {
-		if (atomic_load(&s->disk_failed))
-			continue; /* failed (diskfail.c): meta must not see it come back */
+		if (atomic_load(&s->disk_failed)) {
+			/* failed (diskfail.c): no heartbeat, so meta never sees it come back;
+			 * the report instead, until meta has it (then it must rebuild) */
+			store_disk_report(s);
+			continue;
+		}
 		int rc = beat(s);
 		if (rc == -ENOENT || rc == -ESTALE) {
 			log_warn("meta %s does not know target %u: registering again", s->meta_addr,

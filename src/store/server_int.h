@@ -84,6 +84,7 @@ struct store_server {
 	atomic_uint lease_ms;
 	atomic_bool fenced_logged;
 	atomic_bool disk_failed;        /* a write to the disk failed: serves nothing more */
+	atomic_bool disk_reported;      /* and meta has been told */
 	atomic_int pending;             /* requests alive (for stop) */
 
 	pthread_t hb_thread;
@@ -117,6 +118,8 @@ void store_disk_read_error(struct store_server *s, int rc, uint64_t ino, uint32_
 /* the target fails (serves nothing more, reports itself to meta); blocking */
 void store_disk_write_error(struct store_server *s, int rc, const char *what, uint64_t ino,
 			    uint32_t stripe);
+/* TARGET_FAILED about itself to meta, until meta has it; 0 once it has. Blocking. */
+int store_disk_report(struct store_server *s);
 
 /* server.c */
 void srv_reply_status(struct sreq *q, int status);

@@ -326,12 +326,14 @@ struct vouch_arg {
 	struct meta_db *db;
 	uint32_t id;
 	uint64_t inc, wseq, hb_wseq;
-	bool untrusted, offline;
+	bool untrusted, offline, disk_failed;
 };
 
 static int vouch_apply(MDB_txn *txn, void *arg)
 {
 	struct vouch_arg *a = arg;
+	if (a->disk_failed)
+		return meta_chains_target_disk_failed(a->db, txn, a->id);
 	if (a->offline)
 		return meta_chains_target_offline(a->db, txn, a->id);
 	if (a->hb_wseq) {
@@ -414,6 +416,38 @@ static int replace_apply(MDB_txn *txn, void *arg)
 /* Re-replication: the target leaves every chain that has another live member, a target
  * of another node rebuilds in its place; the chain keeps id and owner; replicas-1
  * chains keep it (nobody to copy from). */
+/* A target that reports its own disk failing goes offline and rebuilds when it returns,
+ * also when it was already offline (a report that arrives after meta's timeout). */
+static void test_disk_failed(void)
+{
+	char dir[256];
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 3, 3);
+	struct vouch_arg a = { .db = db, .id = 1, .inc = 5, .wseq = 1 };
+	int pos;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_SERVING);
+	a.disk_failed = true;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_OFFLINE);
+	a.disk_failed = false;
+	a.hb_wseq = 2; /* the disk replaced, the store restarted */
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
+	a.hb_wseq = 0;
+	/* already offline (timed out) when the report arrives */
+	a.offline = true;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	a.offline = false;
+	a.disk_failed = true;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	a.disk_failed = false;
+	a.hb_wseq = 3;
+	CHECK_OK(meta_db_write(db, vouch_apply, &a));
+	CHECK_INT(state_in_chain0(db, &pos), ==, WEFT_MEMBER_REBUILDING);
+	tmeta_close(db, dir);
+}
+
 static void test_replace(void)
 {
 	char dir[256];
@@ -698,6 +732,7 @@ int main(void)
 	test_liveness();
 	test_member_serving();
 	test_vouch();
+	test_disk_failed();
 	test_replace();
 	test_codec();
 	printf("meta_chains: ok\n");
