@@ -66,6 +66,12 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	int rc;
 	if (!db)
 		return -ENOMEM;
+	/* writer preference: a map growth waiting for readers is not starved by new ones */
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&db->map_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	rc = mdb_env_create(&db->env);
 	if (rc)
 		goto fail_free;
@@ -105,6 +111,7 @@ fail_txn:
 fail_env:
 	mdb_env_close(db->env);
 fail_free:
+	pthread_rwlock_destroy(&db->map_lock);
 	free(db);
 	return meta_mdb_err(rc);
 }
@@ -114,6 +121,7 @@ void meta_db_close(struct meta_db *db)
 	if (!db)
 		return;
 	mdb_env_close(db->env);
+	pthread_rwlock_destroy(&db->map_lock);
 	free(db);
 }
 
@@ -136,7 +144,27 @@ int meta_db_write(struct meta_db *db, int (*apply)(MDB_txn *txn, void *arg), voi
 
 int meta_db_read_begin(struct meta_db *db, MDB_txn **txn)
 {
-	return meta_mdb_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, txn));
+	pthread_rwlock_rdlock(&db->map_lock);
+	int rc = meta_mdb_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, txn));
+	if (rc)
+		pthread_rwlock_unlock(&db->map_lock);
+	return rc;
+}
+
+void meta_db_read_end(struct meta_db *db, MDB_txn *txn)
+{
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&db->map_lock);
+}
+
+void meta_db_map_rdlock(struct meta_db *db)
+{
+	pthread_rwlock_rdlock(&db->map_lock);
+}
+
+void meta_db_map_unlock(struct meta_db *db)
+{
+	pthread_rwlock_unlock(&db->map_lock);
 }
 
 static int bump_epoch(MDB_txn *txn, void *arg)
