@@ -184,7 +184,9 @@ static bool map_past_half(const struct meta_space_info *m)
 static void set_low(struct meta_space *sp, struct meta_space_info *m)
 {
 	uint64_t limit = sp->low_water + (sp->want - sp->held);
-	bool low = m->room_bytes < limit;
+	/* hysteresis: once low, growth comes back with a quarter of W more room */
+	bool low = m->room_bytes < limit ||
+		   (atomic_load(&sp->low) && m->room_bytes < limit + sp->low_water / 4);
 	m->low = low;
 	bool was = atomic_exchange(&sp->low, low);
 	char r[32], l[32];
@@ -200,8 +202,7 @@ static void set_low(struct meta_space *sp, struct meta_space_info *m)
 		fmt(sp->warn, w, sizeof(w));
 		fmt(m->disk_free_bytes, d, sizeof(d));
 		log_warn("meta: metadata space under the warning threshold %s: %s of room "
-			 "(disk free %s, reserve %s held)", w, r, d,
-			 sp->held ? "" : "not");
+			 "(disk free %s, reserve %s)", w, r, d, sp->held ? "held" : "released");
 		sp->warned = true;
 	} else if (sp->warned && m->room_bytes > sp->warn + sp->warn / 4) {
 		sp->warned = false;
