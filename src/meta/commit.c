@@ -216,6 +216,7 @@ static void *writer(void *arg)
 		pthread_mutex_unlock(&gc->lock);
 		if (gc->sp)
 			meta_space_check(gc->sp); /* no write txn live: the map may grow */
+		meta_mdb_map_full = false;
 		b.err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b.txn));
 		pthread_mutex_lock(&gc->lock);
 		/* Fill the batch until the previous one is synced: applying overlaps that
@@ -254,7 +255,8 @@ static void *writer(void *arg)
 			bool no_grow = false;
 			mdb_txn_abort(b.txn);
 			b.txn = NULL;
-			meta_space_relieve(gc->sp, &no_grow);
+			meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow);
+			meta_mdb_map_full = false;
 			reapply(gc, &b, no_grow);
 		}
 		if (!b.err && b.txn) {
@@ -263,7 +265,7 @@ static void *writer(void *arg)
 			/* the disk filled under the commit's writes: the same, once */
 			bool no_grow = false;
 			if (b.err == -ENOSPC && gc->sp && !b.retried &&
-			    meta_space_relieve(gc->sp, &no_grow)) {
+			    meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow)) {
 				reapply(gc, &b, no_grow);
 				if (!b.err)
 					b.err = meta_mdb_err(mdb_txn_commit(b.txn));

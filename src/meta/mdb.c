@@ -17,6 +17,7 @@
 #include "meta/super.h"
 
 _Thread_local uint64_t meta_mdb_writes;
+_Thread_local bool meta_mdb_map_full;
 
 #define META_MAXDBS 16
 #define META_MAXREADERS 512
@@ -28,6 +29,8 @@ int meta_mdb_err(int rc)
 	case MDB_NOTFOUND: return -ENOENT;
 	case MDB_KEYEXIST: return -EEXIST;
 	case MDB_MAP_FULL:
+		meta_mdb_map_full = true;
+		return -ENOSPC;
 	case MDB_TXN_FULL: return -ENOSPC;
 	case MDB_READERS_FULL: return -EAGAIN;
 	default:
@@ -89,6 +92,19 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	if (rc) {
 		log_error("mdb_env_open %s: %s", dir, mdb_strerror(rc));
 		goto fail_env;
+	}
+	/* LMDB opens with the map asked for, or just what the data needs if that is more:
+	 * give a database that outgrew the asked map room to write (the first write is
+	 * the epoch bump, before meta's space management runs; space.c grows it later) */
+	MDB_envinfo ei;
+	MDB_stat est;
+	mdb_env_info(db->env, &ei);
+	mdb_env_stat(db->env, &est);
+	uint64_t used = ((uint64_t)ei.me_last_pgno + 1) * est.ms_psize;
+	if (used > ei.me_mapsize / 2) {
+		uint64_t want = (2 * used + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
+		if ((rc = mdb_env_set_mapsize(db->env, want)))
+			goto fail_env;
 	}
 	rc = mdb_txn_begin(db->env, NULL, 0, &txn);
 	if (rc)

@@ -87,6 +87,9 @@ void meta_db_map_unlock(struct meta_db *db);
  * MDB_MAP_FULL/MDB_TXN_FULL -ENOSPC, MDB_READERS_FULL -EAGAIN, other MDB_* -EIO,
  * positive errno -errno. */
 int meta_mdb_err(int rc);
+/* Set (per thread) when meta_mdb_err saw MDB_MAP_FULL: the writer clears it before a
+ * batch and grows the map only if it is set (space.c). */
+extern _Thread_local bool meta_mdb_map_full;
 
 /* Every write to the env goes through these three (the raw calls are poisoned below).
  * They count write attempts per thread: the group commit applies ops directly in the

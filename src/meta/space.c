@@ -227,14 +227,13 @@ void meta_space_check(struct meta_space *sp)
 	publish(sp, &m);
 }
 
-bool meta_space_relieve(struct meta_space *sp, bool *no_grow)
+bool meta_space_relieve(struct meta_space *sp, bool map_full, bool *no_grow)
 {
 	struct meta_space_info m;
 	*no_grow = false;
 	if (measure(sp, &m, true))
 		return false;
-	/* with the disk not full, it is the map that ran out (MDB_MAP_FULL) */
-	if (m.disk_free_bytes > 2 * sp->low_water &&
+	if (map_full && m.disk_free_bytes > 2 * sp->low_water &&
 	    grow_map(sp, &m, m.map_bytes + 2 * sp->low_water) == 0) {
 		meta_space_check(sp);
 		return true;

@@ -59,10 +59,11 @@ void meta_space_close(struct meta_space *sp);
 /* Measures, grows the map if it is past half, re-takes the reserve if the disk has room,
  * sets the gate, the gauges, and logs the warning. Writer thread, no write txn live. */
 void meta_space_check(struct meta_space *sp);
-/* After a batch failed with ENOSPC: grows the map if that is what ran out (*no_grow
- * false), else releases the reserve (*no_grow true: redo without growing ops). Returns
- * false when there is nothing left to give. Writer thread, no write txn live. */
-bool meta_space_relieve(struct meta_space *sp, bool *no_grow);
+/* After a batch failed with ENOSPC: grows the map if that is what ran out (map_full:
+ * MDB_MAP_FULL was seen; *no_grow false), else, if the disk is full, releases the
+ * reserve (*no_grow true: redo without growing ops). Returns false when there is
+ * nothing to give. Writer thread, no write txn live. */
+bool meta_space_relieve(struct meta_space *sp, bool map_full, bool *no_grow);
 /* True while growing ops are refused. Any thread. */
 bool meta_space_low(const struct meta_space *sp);
 void meta_space_get(struct meta_space *sp, struct meta_space_info *out);
