@@ -110,7 +110,11 @@ done
 ok "growing ops get ENOSPC, reads work"
 
 "$WEFT" df --dir "$STATE" >"$T/df.out" || fail "weft df failed"
-grep -q 'meta space' "$T/df.out" || fail "weft df shows no meta space: $(cat "$T/df.out")"
+grep -q 'meta space: .*FULL' "$T/df.out" || fail "weft df shows no full meta space: $(cat "$T/df.out")"
+"$WEFT" status --dir "$STATE" | grep -q 'meta space: .*reserve' || fail "weft status shows no meta space"
+"$WEFT" status --dir "$STATE" --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["meta_space"]["low"] is True' ||
+	fail "weft status --json: no meta_space"
+sed -n '$p' "$T/df.out"
 "$WEFT" df --dir "$STATE" --json >"$T/df.json"
 python3 - "$T/df.json" <<'EOF' || fail "weft df --json: $(cat "$T/df.json")"
 import json, sys
