@@ -3,8 +3,8 @@
 # 16 MiB ext4 on a loop device, with a 1 MiB initial LMDB map (it must grow online) and
 # a 2 MiB reserve. First another file fills that disk: creates get ENOSPC, rm -rf still
 # works (on meta's reserve), and the reserve is taken again once the hog is gone. Then,
-# through the mount: fill it (big xattrs first, then long-named creates), the first
-# failure is ENOSPC (not EIO), reads keep working, renames get ENOSPC or work, a walk
+# through the mount, four fillers at once fill it (big xattrs first, then long-named
+# creates): each one's first failure is ENOSPC (not EIO), reads keep working, renames get ENOSPC or work, a walk
 # finds exactly the entries that were acknowledged, rm -rf removes everything, and
 # creates work again with the same meta process.
 . "$(dirname "$0")/lib.sh"
@@ -92,20 +92,31 @@ ok "hog removed: the reserve is taken again, creates work"
 
 # 2. meta's database fills the disk
 LOGSTART=$(($(wc -l <"$STATE/logs/meta.log") + 1))
+# four fillers at once, so that batches hold several ops and the disk may fill under
+# a commit (the redo without growing ops), not only at the gate
 mkdir "$MNT/fill"
+fpids=()
+for k in a b c d; do
+	mkdir "$MNT/fill/$k"; : >"$T/list.$k"
+	python3 "$T/fill.py" "$MNT/fill/$k" "$T/list.$k" 40 >"$T/err.$k" & fpids+=($!)
+done
+wait "${fpids[@]}"
 : >"$T/list"
-err=$(python3 "$T/fill.py" "$MNT/fill" "$T/list" 150)
+for k in a b c d; do
+	[ "$(cat "$T/err.$k")" = ENOSPC ] || fail "filler $k: first failure $(cat "$T/err.$k") (want ENOSPC)"
+	sed "s|^|$k/|" "$T/list.$k" >>"$T/list"
+done
 n=$(wc -l <"$T/list")
-[ "$err" = ENOSPC ] || fail "first failure after $n files: $err (want ENOSPC)"
 [ "$n" -gt 200 ] || fail "only $n files before ENOSPC"
-ok "meta's disk full after $n files (150 with 60 KiB xattrs): first failure ENOSPC"
+printf '%s\n' a b c d >>"$T/list"
+ok "meta's disk full after $n files (160 with 60 KiB xattrs) by 4 fillers: each one's first failure ENOSPC"
 
 # nothing can grow now: mkdir, symlink, a new xattr all get ENOSPC, not EIO
-for op in "mkdir $MNT/fill/d" "ln -s x $MNT/fill/s" "setfattr -n user.x -v 1 $MNT/fill/$(head -1 "$T/list")"; do
+for op in "mkdir $MNT/fill/newdir" "ln -s x $MNT/fill/newlink" "setfattr -n user.x -v 1 $MNT/fill/a/$(head -1 "$T/list.a")"; do
 	if $op 2>"$T/op.err"; then fail "$op succeeded on a full meta disk"; fi
 	grep -q 'No space left' "$T/op.err" || fail "$op: $(cat "$T/op.err") (want ENOSPC)"
 done
-[ "$(getfattr --absolute-names --only-values -n user.big "$MNT/fill/$(head -1 "$T/list")" | wc -c)" = 61440 ] ||
+[ "$(getfattr --absolute-names --only-values -n user.big "$MNT/fill/a/$(head -1 "$T/list.a")" | wc -c)" = 61440 ] ||
 	fail "reading an xattr on a full meta disk"
 ok "growing ops get ENOSPC, reads work"
 
