@@ -40,7 +40,9 @@ static int run(int argc, char **argv)
 		{"target-timeout", required_argument, NULL, 'T'},
 		{"session-timeout", required_argument, NULL, 'S'},
 		{"replace-after", required_argument, NULL, 'R'},
-		{"sync-each", no_argument, NULL, 'E'}, {0}};
+		{"sync-each", no_argument, NULL, 'E'},
+		{"reserve", required_argument, NULL, 'r'},
+		{"space-warn", required_argument, NULL, 'W'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -69,6 +71,17 @@ static int run(int argc, char **argv)
 						       "seconds", optarg);
 			break;
 		case 'E': o.sync_each = true; break;
+		case 'r':
+			if (cli_parse_size(optarg, &o.reserve))
+				return cli_usage_error("meta", "--reserve %s: not a size (bytes, or "
+						       "with K, M, G)", optarg);
+			o.no_reserve = o.reserve == 0;
+			break;
+		case 'W':
+			if (cli_parse_size(optarg, &o.space_warn) || o.space_warn == 0)
+				return cli_usage_error("meta", "--space-warn %s: not a size above 0 "
+						       "(bytes, or with K, M, G)", optarg);
+			break;
 		default: return cli_usage_error("meta", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -76,6 +89,16 @@ static int run(int argc, char **argv)
 		return cli_usage_error("meta", optind < argc ? "expects exactly one DIR"
 							     : "the metadata DIR is required");
 	o.dir = argv[optind];
+	/* the same as --reserve and --space-warn, for weft up and tests */
+	const char *sz = getenv("WEFT_META_RESERVE");
+	if (sz && *sz && !o.reserve && !o.no_reserve) {
+		if (cli_parse_size(sz, &o.reserve))
+			return cli_usage_error("meta", "WEFT_META_RESERVE=%s: not a size", sz);
+		o.no_reserve = o.reserve == 0;
+	}
+	sz = getenv("WEFT_META_SPACE_WARN");
+	if (sz && *sz && !o.space_warn && (cli_parse_size(sz, &o.space_warn) || !o.space_warn))
+		return cli_usage_error("meta", "WEFT_META_SPACE_WARN=%s: not a size above 0", sz);
 	const char *env = getenv("WEFT_META_SYNC_EACH");
 	if (env && *env && strcmp(env, "0") != 0)
 		o.sync_each = true;
@@ -137,7 +160,7 @@ const struct cli_verb cmd_meta = {
 	.usage = "weft meta DIR [--listen HOST:PORT] [--key FILE] [-f|--foreground] [--log FILE]\n"
 		 "          [--log-level L] [--pid-file F] [--target-timeout SEC]\n"
 		 "          [--session-timeout SEC] [--replace-after SEC] [--sync-each]\n"
-		 "          [--metrics HOST:PORT]\n\n"
+		 "          [--reserve SIZE] [--space-warn SIZE] [--metrics HOST:PORT]\n\n"
 		 "Serves the file system whose metadata weft mkfs made in DIR. Listens on HOST:PORT\n"
 		 "(default 0.0.0.0:7070; IPv6 as [::1]:7070; port 0 picks a free port, logged as\n"
 		 "\"serving DIR on HOST:PORT\"). The key defaults to DIR/cluster.key.\n"
@@ -147,6 +170,11 @@ const struct cli_verb cmd_meta = {
 		 "                         another, which rebuilds the copies (default 300)\n"
 		 "  --sync-each            one write transaction and sync per mutation, no group\n"
 		 "                         commit (for benchmarks; also WEFT_META_SYNC_EACH=1)\n"
+		 "  --reserve SIZE         space kept for deletes on DIR's disk, in a preallocated\n"
+		 "                         file (default 1% of the disk, 8M to 256M, at most 1/8);\n"
+		 "                         creates get ENOSPC first (0: no reserve file)\n"
+		 "  --space-warn SIZE      log a warning once when the room left for metadata falls\n"
+		 "                         under SIZE (default 2x (reserve + low-water), or 5%)\n"
 		 "  --metrics HOST:PORT    serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		 "Detaches unless -f; returns once serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,

@@ -33,7 +33,7 @@ static int print_uuid(const char *dir)
 	rc = meta_db_read_begin(db, &txn);
 	if (rc == 0) {
 		rc = meta_super_get(db, txn, &sb);
-		mdb_txn_abort(txn);
+		meta_db_read_end(db, txn);
 	}
 	meta_db_close(db);
 	if (rc)

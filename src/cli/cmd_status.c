@@ -234,6 +234,46 @@ static int print_chains(struct admin *a, json_t *out)
 	return 0;
 }
 
+/* meta's own space (database, map, its disk, the reserve for deletes), from the gauges
+ * meta exports (space.c) through STATS_GET. NULL if meta has none. */
+static json_t *meta_space_get(struct admin *a)
+{
+	static const char *const keys[][2] = {
+		{"meta_db_bytes", "db_bytes"}, {"meta_map_bytes", "map_bytes"},
+		{"meta_disk_bytes", "disk_bytes"}, {"meta_disk_free_bytes", "disk_free_bytes"},
+		{"meta_reserve_bytes", "reserve_bytes"}, {"meta_room_bytes", "room_bytes"}};
+	struct frame *f = NULL;
+	json_t *out = NULL;
+	if (rpc_call(a->rpc, WEFT_OP_STATS_GET, NULL, NULL, 0, 10000, &f) == 0) {
+		json_error_t je;
+		json_t *j = json_loadb((const char *)f->bulk, f->h.bulk_len, 0, &je);
+		json_t *g = j ? json_object_get(j, "gauges") : NULL;
+		if (g && json_object_get(g, "meta_db_bytes")) {
+			out = json_object();
+			for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+				json_object_set_new(out, keys[i][1], json_integer(json_integer_value(
+					json_object_get(g, keys[i][0]))));
+			json_object_set_new(out, "low", json_boolean(json_integer_value(
+				json_object_get(g, "meta_space_low"))));
+		}
+		json_decref(j);
+	}
+	frame_free(f);
+	return out;
+}
+
+static void print_meta_space(const json_t *m)
+{
+	char v[6][16];
+	const char *k[] = {"db_bytes", "map_bytes", "disk_bytes", "disk_free_bytes",
+			   "reserve_bytes", "room_bytes"};
+	for (int i = 0; i < 6; i++)
+		human((uint64_t)json_integer_value(json_object_get(m, k[i])), v[i], sizeof(v[i]));
+	printf("meta space: database %s, map %s, disk %s (%s free), reserve %s, room %s%s\n",
+	       v[0], v[1], v[2], v[3], v[4], v[5],
+	       json_is_true(json_object_get(m, "low")) ? "; FULL: new entries get ENOSPC" : "");
+}
+
 static int run_status(int argc, char **argv)
 {
 	struct admin a = {0};
@@ -257,6 +297,15 @@ static int run_status(int argc, char **argv)
 		printf("meta %s: capacity %s, used %s, free %s, inodes %llu used\n", a.addr, t, u, fr,
 		       (unsigned long long)(s.files - s.ffree));
 	}
+	if (rc == 0) {
+		json_t *ms = meta_space_get(&a);
+		if (ms && j)
+			json_object_set_new(j, "meta_space", ms);
+		else if (ms) {
+			print_meta_space(ms);
+			json_decref(ms);
+		}
+	}
 	if (rc == 0)
 		rc = print_targets(&a, j);
 	if (rc == 0)
@@ -277,6 +326,7 @@ static int run_df(int argc, char **argv)
 		return rc;
 	struct weft_msg_statfs_reply s;
 	rc = statfs_get(&a, &s);
+	json_t *ms = rc ? NULL : meta_space_get(&a);
 	admin_close(&a);
 	if (rc)
 		return cli_fail("df", "meta %s: %s", a.addr, weft_strerror(rc));
@@ -288,18 +338,27 @@ static int run_df(int argc, char **argv)
 	uint64_t denom = used + s.bavail;
 	char name[300];
 	snprintf(name, sizeof(name), "weft@%s", a.addr);
-	if (a.json)
-		return cli_print_json("df", json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:I,s:I}",
+	if (a.json) {
+		json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:I,s:I}",
 			"schema", "weft.df/1", "filesystem", name,
 			"size_bytes", (json_int_t)(s.blocks * s.bsize), "used_bytes", (json_int_t)(used * s.bsize),
 			"avail_bytes", (json_int_t)(s.bavail * s.bsize),
 			"use_percent", denom ? 100.0 * (double)used / (double)denom : 0.0,
-			"inodes", (json_int_t)s.files, "inodes_used", (json_int_t)(s.files - s.ffree)));
+			"inodes", (json_int_t)s.files, "inodes_used", (json_int_t)(s.files - s.ffree));
+		if (j && ms)
+			json_object_set_new(j, "meta_space", ms);
+		else
+			json_decref(ms);
+		return cli_print_json("df", j);
+	}
 	printf("%-24s %8s %8s %8s %5s %12s %12s\n", "Filesystem", "Size", "Used", "Avail", "Use%",
 	       "Inodes", "IUsed");
 	printf("%-24s %8s %8s %8s %4.0f%% %12llu %12llu\n", name, t, u, fr,
 	       denom ? 100.0 * (double)used / (double)denom : 0.0, (unsigned long long)s.files,
 	       (unsigned long long)(s.files - s.ffree));
+	if (ms)
+		print_meta_space(ms);
+	json_decref(ms);
 	return 0;
 }
 
@@ -310,7 +369,8 @@ const struct cli_verb cmd_status = {
 		 "Asks meta for its storage targets (id, node, address, up/down, size, free,\n"
 		 "bytes and operations read and written, time since the last heartbeat), its\n"
 		 "chain tables per replica count (members in order and their states), and the\n"
-		 "file system's capacity. --json prints it as one weft.status/1 object.",
+		 "file system's capacity, and meta's own space (database, map, disk, reserve).\n"
+		 "--json prints it as one weft.status/1 object.",
 	.run = run_status,
 };
 
@@ -320,6 +380,8 @@ const struct cli_verb cmd_df = {
 	.usage = "weft df [--json] [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
 		 "Prints the file system's size, used and available space (summed over the\n"
 		 "storage targets that are up) and inodes, in human units (--json: bytes, as\n"
-		 "one weft.df/1 object).",
+		 "one weft.df/1 object), then meta's own space: its database, LMDB map, disk\n"
+		 "and free space, the reserve held for deletes, and the room left for new\n"
+		 "entries (\"meta_space\" in --json).",
 	.run = run_df,
 };

@@ -194,6 +194,26 @@ static int wait_registered(const char *meta, const char *keyfile, uint32_t want,
 	return rc == 1 ? 0 : -ETIMEDOUT;
 }
 
+/* Copies the key file src to dst (created 0600, not there yet). Returns 0 or -1 (errno). */
+static int copy_key(const char *src, const char *dst)
+{
+	char buf[4096];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, e = 0;
+	ssize_t n = in < 0 ? -1 : read(in, buf, sizeof(buf));
+	if (n >= 0)
+		out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out >= 0 && (write(out, buf, (size_t)n) != n || fsync(out) < 0))
+		e = errno ? errno : EIO;
+	if (n < 0 || out < 0)
+		e = errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	errno = e;
+	return e ? -1 : 0;
+}
+
 static int up_run(int argc, char **argv)
 {
 	const char *state = NULL, *mnt = NULL;
@@ -257,7 +277,9 @@ static int up_run(int argc, char **argv)
 			return cli_fail("up", "mkfs of %s failed", metadir);
 		char mkey[PATH_MAX];
 		path_of(mkey, sizeof(mkey), metadir, "cluster.key");
-		if (access(key, F_OK) != 0 && link(mkey, key) < 0)
+		/* meta's directory may be a file system of its own: then a copy */
+		if (access(key, F_OK) != 0 && link(mkey, key) < 0 &&
+		    (errno != EXDEV || copy_key(mkey, key) < 0))
 			return cli_fail("up", "link %s to %s: %s", mkey, key, strerror(errno));
 	}
 

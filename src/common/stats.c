@@ -129,6 +129,13 @@ static const char *const gauge_names[STATS_GAUGES] = {
 	[STATS_TARGET_CAPACITY_BYTES] = "target_capacity_bytes",
 	[STATS_TARGET_FREE_BYTES] = "target_free_bytes",
 	[STATS_PAGEPOOL_USED_BYTES] = "pagepool_used_bytes",
+	[STATS_META_DB_BYTES] = "meta_db_bytes",
+	[STATS_META_MAP_BYTES] = "meta_map_bytes",
+	[STATS_META_DISK_FREE_BYTES] = "meta_disk_free_bytes",
+	[STATS_META_DISK_BYTES] = "meta_disk_bytes",
+	[STATS_META_RESERVE_BYTES] = "meta_reserve_bytes",
+	[STATS_META_ROOM_BYTES] = "meta_room_bytes",
+	[STATS_META_SPACE_LOW] = "meta_space_low",
 };
 
 void stats_set_identity(const char *process, const char *node)

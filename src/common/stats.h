@@ -37,6 +37,13 @@ enum stats_gauge {
 	STATS_TARGET_CAPACITY_BYTES, /* a store's target: size of its file system */
 	STATS_TARGET_FREE_BYTES,     /* and what is free for weft */
 	STATS_PAGEPOOL_USED_BYTES,   /* a mount: write-behind and readahead buffers held */
+	STATS_META_DB_BYTES,         /* meta: LMDB pages in use (file size less free pages) */
+	STATS_META_MAP_BYTES,        /* meta: LMDB map size (grows online) */
+	STATS_META_DISK_FREE_BYTES,  /* meta: free bytes of meta's file system (statvfs) */
+	STATS_META_DISK_BYTES,       /* meta: size of meta's file system */
+	STATS_META_RESERVE_BYTES,    /* meta: reserve file held for deletes (0: released) */
+	STATS_META_ROOM_BYTES,       /* meta: room for growth: disk free + LMDB free pages */
+	STATS_META_SPACE_LOW,        /* meta: 1 while namespace growth is refused (ENOSPC) */
 	STATS_GAUGES
 };
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "meta/space.h"
 
 /* The mutations of one write txn. */
 struct batch {
@@ -15,11 +16,14 @@ struct batch {
 	unsigned n;
 	MDB_txn *txn;
 	bool nested; /* redone with a nested txn per op (an op failed after writing) */
+	bool retried; /* redone once after ENOSPC (space.h) */
+	bool no_grow; /* growing ops complete with -ENOSPC, unapplied */
 	int err;     /* txn begin/commit or sync error: every op completes with it */
 };
 
 struct meta_commit {
 	struct meta_db *db;
+	struct meta_space *sp; /* NULL: no space management (unit tests) */
 	unsigned max_batch;
 	pthread_t writer, syncer, completer;
 	pthread_mutex_t lock;
@@ -98,6 +102,10 @@ static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutat
 	b->last = last;
 	b->n += n;
 	for (struct meta_mutation *m = more; m && !b->err; m = m->next) {
+		if (b->no_grow && m->grows) {
+			m->result = -ENOSPC;
+			continue;
+		}
 		if (b->nested) {
 			apply_nested(env, b->txn, m);
 			continue;
@@ -111,7 +119,10 @@ static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutat
 		b->nested = true;
 		b->err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b->txn));
 		for (struct meta_mutation *x = b->first; !b->err; x = x->next) {
-			apply_nested(env, b->txn, x);
+			if (b->no_grow && x->grows)
+				x->result = -ENOSPC;
+			else
+				apply_nested(env, b->txn, x);
 			if (x == m)
 				break;
 		}
@@ -162,6 +173,34 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	hand_over(gc, b->first, b->last);
 }
 
+/* True if an op or the txn of b met ENOSPC (a full map or disk). */
+static bool met_enospc(const struct batch *b)
+{
+	if (b->err == -ENOSPC)
+		return true;
+	for (const struct meta_mutation *m = b->first; m; m = m->next)
+		if (m->result == -ENOSPC && !(b->no_grow && m->grows))
+			return true;
+	return false;
+}
+
+/* b's txn is gone (aborted, or its commit failed): applies all of b again in a new
+ * txn, with growing ops refused if no_grow. */
+static void reapply(struct meta_commit *gc, struct batch *b, bool no_grow)
+{
+	struct meta_mutation *first = b->first, *last = b->last;
+	unsigned n = b->n;
+	*b = (struct batch){.retried = true, .no_grow = no_grow};
+	b->err = meta_mdb_err(mdb_txn_begin(gc->db->env, NULL, 0, &b->txn));
+	if (b->err) {
+		b->first = first;
+		b->last = last;
+		b->n = n;
+		return;
+	}
+	batch_add(gc, b, first, last, n);
+}
+
 static void *writer(void *arg)
 {
 	struct meta_commit *gc = arg;
@@ -175,6 +214,9 @@ static void *writer(void *arg)
 			break; /* stopping, and everything taken is committed */
 		struct batch b = {0};
 		pthread_mutex_unlock(&gc->lock);
+		if (gc->sp)
+			meta_space_check(gc->sp); /* no write txn live: the map may grow */
+		meta_mdb_map_full = false;
 		b.err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b.txn));
 		pthread_mutex_lock(&gc->lock);
 		/* Fill the batch until the previous one is synced: applying overlaps that
@@ -206,10 +248,31 @@ static void *writer(void *arg)
 		 * (MDB_NOMETASYNC, mdb.c); the syncer then makes that meta page durable. One
 		 * sync at a time: commit after the previous batch's sync is done. */
 		pthread_mutex_unlock(&gc->lock);
-		if (!b.err)
-			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
-		else if (b.txn)
+		if (!b.err && gc->sp && met_enospc(&b)) {
+			/* An op met a full map or disk: nothing of b is committed yet. Abort,
+			 * let meta's space give what it can (a bigger map, or the reserve with
+			 * growing ops refused), apply b again once; what fails again fails. */
+			bool no_grow = false;
 			mdb_txn_abort(b.txn);
+			b.txn = NULL;
+			meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow);
+			meta_mdb_map_full = false;
+			reapply(gc, &b, no_grow);
+		}
+		if (!b.err && b.txn) {
+			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
+			b.txn = NULL;
+			/* the disk filled under the commit's writes: the same, once */
+			bool no_grow = false;
+			if (b.err == -ENOSPC && gc->sp && !b.retried &&
+			    meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow)) {
+				reapply(gc, &b, no_grow);
+				if (!b.err)
+					b.err = meta_mdb_err(mdb_txn_commit(b.txn));
+			}
+		} else if (b.txn) {
+			mdb_txn_abort(b.txn);
+		}
 		b.txn = NULL;
 		pthread_mutex_lock(&gc->lock);
 		/* With ops waiting, the syncer syncs while the writer applies them. With none
@@ -423,6 +486,11 @@ int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg
 	pthread_cond_destroy(&ra.w.cond);
 	pthread_mutex_destroy(&ra.w.lock);
 	return rc;
+}
+
+void meta_commit_set_space(struct meta_commit *gc, struct meta_space *sp)
+{
+	gc->sp = sp;
 }
 
 void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out)

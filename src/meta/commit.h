@@ -25,7 +25,9 @@
  * alone. So apply() may run twice:
  * it must act only through the txn and fields of its own that it sets afresh each run.
  * If the commit or the sync fails, every mutation of the batch completes with that error
- * (nothing of it is reported durable).
+ * (nothing of it is reported durable). ENOSPC is the exception (space.h): a batch where
+ * an op or the commit met it is aborted and redone once, after the map has grown or
+ * the reserve was released (then growing ops complete with -ENOSPC unapplied).
  *
  * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
  * in submission order (across batches too); a batch's effects are visible to read txns
@@ -53,6 +55,9 @@ struct meta_mutation {
 	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
 	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
 	bool lazy;
+	/* Grows the namespace (space.h): refused with -ENOSPC, unapplied, when a batch is
+	 * redone after its ENOSPC released meta's reserve: the reserve is for deletes. */
+	bool grows;
 	/* owned by the committer while queued */
 	struct meta_mutation *next;
 	int result;
@@ -83,5 +88,11 @@ int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m);
  * Must not be called from a done() callback. */
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg);
 void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out);
+
+struct meta_space;
+/* Gives the writer meta's space (space.h): it is checked before each batch, and a batch
+ * that fails with ENOSPC is redone once after meta_space_relieve (map grown, or reserve
+ * released and growing ops refused). Call before the first submit. */
+void meta_commit_set_space(struct meta_commit *gc, struct meta_space *sp);
 
 #endif

@@ -168,7 +168,7 @@ static int pass(struct meta_deleter *d)
 	rc = meta_pending_list(db, txn, 0, recs, DEL_BATCH, &n);
 	if (rc == 0 && n)
 		rc = meta_chains_snapshot(db, txn, &set);
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	if (rc || n == 0)
 		goto out;
 	for (size_t i = 0; i < d->neps; i++)

@@ -17,6 +17,7 @@
 #include "meta/super.h"
 
 _Thread_local uint64_t meta_mdb_writes;
+_Thread_local bool meta_mdb_map_full;
 
 #define META_MAXDBS 16
 #define META_MAXREADERS 512
@@ -28,6 +29,8 @@ int meta_mdb_err(int rc)
 	case MDB_NOTFOUND: return -ENOENT;
 	case MDB_KEYEXIST: return -EEXIST;
 	case MDB_MAP_FULL:
+		meta_mdb_map_full = true;
+		return -ENOSPC;
 	case MDB_TXN_FULL: return -ENOSPC;
 	case MDB_READERS_FULL: return -EAGAIN;
 	default:
@@ -66,6 +69,12 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	int rc;
 	if (!db)
 		return -ENOMEM;
+	/* writer preference: a map growth waiting for readers is not starved by new ones */
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&db->map_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	rc = mdb_env_create(&db->env);
 	if (rc)
 		goto fail_free;
@@ -83,6 +92,19 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	if (rc) {
 		log_error("mdb_env_open %s: %s", dir, mdb_strerror(rc));
 		goto fail_env;
+	}
+	/* LMDB opens with the map asked for, or just what the data needs if that is more:
+	 * give a database that outgrew the asked map room to write (the first write is
+	 * the epoch bump, before meta's space management runs; space.c grows it later) */
+	MDB_envinfo ei;
+	MDB_stat est;
+	mdb_env_info(db->env, &ei);
+	mdb_env_stat(db->env, &est);
+	uint64_t used = ((uint64_t)ei.me_last_pgno + 1) * est.ms_psize;
+	if (used > ei.me_mapsize / 2) {
+		uint64_t want = (2 * used + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
+		if ((rc = mdb_env_set_mapsize(db->env, want)))
+			goto fail_env;
 	}
 	rc = mdb_txn_begin(db->env, NULL, 0, &txn);
 	if (rc)
@@ -105,6 +127,7 @@ fail_txn:
 fail_env:
 	mdb_env_close(db->env);
 fail_free:
+	pthread_rwlock_destroy(&db->map_lock);
 	free(db);
 	return meta_mdb_err(rc);
 }
@@ -114,6 +137,7 @@ void meta_db_close(struct meta_db *db)
 	if (!db)
 		return;
 	mdb_env_close(db->env);
+	pthread_rwlock_destroy(&db->map_lock);
 	free(db);
 }
 
@@ -136,7 +160,27 @@ int meta_db_write(struct meta_db *db, int (*apply)(MDB_txn *txn, void *arg), voi
 
 int meta_db_read_begin(struct meta_db *db, MDB_txn **txn)
 {
-	return meta_mdb_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, txn));
+	pthread_rwlock_rdlock(&db->map_lock);
+	int rc = meta_mdb_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, txn));
+	if (rc)
+		pthread_rwlock_unlock(&db->map_lock);
+	return rc;
+}
+
+void meta_db_read_end(struct meta_db *db, MDB_txn *txn)
+{
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&db->map_lock);
+}
+
+void meta_db_map_rdlock(struct meta_db *db)
+{
+	pthread_rwlock_rdlock(&db->map_lock);
+}
+
+void meta_db_map_unlock(struct meta_db *db)
+{
+	pthread_rwlock_unlock(&db->map_lock);
 }
 
 static int bump_epoch(MDB_txn *txn, void *arg)

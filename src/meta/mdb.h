@@ -14,6 +14,7 @@
 #define WEFT_META_MDB_H
 
 #include <lmdb.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,10 +22,13 @@
 #include "weft/types.h"
 
 #define META_FORMAT_VERSION 1u
-#define META_MAPSIZE_DEFAULT (64ULL << 30) /* 64 GiB of address space, sparse on disk */
+#define META_MAPSIZE_DEFAULT (64ULL << 20) /* initial map; grows online (space.c) */
 
 struct meta_db {
 	MDB_env *env;
+	/* Read txns hold it shared while they use the map; growing the map (which unmaps
+	 * and remaps it, space.c) holds it exclusive, between write txns. */
+	pthread_rwlock_t map_lock;
 	MDB_dbi super;      /* "super": fixed keys -> superblock record */
 	MDB_dbi inodes;     /* ino BE64 -> inode record (inode.h) */
 	MDB_dbi dirents;    /* parent BE64 + name -> dirent record (dirent.h) */
@@ -69,13 +73,23 @@ void meta_db_close(struct meta_db *db);
  * the txn if apply fails. For setup, tools and tests: a server uses commit.h instead.
  * Returns apply's error, or -errno from LMDB/the sync. Any thread; blocks. */
 int meta_db_write(struct meta_db *db, int (*apply)(MDB_txn *txn, void *arg), void *arg);
-/* Begins a read-only txn (mdb_txn_begin MDB_RDONLY). Returns 0 or -errno. */
+/* Begins a read-only txn (mdb_txn_begin MDB_RDONLY) holding map_lock shared; end it
+ * with meta_db_read_end (never a bare mdb_txn_abort). Not nested in one thread. Returns
+ * 0 or -errno. */
 int meta_db_read_begin(struct meta_db *db, MDB_txn **txn);
+/* Aborts a txn of meta_db_read_begin and releases map_lock. */
+void meta_db_read_end(struct meta_db *db, MDB_txn *txn);
+/* map_lock shared around a reset-and-renewed read txn (the loop thread's). */
+void meta_db_map_rdlock(struct meta_db *db);
+void meta_db_map_unlock(struct meta_db *db);
 
 /* Maps an LMDB return code to 0 or -errno: MDB_NOTFOUND -ENOENT, MDB_KEYEXIST -EEXIST,
  * MDB_MAP_FULL/MDB_TXN_FULL -ENOSPC, MDB_READERS_FULL -EAGAIN, other MDB_* -EIO,
  * positive errno -errno. */
 int meta_mdb_err(int rc);
+/* Set (per thread) when meta_mdb_err saw MDB_MAP_FULL: the writer clears it before a
+ * batch and grows the map only if it is set (space.c). */
+extern _Thread_local bool meta_mdb_map_full;
 
 /* Every write to the env goes through these three (the raw calls are poisoned below).
  * They count write attempts per thread: the group commit applies ops directly in the

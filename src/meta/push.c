@@ -37,7 +37,7 @@ static void push_tick(void *arg)
 	if (s->stopping || meta_db_read_begin(s->db, &txn))
 		return;
 	int rc = meta_super_get(s->db, txn, &sb);
-	mdb_txn_abort(txn);
+	meta_db_read_end(s->db, txn);
 	if (rc || sb.chains_epoch == s->pushed_epoch)
 		return;
 	bool first = s->pushed_epoch == 0;

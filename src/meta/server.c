@@ -16,6 +16,7 @@
 #include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
+#include "meta/space.h"
 #include "weft/err.h"
 
 /* ---- finishing a request ---- */
@@ -98,15 +99,19 @@ static int run_read(struct mreq *r)
 {
 	struct meta_server *s = r->s;
 	int rc;
+	meta_db_map_rdlock(s->db);
 	if (s->rtxn)
 		rc = meta_mdb_err(mdb_txn_renew(s->rtxn));
 	else
-		rc = meta_db_read_begin(s->db, &s->rtxn);
-	if (rc)
+		rc = meta_mdb_err(mdb_txn_begin(s->db->env, NULL, MDB_RDONLY, &s->rtxn));
+	if (rc) {
+		meta_db_map_unlock(s->db);
 		return rc;
+	}
 	struct meta_ctx ctx = {.db = s->db, .txn = s->rtxn, .cred = &r->cred};
 	rc = r->h->apply(r, &ctx);
 	mdb_txn_reset(s->rtxn);
+	meta_db_map_unlock(s->db);
 	return rc;
 }
 
@@ -192,9 +197,38 @@ static void on_request(struct conn *c, struct frame *f)
 	 * writer reports at close, which like a local file system's is durable once fsync
 	 * returns (the client's fsync sends FSYNC, a durable op, after it), not at close. */
 	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE || op == WEFT_OP_EXTEND;
+	r->mut.grows = meta_op_grows(op);
+	if (r->mut.grows && meta_space_low(s->space)) {
+		snprintf(r->detail, sizeof(r->detail),
+			 "%s: meta's metadata disk is full (what is left is kept for deletes)",
+			 weft_op_name(op));
+		mreq_finish(r, -ENOSPC);
+		return;
+	}
 	int rc = meta_commit_submit(s->gc, &r->mut);
 	if (rc)
 		mreq_finish(r, rc);
+}
+
+/* Ops that grow the namespace: refused with ENOSPC once meta's space is low (space.h),
+ * so that what is left stays for the ops that free it. Every other mutation (unlink,
+ * rmdir, setattr and its truncate, removexattr, open/release, fsync, extend, sessions,
+ * targets) goes ahead and may use the reserve. */
+bool meta_op_grows(uint16_t op)
+{
+	switch (op) {
+	case WEFT_OP_CREATE:
+	case WEFT_OP_CREATE_OPEN:
+	case WEFT_OP_MKDIR:
+	case WEFT_OP_SYMLINK:
+	case WEFT_OP_LINK:
+	case WEFT_OP_RENAME:
+	case WEFT_OP_SETXATTR:
+	case WEFT_OP_SETSTRIPE:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* The handlers rely on this to pick the credential out of any request that has one. */
@@ -322,7 +356,7 @@ static int read_super(struct meta_server *s)
 	if (rc)
 		return rc;
 	rc = meta_super_get(s->db, txn, &sb);
-	mdb_txn_abort(txn);
+	meta_db_read_end(s->db, txn);
 	if (rc)
 		return rc;
 	memcpy(s->fsid, sb.uuid, 16);
@@ -344,8 +378,8 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	s->replace_after_ms = o->replace_after_ms ? o->replace_after_ms : 300000;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
 	atomic_init(&s->next_handle, 1);
-	/* WEFT_META_MAPSIZE (bytes): a smaller LMDB map than the 64 GiB default, for tools
-	 * whose address space is limited (valgrind) */
+	/* WEFT_META_MAPSIZE (bytes): the initial LMDB map (default 64 MiB); it grows online
+	 * (space.h), so a tiny one exercises the growth */
 	const char *ms = getenv("WEFT_META_MAPSIZE");
 	uint64_t mapsize = ms ? strtoull(ms, NULL, 0) : 0;
 	int rc = meta_db_open(o->dir, mapsize, &s->db);
@@ -361,10 +395,15 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		snprintf(err, errlen, "%s: superblock: %s", o->dir, weft_strerror(rc));
 		goto fail_db;
 	}
+	struct meta_space_opts so = {.reserve = o->reserve, .warn = o->space_warn,
+				     .no_reserve = o->no_reserve};
+	if ((rc = meta_space_open(s->db, o->dir, &so, &s->space, err, errlen)))
+		goto fail_db;
 	if ((rc = meta_commit_start(s->db, o->sync_each ? 1 : 0, &s->gc))) {
 		snprintf(err, errlen, "start group commit: %s", weft_strerror(rc));
-		goto fail_db;
+		goto fail_space;
 	}
+	meta_commit_set_space(s->gc, s->space);
 	if ((rc = loop_new(&s->loop))) {
 		snprintf(err, errlen, "event loop: %s", weft_strerror(rc));
 		goto fail_gc;
@@ -407,6 +446,8 @@ fail_loop:
 	loop_free(s->loop);
 fail_gc:
 	meta_commit_stop(s->gc);
+fail_space:
+	meta_space_close(s->space);
 fail_db:
 	meta_db_close(s->db);
 fail_free:
@@ -472,6 +513,7 @@ void meta_server_stop(struct meta_server *s)
 	/* 4. connections, the loop, the file system */
 	loop_post(s->loop, free_server_on_loop, s);
 	loop_free(s->loop);
+	meta_space_close(s->space);
 	meta_db_close(s->db);
 	free(s->progress);
 	free(s);

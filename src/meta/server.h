@@ -32,6 +32,9 @@ struct meta_server_opts {
 	uint32_t replace_after_ms;  /* 0 = 300 s: an offline target is replaced in its chains */
 	bool sync_each;             /* one write txn and sync per mutation (benchmarks) */
 	uint32_t deleter_period_ms; /* 0 = 2000: retry period of the deleter */
+	uint64_t reserve;           /* bytes kept for deletes; 0 = default (space.h) */
+	bool no_reserve;            /* --reserve 0 */
+	uint64_t space_warn;        /* warn under this much room; 0 = default */
 };
 
 /* Opens the file system, starts the committer, the deleter, the loop thread, and binds.

@@ -20,6 +20,7 @@ struct meta_deleter;
 struct meta_server {
 	struct meta_db *db;
 	struct meta_commit *gc;
+	struct meta_space *space;   /* reserve, map growth, the growth gate (space.h) */
 	struct loop *loop;
 	struct server *srv;
 	struct meta_deleter *del;
@@ -43,6 +44,9 @@ struct meta_server {
 struct meta_resync_progress {
 	uint64_t objects_left, bytes_left, rate;
 };
+
+/* True for ops refused with ENOSPC while meta's space is low (server.c has the list). */
+bool meta_op_grows(uint16_t op);
 
 /* push.c: CHAINS_CHANGED to every client when the chain epoch moves. */
 void meta_push_start(struct meta_server *s);

@@ -65,7 +65,7 @@ static void test_balance(unsigned ntargets, unsigned nodes)
 	tmeta_targets(db, ntargets, nodes);
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(s.ntargets, ==, ntargets);
 	for (uint8_t r = 1; r <= 3; r++)
 		CHECK_INT(check_table(&s, r, true), <=, r == 1 ? 0 : 1);
@@ -117,7 +117,7 @@ static void test_too_few_nodes(void)
 	CHECK_INT(n, ==, 2);
 	CHECK_OK(meta_chains_count(db, txn, 2, &n));
 	CHECK_INT(n, ==, 0);
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	/* a second node appears: the R=2 table is built for every target */
 	reg(db, 3, "n2", "h:3");
 	CHECK_OK(meta_db_write(db, create_f, a));
@@ -128,7 +128,7 @@ static void test_too_few_nodes(void)
 	CHECK_OK(meta_chains_count(db, txn, 3, &n));
 	CHECK_INT(n, ==, 0);
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	check_table(&s, 2, false);
 	meta_chain_set_free(&s);
 	tmeta_close(db, dir);
@@ -173,7 +173,7 @@ static void test_liveness(void)
 	struct meta_super sbm;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_super_get(db, txn, &sbm));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
 	struct meta_target t;
 	CHECK_OK(meta_db_read_begin(db, &txn));
@@ -181,18 +181,18 @@ static void test_liveness(void)
 	CHECK_STR(t.addr, "newhost:1");
 	struct meta_super sb0;
 	CHECK_OK(meta_super_get(db, txn, &sb0));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(sb0.chains_epoch, ==, sbm.chains_epoch + 1);
 	CHECK_INT(reg(db, 2, "n1", "newhost:1"), ==, ids[1]);
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_super_get(db, txn, &sbm));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(sbm.chains_epoch, ==, sb0.chains_epoch);
 
 	struct meta_chain_set s0;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s0));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	/* targets 0, 2, 3 heartbeat at t=100; target 1 last seen at 5: expire at 150/60 */
 	struct live_arg a = { .db = db };
 	for (int i = 0; i < 4; i++) {
@@ -217,7 +217,7 @@ static void test_liveness(void)
 	uint64_t total, freeb;
 	CHECK_OK(meta_chains_capacity(db, txn, &total, &freeb));
 	CHECK_INT(total, ==, 3 * 2000);
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK(sb1.chains_epoch > sb0.chains_epoch);
 	CHECK_INT(s.epoch, ==, sb1.chains_epoch);
 	/* every chain holding target 1 has it last, offline, with version 2 */
@@ -246,7 +246,7 @@ static void test_liveness(void)
 	CHECK_OK(meta_db_write(db, live_apply, &a));
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	const struct meta_chain *c3 = NULL;
 	for (uint32_t i = 0; i < s.nchains[2]; i++)
 		if (s.chains[2][i].members[2].target == ids[1])
@@ -266,7 +266,7 @@ static void test_liveness(void)
 	struct meta_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 3, cid, &c));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	bool has3 = false;
 	for (int m = 0; m < 3; m++)
 		has3 |= c.members[m].target == ids[3];
@@ -299,7 +299,7 @@ static void test_member_serving(void)
 	struct meta_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	int pos = -1;
 	for (int m = 0; m < 2; m++)
 		if (c.members[m].target == 1)
@@ -312,7 +312,7 @@ static void test_member_serving(void)
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	struct meta_chain c2;
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c2));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(c2.members[pos].state, ==, WEFT_MEMBER_SERVING);
 	CHECK_INT(c2.version, ==, c.version + 1);
 	v[2] = 99;
@@ -350,7 +350,7 @@ static int state_in_chain0(struct meta_db *db, int *pos)
 	struct meta_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	for (int m = 0; m < c.nmembers; m++)
 		if (c.members[m].target == 1) {
 			*pos = m;
@@ -457,7 +457,7 @@ static void test_replace(void)
 	struct meta_chain_set before, after;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &before));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	uint32_t id = 1;
 	unsigned n = 0;
 	void *a[] = { db, &id, &n };
@@ -465,7 +465,7 @@ static void test_replace(void)
 	CHECK(n > 0);
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &after));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK(after.epoch > before.epoch);
 	CHECK_INT(find_target(&after, 1)->state, ==, WEFT_MEMBER_OFFLINE);
 	unsigned changed = 0;
@@ -519,7 +519,7 @@ static void test_codec(void)
 	tmeta_targets(db, 5, 5);
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	wbuf_init(&w);
 	meta_chain_set_encode(&s, &w);
 	CHECK_OK(w.err);
@@ -594,11 +594,11 @@ static void test_growth_after_use(void)
 	CHECK_INT(l.chain_count, ==, 4);
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &a));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	reg(db, 100, "node9", "h:9");
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &b));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(b.nchains[1], ==, 5);
 	for (uint32_t i = 0; i < 4; i++) {
 		CHECK_INT(b.chains[1][i].version, ==, a.chains[1][i].version);
@@ -685,7 +685,7 @@ static void test_placement_by_room(void)
 	CHECK_OK(meta_db_write(db, room_pick, &a));
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	unsigned to_empty = 0;
 	for (uint32_t c = 0; c < s.nchains[0]; c++)
 		if (s.chains[0][c].members[0].target == 5)
@@ -711,7 +711,7 @@ static void test_placement_by_room(void)
 	reg(db, 50, "node50", "h:50");
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	CHECK_INT(s.nchains[1], ==, 5);
 	CHECK_INT(s.chains[1][4].members[0].target, ==, 5);
 	CHECK_INT(s.chains[1][4].members[1].target, ==, 2);

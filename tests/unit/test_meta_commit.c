@@ -54,7 +54,7 @@ static int lookup(const char *name)
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	struct meta_ctx c = { .db = db, .txn = txn, .cred = &root };
 	int rc = meta_ns_lookup(&c, ROOT, S(name), &a);
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	return rc;
 }
 
@@ -237,7 +237,7 @@ static bool mapfull_key_present(const char *key)
 	MDB_val k = { sizeof(kb), kb }, v;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	int rc = mdb_get(txn, db->xattrs, &k, &v);
-	mdb_txn_abort(txn);
+	meta_db_read_end(db, txn);
 	return rc == 0;
 }
 
