@@ -262,6 +262,9 @@ static void *writer(void *arg)
 		if (!b.err && b.txn) {
 			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
 			b.txn = NULL;
+			/* LMDB reports a write the full disk cut short as EIO */
+			if (b.err == -EIO && meta_space_disk_full(gc->sp))
+				b.err = -ENOSPC;
 			/* the disk filled under the commit's writes: the same, once */
 			bool no_grow = false;
 			if (b.err == -ENOSPC && gc->sp && !b.retried &&
@@ -269,6 +272,8 @@ static void *writer(void *arg)
 				reapply(gc, &b, no_grow);
 				if (!b.err)
 					b.err = meta_mdb_err(mdb_txn_commit(b.txn));
+				if (b.err == -EIO && meta_space_disk_full(gc->sp))
+					b.err = -ENOSPC;
 			}
 		} else if (b.txn) {
 			mdb_txn_abort(b.txn);

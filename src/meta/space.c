@@ -327,3 +327,11 @@ void meta_space_close(struct meta_space *sp)
 	pthread_mutex_destroy(&sp->lock);
 	free(sp);
 }
+
+bool meta_space_disk_full(const struct meta_space *sp)
+{
+	struct statvfs v;
+	if (!sp || sp->fd < 0 || fstatvfs(sp->fd, &v))
+		return false;
+	return (uint64_t)v.f_bavail * v.f_frsize < sp->low_water;
+}

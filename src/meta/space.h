@@ -64,6 +64,9 @@ void meta_space_check(struct meta_space *sp);
  * reserve (*no_grow true: redo without growing ops). Returns false when there is
  * nothing to give. Writer thread, no write txn live. */
 bool meta_space_relieve(struct meta_space *sp, bool map_full, bool *no_grow);
+/* True if meta's disk has (almost) nothing free: a failed write there was the disk
+ * filling (LMDB reports a short write as EIO). Any thread. */
+bool meta_space_disk_full(const struct meta_space *sp);
 /* True while growing ops are refused. Any thread. */
 bool meta_space_low(const struct meta_space *sp);
 void meta_space_get(struct meta_space *sp, struct meta_space_info *out);
