@@ -89,6 +89,7 @@ struct winode {
 	pthread_cond_t cond;      /* in-flight writes completing */
 	uint64_t size;            /* size as this client knows it */
 	bool size_dirty;          /* written since the last report to meta */
+	bool blocks_dirty;        /* written since st_blocks was last measured (sparse.c) */
 	int64_t mtime_ns;
 	struct wblock *dirty;     /* blocks being gathered (not sent yet) */
 	struct wblock *inflight;  /* blocks sent, reply pending */
@@ -177,6 +178,10 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
  * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
  * either or cannot be reached. */
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* Bytes the stores hold for the stripes set in mask (mlen bytes), one copy each:
+ * st_blocks * 512 after a flush (sparse.c). 0 or -errno. */
+int sparse_allocated(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		     const uint8_t *mask, uint32_t mlen, uint64_t *bytes);
 /* A store said our table is out of date: the next lookup refreshes it. */
 void client_chains_stale(struct weft_client *c);
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */

@@ -402,7 +402,7 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	}
 	if (off + len > wi->size)
 		wi->size = off + len;
-	wi->size_dirty = true;
+	wi->size_dirty = wi->blocks_dirty = true;
 	wi->mtime_ns = now_ns();
 	pthread_mutex_unlock(&wi->lock);
 	return (ssize_t)len;
@@ -451,7 +451,10 @@ int weft_file_flush(struct weft_file *f)
 	 * done before close returns, which is what another client's open relies on */
 	pthread_mutex_lock(&wi->lock);
 	submit_dirty(c, wi);
-	bool report = wi->size_dirty;
+	/* after writes, the report waits for the data: st_blocks is measured on the
+	 * stores once it is there (one OBJ_EXTENT per written stripe) */
+	bool blocks = wi->blocks_dirty;
+	bool report = wi->size_dirty || blocks;
 	uint8_t mask[WEFT_WRITTEN_MAX];
 	uint32_t ml = 0;
 	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
@@ -460,10 +463,10 @@ int weft_file_flush(struct weft_file *f)
 			ml = i + 1;
 	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
 				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};
-	wi->size_dirty = false;
+	wi->size_dirty = wi->blocks_dirty = false;
 	pthread_mutex_unlock(&wi->lock);
 	struct meta_wait mw;
-	if (report) {
+	if (report && !blocks) {
 		struct wbuf w;
 		wbuf_init(&w);
 		weft_extend_encode(&w, &m);
@@ -472,11 +475,25 @@ int weft_file_flush(struct weft_file *f)
 	pthread_mutex_lock(&wi->lock);
 	int err = drain(c, wi);
 	pthread_mutex_unlock(&wi->lock);
+	bool measured = false;
+	if (report && blocks) {
+		uint64_t bytes;
+		if (!err && sparse_allocated(c, wi->ino, &wi->layout, mask, ml, &bytes) == 0) {
+			m.has_blocks = 1;
+			m.blocks = bytes / 512;
+			measured = true;
+		}
+		struct wbuf w;
+		wbuf_init(&w);
+		weft_extend_encode(&w, &m);
+		client_meta_start(c, WEFT_OP_EXTEND, &w, &mw);
+	}
 	if (report) {
 		int e2 = client_meta_wait(&mw);
-		if (e2) {
+		if (e2 || (blocks && !measured)) {
 			pthread_mutex_lock(&wi->lock);
-			wi->size_dirty = true; /* report it again next time */
+			wi->size_dirty = e2 || wi->size_dirty; /* report it again next time */
+			wi->blocks_dirty = true;
 			pthread_mutex_unlock(&wi->lock);
 			if (!err)
 				err = e2;
@@ -694,8 +711,11 @@ void client_fix_size(struct weft_client *c, struct weft_attr *a)
 		if (wi->mtime_ns > a->mtime_ns)
 			a->mtime_ns = wi->mtime_ns;
 	}
+	/* while writes are on their way, count them as allocated (meta learns the stores'
+	 * figure at the next flush) */
+	bool writing = wi->blocks_dirty;
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);
-	if (a->size / 512 > a->blocks)
+	if (writing && a->size / 512 > a->blocks)
 		a->blocks = (a->size + 511) / 512;
 }

@@ -591,6 +591,23 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, sys_err(weft_file_fsync(f)));
 }
 
+/* SEEK_DATA and SEEK_HOLE from the stores; the kernel answers SEEK_SET/CUR/END itself. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	uint64_t out;
+	int err = weft_file_seek(f, (uint64_t)off, whence == SEEK_DATA, &out);
+	if (err)
+		fuse_reply_err(req, sys_err(err));
+	else
+		fuse_reply_lseek(req, (off_t)out);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -911,6 +928,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.access = op_access,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.lseek = op_lseek,
 };
 
 /* The kernel's read-ahead for this mount is raised through sysfs once FUSE's INIT is

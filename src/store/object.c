@@ -897,6 +897,25 @@ int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 	return rc;
 }
 
+int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     struct store_obj_stat *st, uint64_t *data, uint64_t *hole)
+{
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		st->size = e->size;
+		st->allocated = obj_seg_allocated(s, e);
+		st->version = 0;
+		*data = off < e->size ? (uint64_t)obj_seg_next_data(s, e, off) : e->size;
+		*hole = *data < e->size ? (uint64_t)obj_seg_next_hole(s, e, *data) : e->size;
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
 int store_obj_list(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		   struct store_index_rec *out, size_t max, size_t *n)
 {

@@ -38,6 +38,7 @@ struct sreq {
 		struct weft_msg_obj_list l;
 		struct weft_msg_obj_missed ms;
 		struct weft_msg_store_scrub sc;
+		struct weft_msg_obj_extent x;
 	} m;
 	/* replication */
 	atomic_int parts;         /* local write + forward still running */

@@ -1,0 +1,178 @@
+/* libweft sparse files: SEEK_DATA / SEEK_HOLE across a file's stripe objects, and the
+ * bytes the stores hold for a file (its st_blocks), both from OBJ_EXTENT.
+ *
+ * A file offset maps to one stripe object (stripe.h), and a hole in the file is a hole
+ * in the object that holds those bytes: so SEEK_DATA is the smallest, over the stripes,
+ * of each object's next data mapped back to the file, and SEEK_HOLE walks the file's
+ * blocks from the offset, asking an object again only when the walk leaves the data
+ * extent its last answer gave (one request per stripe for a dense file). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+/* OBJ_EXTENT of stripe s at object offset off, from one serving member (the next one on
+ * failure; the table again once if it was stale). A missing object is all hole. */
+static int obj_extent(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		      uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x)
+{
+	int err = -EIO;
+	for (int round = 0; round < 2; round++) {
+		struct meta_chain ch;
+		if ((err = client_chain(c, l->replicas, stripe_chain(l, s), &ch)))
+			return err;
+		err = -EIO;
+		for (int i = 0; i < ch.nmembers; i++) {
+			const struct meta_chain_member *mem = &ch.members[(ino + s + (uint64_t)i) %
+									   (uint64_t)ch.nmembers];
+			if (mem->state != WEFT_MEMBER_SERVING)
+				continue;
+			struct conn *cn;
+			if ((err = client_store_conn(c, mem->target, &cn))) {
+				client_suspect(c, mem->target);
+				continue;
+			}
+			struct wbuf w;
+			wbuf_init(&w);
+			struct weft_msg_obj_extent m = {.ino = ino, .stripe = s,
+							.replicas = l->replicas, .chain = ch.id,
+							.chain_ver = ch.version, .offset = off};
+			weft_obj_extent_encode(&w, &m);
+			struct frame *f = NULL;
+			err = conn_call_sync(cn, WEFT_OP_OBJ_EXTENT, &w, NULL, 0,
+					     CLIENT_STORE_TIMEOUT_MS, &f);
+			conn_put(cn);
+			if (err == 0 && weft_obj_extent_reply_decode(f->payload, f->h.payload_len,
+								    x, NULL) < 0)
+				err = -EIO;
+			frame_free(f);
+			if (err == -ENOENT) { /* never written */
+				*x = (struct weft_msg_obj_extent_reply){0};
+				return 0;
+			}
+			if (err == 0) {
+				if (x->data > x->size)
+					x->data = x->size;
+				if (x->hole < x->data || x->hole > x->size)
+					x->hole = x->size;
+				return 0;
+			}
+			if (err == -WEFT_ESTALECHAIN) {
+				client_chains_stale(c);
+				break;
+			}
+		}
+		if (err != -WEFT_ESTALECHAIN)
+			break;
+	}
+	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ? -EIO : err;
+}
+
+int sparse_allocated(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		     const uint8_t *mask, uint32_t mlen, uint64_t *bytes)
+{
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	*bytes = 0;
+	for (uint32_t s = 0; s < sc && s / 8 < mlen; s++) {
+		if (!((mask[s / 8] >> (s % 8)) & 1))
+			continue;
+		struct weft_msg_obj_extent_reply x;
+		int err = obj_extent(c, ino, l, s, 0, &x);
+		if (err)
+			return err;
+		*bytes += x.allocated;
+	}
+	return 0;
+}
+
+/* The file offset of byte o of stripe s's object. */
+static uint64_t file_off(const struct weft_layout *l, uint32_t sc, uint32_t s, uint64_t o)
+{
+	uint64_t su = l->stripe_unit;
+	return ((o / su) * sc + s) * su + o % su;
+}
+
+static int seek_data(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		     uint64_t off, uint64_t size, uint64_t *out)
+{
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	uint64_t su = l->stripe_unit, b0 = off / su, best = size;
+	for (uint32_t s = 0; s < sc; s++) {
+		/* the first block at or after off's that lives in stripe s */
+		uint64_t b = b0 + (s + sc - b0 % sc) % sc;
+		uint64_t o = (b / sc) * su + (b == b0 ? off % su : 0);
+		struct weft_msg_obj_extent_reply x;
+		int err = obj_extent(c, ino, l, s, o, &x);
+		if (err)
+			return err;
+		if (x.data < x.size) {
+			uint64_t fo = file_off(l, sc, s, x.data);
+			if (fo < best)
+				best = fo;
+		}
+	}
+	if (best >= size)
+		return -ENXIO;
+	*out = best > off ? best : off;
+	return 0;
+}
+
+struct ext_cache {
+	bool valid;
+	uint64_t from;  /* asked at this object offset: [from, data) hole, [data, hole) data */
+	struct weft_msg_obj_extent_reply x;
+};
+
+static int seek_hole(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		     uint64_t off, uint64_t size, uint64_t *out)
+{
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	uint64_t su = l->stripe_unit, pos = off;
+	struct ext_cache *ec = calloc(sc, sizeof(*ec));
+	if (!ec)
+		return -ENOMEM;
+	int err = 0;
+	while (pos < size) {
+		uint64_t b = pos / su;
+		uint32_t s = (uint32_t)(b % sc);
+		uint64_t o = (b / sc) * su + pos % su;
+		struct ext_cache *e = &ec[s];
+		if (!e->valid || o < e->from || o >= e->x.hole) {
+			if ((err = obj_extent(c, ino, l, s, o, &e->x)))
+				break;
+			e->valid = true;
+			e->from = o;
+		}
+		if (o >= e->x.size || o < e->x.data)
+			break; /* pos is in a hole (or past its object's end) */
+		uint64_t row_end = (b / sc + 1) * su; /* this block's end, in the object */
+		if (e->x.hole < row_end) {
+			pos += e->x.hole - o;
+			break;
+		}
+		pos = (b + 1) * su;
+	}
+	free(ec);
+	if (err)
+		return err;
+	*out = pos < size ? pos : size;
+	return 0;
+}
+
+int weft_file_seek(struct weft_file *f, uint64_t off, bool data, uint64_t *out)
+{
+	int err = weft_file_flush(f); /* this client's writes are on the stores */
+	if (err)
+		return err;
+	struct winode *wi = f->wi;
+	uint64_t size = weft_file_size(f);
+	if (off >= size)
+		return -ENXIO;
+	if (!wi->layout.stripe_unit)
+		return -EIO;
+	return data ? seek_data(f->c, wi->ino, &wi->layout, off, size, out)
+		    : seek_hole(f->c, wi->ino, &wi->layout, off, size, out);
+}
