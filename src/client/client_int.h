@@ -146,6 +146,7 @@ struct weft_file {
 	struct winode *wi;
 	struct weft_cred cred;
 	int flags;
+	bool blocks_reported;     /* a flush sent meta a new st_blocks (weft_file_blocks_changed) */
 };
 
 /* session.c */

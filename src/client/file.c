@@ -490,6 +490,8 @@ int weft_file_flush(struct weft_file *f)
 	}
 	if (report) {
 		int e2 = client_meta_wait(&mw);
+		if (!e2 && measured)
+			f->blocks_reported = true;
 		if (e2 || (blocks && !measured)) {
 			pthread_mutex_lock(&wi->lock);
 			wi->size_dirty = e2 || wi->size_dirty; /* report it again next time */
@@ -534,6 +536,13 @@ int weft_file_release(struct weft_file *f)
 	winode_put(f->c, f->wi);
 	free(f);
 	return err;
+}
+
+bool weft_file_blocks_changed(struct weft_file *f)
+{
+	bool r = f->blocks_reported;
+	f->blocks_reported = false;
+	return r;
 }
 
 uint64_t weft_file_size(struct weft_file *f)

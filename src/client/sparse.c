@@ -14,10 +14,37 @@
 #include "common/log.h"
 #include "weft/err.h"
 
+/* Extents in 4 KiB blocks, as a local file system reports them (and as the stores' own
+ * file systems do, but for an object's end, which may fall inside a block). */
+#define SPARSE_BLOCK 4096u
+
 /* OBJ_EXTENT of stripe s at object offset off, from one serving member (the next one on
- * failure; the table again once if it was stale). A missing object is all hole. */
+ * failure; the table again once if it was stale). A missing object is all hole. On
+ * return, x->data < x->hole when there is data at or after off: [x->data, x->hole),
+ * with x->data >= off; the object's last block counts as data to its end. */
+static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+			 uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x);
+
 static int obj_extent(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 		      uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x)
+{
+	uint64_t q = off & ~(uint64_t)(SPARSE_BLOCK - 1); /* off's block may be data */
+	int err = obj_extent_at(c, ino, l, s, q, x);
+	if (err || x->data >= x->size)
+		return err;
+	if (x->hole == x->size)
+		x->hole = (x->size + SPARSE_BLOCK - 1) & ~(uint64_t)(SPARSE_BLOCK - 1);
+	if (x->data < off) {
+		if (x->hole > off)
+			x->data = off;
+		else /* a file system with finer holes than blocks: ask at off itself */
+			return obj_extent_at(c, ino, l, s, off, x);
+	}
+	return 0;
+}
+
+static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+			 uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x)
 {
 	int err = -EIO;
 	for (int round = 0; round < 2; round++) {
@@ -80,7 +107,7 @@ int sparse_allocated(struct weft_client *c, uint64_t ino, const struct weft_layo
 		if (!((mask[s / 8] >> (s % 8)) & 1))
 			continue;
 		struct weft_msg_obj_extent_reply x;
-		int err = obj_extent(c, ino, l, s, 0, &x);
+		int err = obj_extent_at(c, ino, l, s, 0, &x);
 		if (err)
 			return err;
 		*bytes += x.allocated;
@@ -108,7 +135,7 @@ static int seek_data(struct weft_client *c, uint64_t ino, const struct weft_layo
 		int err = obj_extent(c, ino, l, s, o, &x);
 		if (err)
 			return err;
-		if (x.data < x.size) {
+		if (x.data < x.hole) {
 			uint64_t fo = file_off(l, sc, s, x.data);
 			if (fo < best)
 				best = fo;
@@ -146,7 +173,7 @@ static int seek_hole(struct weft_client *c, uint64_t ino, const struct weft_layo
 			e->valid = true;
 			e->from = o;
 		}
-		if (o >= e->x.size || o < e->x.data)
+		if (e->x.data >= e->x.hole || o < e->x.data)
 			break; /* pos is in a hole (or past its object's end) */
 		uint64_t row_end = (b / sc + 1) * su; /* this block's end, in the object */
 		if (e->x.hole < row_end) {
