@@ -471,6 +471,7 @@ int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 struct write_call {
 	struct weft_client *c;
 	struct wblock *b;
+	uint32_t stripe;
 	void (*done)(struct wblock *b);
 	atomic_int parts; /* reply + release */
 	int status;
@@ -507,6 +508,9 @@ static void write_done(void *arg, int status, struct frame *f)
 				 weft_strerror(status), detail[0] ? ": " : "", detail, target);
 	} else {
 		atomic_fetch_add(&k->c->bytes_written, k->b->len);
+		struct weft_msg_obj_written m;
+		if (f && weft_obj_written_decode(f->payload, f->h.payload_len, &m, NULL) == 0)
+			sparse_note_alloc(k->b->wi, k->stripe, m.allocated);
 	}
 	frame_free(f);
 	k->status = status;
@@ -541,7 +545,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 		conn_put(cn);
 		return -ENOMEM;
 	}
-	*k = (struct write_call){.c = c, .b = b, .done = done};
+	*k = (struct write_call){.c = c, .b = b, .done = done, .stripe = p.stripe};
 	atomic_init(&k->parts, 2);
 	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
 					 .replicas = l->replicas, .chain = p.chain,

@@ -102,6 +102,7 @@ void winode_put(struct weft_client *c, struct winode *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	free(w->alloc);
 	free(w);
 }
 
@@ -192,6 +193,9 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 	b->next = wi->inflight;
 	wi->inflight = b;
 	wi->ninflight++;
+	if (!wi->alloc) /* NULL (no memory): st_blocks is asked of the stores instead */
+		wi->alloc = calloc(wi->layout.stripe_count ? wi->layout.stripe_count : 1,
+				   sizeof(*wi->alloc));
 	uint32_t s = block_stripe(wi, b);
 	if (s / 8 < WEFT_WRITTEN_MAX && !(wi->sent[s / 8] & (1u << (s % 8)))) {
 		__atomic_fetch_or(&wi->sent[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
@@ -478,7 +482,7 @@ int weft_file_flush(struct weft_file *f)
 	bool measured = false;
 	if (report && blocks) {
 		uint64_t bytes;
-		if (!err && sparse_allocated(c, wi->ino, &wi->layout, mask, ml, &bytes) == 0) {
+		if (!err && sparse_allocated(c, wi, mask, ml, &bytes) == 0) {
 			m.has_blocks = 1;
 			m.blocks = bytes / 512;
 			measured = true;
@@ -703,6 +707,10 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	int err = drain(c, wi);
 	wi->size = size;
 	wi->wgen++;
+	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++) /* st_blocks: ask the stores next */
+		__atomic_store_n(&wi->alloc_known[i], 0, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; wi->alloc && i < (wi->layout.stripe_count ? wi->layout.stripe_count : 1); i++)
+		__atomic_store_n(&wi->alloc[i], 0, __ATOMIC_RELAXED);
 	ra_drop(c, wi);
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);

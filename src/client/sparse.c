@@ -98,16 +98,38 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ? -EIO : err;
 }
 
-int sparse_allocated(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		     const uint8_t *mask, uint32_t mlen, uint64_t *bytes)
+void sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated)
 {
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	if (!wi->alloc || s >= sc || s / 8 >= WEFT_WRITTEN_MAX)
+		return;
+	/* replies to writes of one object may come out of order: keep the largest */
+	uint64_t cur = __atomic_load_n(&wi->alloc[s], __ATOMIC_RELAXED);
+	while (allocated > cur && !__atomic_compare_exchange_n(&wi->alloc[s], &cur, allocated,
+							       false, __ATOMIC_RELAXED,
+							       __ATOMIC_RELAXED))
+		;
+	__atomic_fetch_or(&wi->alloc_known[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
+}
+
+/* Stripes this client wrote since the file was opened (or last truncated) are known from
+ * the write replies; the others are asked of a store, one OBJ_EXTENT each. */
+int sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
+		     uint32_t mlen, uint64_t *bytes)
+{
+	const struct weft_layout *l = &wi->layout;
 	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
 	*bytes = 0;
 	for (uint32_t s = 0; s < sc && s / 8 < mlen; s++) {
 		if (!((mask[s / 8] >> (s % 8)) & 1))
 			continue;
+		if (wi->alloc && ((__atomic_load_n(&wi->alloc_known[s / 8], __ATOMIC_RELAXED) >>
+				   (s % 8)) & 1)) {
+			*bytes += __atomic_load_n(&wi->alloc[s], __ATOMIC_RELAXED);
+			continue;
+		}
 		struct weft_msg_obj_extent_reply x;
-		int err = obj_extent_at(c, ino, l, s, 0, &x);
+		int err = obj_extent_at(c, wi->ino, l, s, 0, &x);
 		if (err)
 			return err;
 		*bytes += x.allocated;

@@ -191,7 +191,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_OBJ_WRITE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0)
-#define MSG_OBJ_WRITTEN(F) F(U64, size, 0)
+/* allocated: bytes the object's data files take on the head's disk after the write */
+#define MSG_OBJ_WRITTEN(F) F(U64, size, 0) F(U64, allocated, 0)
 /* flags: WEFT_READ_* */
 #define MSG_OBJ_READ(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \

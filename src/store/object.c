@@ -605,6 +605,7 @@ out:
 		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
 	r.size = e ? e->size : 0;
 	r.version = rc == 0 ? ver : 0;
+	r.allocated = rc == 0 && e ? obj_seg_allocated(s, e) : 0;
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	if (ent != stack_ent)

@@ -67,6 +67,7 @@ struct store_obj_result {
 	int64_t bad_piece;   /* write: first piece whose CRC did not match its data */
 	int64_t bad_chunk;   /* read or write: chunk whose stored CRC did not match */
 	uint64_t hole;       /* read with STORE_READ_HOLES: leading hole bytes skipped */
+	uint64_t allocated;  /* write: bytes the object's data files take on disk after it */
 };
 
 struct store_obj_stat {

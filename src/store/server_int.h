@@ -45,6 +45,7 @@ struct sreq {
 	int local_rc;
 	char local_detail[160];   /* what the local operation found (checksum errors) */
 	uint64_t local_size;
+	uint64_t local_allocated; /* write: the object's allocated bytes after it */
 	int fwd_rc;               /* 0, the successor's error status, or a local error */
 	bool fwd_sent, fwd_timed_out, fwd_replied;
 	uint32_t fwd_target;

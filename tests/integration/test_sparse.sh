@@ -33,6 +33,12 @@ if cmd == "write":
 		os.pwrite(fd, bytes((seed * 7 + i * 13 + 1) % 251 + 1 for i in range(n)), off)
 	os.ftruncate(fd, 40 << 20)
 	os.close(fd)
+elif cmd == "append":
+	# a later writer: one more extent, in a stripe, with the other stripes' data
+	# written by an earlier open (their blocks are asked of the stores at close)
+	fd = os.open(path, os.O_WRONLY)
+	os.pwrite(fd, b"z" * 8192, 12 << 20)
+	os.close(fd)
 elif cmd == "extents":
 	fd = os.open(path, os.O_RDONLY)
 	size, off, out = os.fstat(fd).st_size, 0, []
@@ -107,6 +113,16 @@ for r in 1 2; do
 	py extents "$D/copy" >"$T/ext.copy"
 	diff -u "$T/ext.local" "$T/ext.copy" || fail "replicas $r: the copy's extents differ"
 	ok "replicas $r: cp --sparse=always gives sparse copies ($cb blocks on weft, $lcb local)"
+
+	py append "$LOCAL/f$r"
+	py append "$D/f"
+	lb=$(py blocks "$LOCAL/f$r") wb=$(stat -c %b "$D/f")
+	near "$wb" "$lb" "replicas $r, after a second writer: stat %b"
+	py extents "$LOCAL/f$r" >"$T/ext.local"
+	py extents "$D/f" >"$T/ext.weft"
+	diff -u "$T/ext.local" "$T/ext.weft" || fail "replicas $r, after a second writer: extents differ"
+	cmp "$LOCAL/f$r" "$D/f" || fail "replicas $r: bytes differ after a second writer"
+	ok "replicas $r: a second writer: stat %b $wb vs $lb, same extents"
 done
 
 # a byte flipped in the data of a sparse file (in its object on a store): a hole is
