@@ -617,6 +617,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	}
 	uint64_t out;
 	int err = weft_file_seek(f, (uint64_t)off, whence == SEEK_DATA, &out);
+	blocks_changed(ino, f); /* the seek flushed the handle's writes */
 	if (err)
 		fuse_reply_err(req, sys_err(err));
 	else
