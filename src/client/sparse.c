@@ -5,8 +5,10 @@
  * in the object that holds those bytes: so SEEK_DATA is the smallest, over the stripes,
  * of each object's next data mapped back to the file, and SEEK_HOLE walks the file's
  * blocks from the offset, asking an object again only when the walk leaves the data
- * extent its last answer gave (one request per stripe for a dense file). */
+ * extent its last answer gave (one request per stripe for a dense file). The requests
+ * of SEEK_DATA and of st_blocks (one per stripe) are all in flight at once. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,13 +27,12 @@
 static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 			 uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x);
 
-static int obj_extent(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+/* x as asked at off rounded down to its block: as obj_extent says. */
+static int extent_fix(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
 		      uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x)
 {
-	uint64_t q = off & ~(uint64_t)(SPARSE_BLOCK - 1); /* off's block may be data */
-	int err = obj_extent_at(c, ino, l, s, q, x);
-	if (err || x->data >= x->size)
-		return err;
+	if (x->data >= x->size)
+		return 0;
 	if (x->hole == x->size)
 		x->hole = (x->size + SPARSE_BLOCK - 1) & ~(uint64_t)(SPARSE_BLOCK - 1);
 	if (x->data < off) {
@@ -41,6 +42,118 @@ static int obj_extent(struct weft_client *c, uint64_t ino, const struct weft_lay
 			return obj_extent_at(c, ino, l, s, off, x);
 	}
 	return 0;
+}
+
+static int obj_extent(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+		      uint32_t s, uint64_t off, struct weft_msg_obj_extent_reply *x)
+{
+	uint64_t q = off & ~(uint64_t)(SPARSE_BLOCK - 1); /* off's block may be data */
+	int err = obj_extent_at(c, ino, l, s, q, x);
+	return err ? err : extent_fix(c, ino, l, s, off, x);
+}
+
+static void extent_clamp(struct weft_msg_obj_extent_reply *x)
+{
+	if (x->data > x->size)
+		x->data = x->size;
+	if (x->hole < x->data || x->hole > x->size)
+		x->hole = x->size;
+}
+
+/* ---- many OBJ_EXTENTs at once (one per stripe): a wide file costs one round trip ---- */
+
+struct ext_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int left;
+};
+
+struct ext_req {
+	struct ext_batch *b;
+	int err;
+	struct weft_msg_obj_extent_reply x;
+};
+
+static void ext_done(void *arg, int status, struct frame *f)
+{
+	struct ext_req *r = arg;
+	int err = status;
+	if (!err && weft_obj_extent_reply_decode(f->payload, f->h.payload_len, &r->x, NULL) < 0)
+		err = -EIO;
+	if (err == -ENOENT) { /* never written */
+		r->x = (struct weft_msg_obj_extent_reply){0};
+		err = 0;
+	}
+	if (!err)
+		extent_clamp(&r->x);
+	frame_free(f);
+	r->err = err;
+	pthread_mutex_lock(&r->b->lock);
+	r->b->left--;
+	pthread_cond_broadcast(&r->b->cond);
+	pthread_mutex_unlock(&r->b->lock);
+}
+
+/* OBJ_EXTENT of stripe st[i] at object offset q[i], for i < n, into out[i]: all sent at
+ * once to each chain's first serving member; any that failed is asked again on its own,
+ * with failover (obj_extent_at). 0 or the first error. */
+static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
+			uint32_t n, const uint32_t *st, const uint64_t *q,
+			struct weft_msg_obj_extent_reply *out)
+{
+	struct ext_req *r = calloc(n ? n : 1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	struct ext_batch b = {.left = 0};
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		r[i] = (struct ext_req){.b = &b, .err = -EIO};
+		struct meta_chain ch;
+		if (client_chain(c, l->replicas, stripe_chain(l, st[i]), &ch))
+			continue;
+		const struct meta_chain_member *mem = NULL;
+		for (int k = 0; k < ch.nmembers && !mem; k++) {
+			const struct meta_chain_member *m = &ch.members[(ino + st[i] + (uint64_t)k) %
+									(uint64_t)ch.nmembers];
+			if (m->state == WEFT_MEMBER_SERVING && !client_is_suspect(c, m->target))
+				mem = m;
+		}
+		struct conn *cn;
+		if (!mem || client_store_conn(c, mem->target, &cn))
+			continue;
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_obj_extent m = {.ino = ino, .stripe = st[i], .replicas = l->replicas,
+						.chain = ch.id, .chain_ver = ch.version,
+						.offset = q[i]};
+		weft_obj_extent_encode(&w, &m);
+		pthread_mutex_lock(&b.lock);
+		b.left++;
+		pthread_mutex_unlock(&b.lock);
+		if (conn_call(cn, WEFT_OP_OBJ_EXTENT, &w, NULL, 0, NULL, NULL, ext_done, &r[i])) {
+			pthread_mutex_lock(&b.lock);
+			b.left--;
+			pthread_mutex_unlock(&b.lock);
+		}
+		conn_put(cn);
+	}
+	pthread_mutex_lock(&b.lock);
+	while (b.left > 0)
+		pthread_cond_wait(&b.cond, &b.lock);
+	pthread_mutex_unlock(&b.lock);
+	int err = 0;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		if (r[i].err == -WEFT_ESTALECHAIN)
+			client_chains_stale(c);
+		if (r[i].err)
+			err = obj_extent_at(c, ino, l, st[i], q[i], &r[i].x);
+		out[i] = r[i].x;
+	}
+	pthread_mutex_destroy(&b.lock);
+	pthread_cond_destroy(&b.cond);
+	free(r);
+	return err;
 }
 
 static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
@@ -81,10 +194,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 				return 0;
 			}
 			if (err == 0) {
-				if (x->data > x->size)
-					x->data = x->size;
-				if (x->hole < x->data || x->hole > x->size)
-					x->hole = x->size;
+				extent_clamp(x);
 				return 0;
 			}
 			if (err == -WEFT_ESTALECHAIN) {
@@ -118,23 +228,29 @@ int sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *ma
 		     uint32_t mlen, uint64_t *bytes)
 {
 	const struct weft_layout *l = &wi->layout;
-	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1, n = 0;
+	uint32_t *ask = malloc(sc * sizeof(*ask));
+	uint64_t *zero = calloc(sc, sizeof(*zero));
+	struct weft_msg_obj_extent_reply *x = malloc(sc * sizeof(*x));
+	int err = ask && zero && x ? 0 : -ENOMEM;
 	*bytes = 0;
-	for (uint32_t s = 0; s < sc && s / 8 < mlen; s++) {
+	for (uint32_t s = 0; !err && s < sc && s / 8 < mlen; s++) {
 		if (!((mask[s / 8] >> (s % 8)) & 1))
 			continue;
 		if (wi->alloc && ((__atomic_load_n(&wi->alloc_known[s / 8], __ATOMIC_RELAXED) >>
-				   (s % 8)) & 1)) {
+				   (s % 8)) & 1))
 			*bytes += __atomic_load_n(&wi->alloc[s], __ATOMIC_RELAXED);
-			continue;
-		}
-		struct weft_msg_obj_extent_reply x;
-		int err = obj_extent_at(c, wi->ino, l, s, 0, &x);
-		if (err)
-			return err;
-		*bytes += x.allocated;
+		else
+			ask[n++] = s;
 	}
-	return 0;
+	if (!err && n)
+		err = extents_many(c, wi->ino, l, n, ask, zero, x);
+	for (uint32_t i = 0; !err && i < n; i++)
+		*bytes += x[i].allocated;
+	free(ask);
+	free(zero);
+	free(x);
+	return err;
 }
 
 /* The file offset of byte o of stripe s's object. */
@@ -149,20 +265,34 @@ static int seek_data(struct weft_client *c, uint64_t ino, const struct weft_layo
 {
 	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
 	uint64_t su = l->stripe_unit, b0 = off / su, best = size;
-	for (uint32_t s = 0; s < sc; s++) {
+	uint32_t *st = malloc(sc * sizeof(*st));
+	uint64_t *o = malloc(sc * sizeof(*o)), *q = malloc(sc * sizeof(*q));
+	struct weft_msg_obj_extent_reply *x = malloc(sc * sizeof(*x));
+	int err = st && o && q && x ? 0 : -ENOMEM;
+	for (uint32_t s = 0; !err && s < sc; s++) {
 		/* the first block at or after off's that lives in stripe s */
 		uint64_t b = b0 + (s + sc - b0 % sc) % sc;
-		uint64_t o = (b / sc) * su + (b == b0 ? off % su : 0);
-		struct weft_msg_obj_extent_reply x;
-		int err = obj_extent(c, ino, l, s, o, &x);
-		if (err)
-			return err;
-		if (x.data < x.hole) {
-			uint64_t fo = file_off(l, sc, s, x.data);
+		st[s] = s;
+		o[s] = (b / sc) * su + (b == b0 ? off % su : 0);
+		q[s] = o[s] & ~(uint64_t)(SPARSE_BLOCK - 1); /* o's block may be data */
+	}
+	if (!err)
+		err = extents_many(c, ino, l, sc, st, q, x);
+	for (uint32_t s = 0; !err && s < sc; s++) {
+		if ((err = extent_fix(c, ino, l, s, o[s], &x[s])))
+			break;
+		if (x[s].data < x[s].hole) {
+			uint64_t fo = file_off(l, sc, s, x[s].data);
 			if (fo < best)
 				best = fo;
 		}
 	}
+	free(st);
+	free(o);
+	free(q);
+	free(x);
+	if (err)
+		return err;
 	if (best >= size)
 		return -ENXIO;
 	*out = best > off ? best : off;
