@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reading a hole: a 1 GiB file with 4 KiB of data at each end (the rest a hole), read
+# Reading a hole: a 1 GiB file with 4 KiB of data at its start and in each of its last
+# 8 MiB (the rest a hole: inside every stripe object's size), read
 # with dd bs=1M after drop_caches, on a fresh `weft up` cluster (4 stores) with the
 # directory at replicas R, and on local ext4 (the same file under /tmp, or DIR) in the
 # same run, and the first 1 GiB of libfuse's example null file system (high-level API,
@@ -19,10 +20,14 @@ trap '"$WEFT" down --dir "$S" >/dev/null 2>&1 || true; rm -rf "$S" "$L"' EXIT
 mkdir "$S/mnt/sp"
 "$WEFT" setstripe "$S/mnt/sp" --replicas "$R" --key "$S/cluster.key" >/dev/null
 
-mk() { # mk FILE: 4 KiB of data at 0 and at 1 GiB - 4 KiB, the rest a hole
-	head -c 4096 /dev/urandom >"$L/data.head" 2>/dev/null || true
+mk() { # mk FILE: 4 KiB of data at 0 and at the end of each of the last 8 MiB, the rest
+	# a hole; so every stripe object (up to 8 stripes of 1 MiB) spans the whole hole
+	head -c 4096 /dev/urandom >"$L/data.head"
 	dd if="$L/data.head" of="$1" bs=4096 count=1 conv=notrunc status=none
-	dd if="$L/data.head" of="$1" bs=4096 seek=$(((1 << 30) / 4096 - 1)) count=1 conv=notrunc status=none
+	for m in $(seq 1 8); do
+		dd if="$L/data.head" of="$1" bs=4096 seek=$(((1 << 30) / 4096 - (m - 1) * 256 - 1)) \
+			count=1 conv=notrunc status=none
+	done
 }
 mk "$L/hole"
 cp --sparse=always "$L/hole" "$S/mnt/sp/hole"
@@ -57,6 +62,13 @@ read_null() { # seconds to read the null file system's first 1 GiB, cold
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
 }
+# bytes the stores read from their disks (as their heartbeats last reported them)
+store_read() {
+	"$WEFT" status --json --dir "$S" |
+		python3 -c 'import json,sys; print(sum(t["read_bytes"] for t in json.load(sys.stdin)["targets"]))'
+}
+sleep 2
+rb0=$(store_read)
 for r in $(seq "$RUNS"); do
 	lt=$(read_s "$L/hole")
 	wt=$(read_s "$S/mnt/sp/hole")
@@ -68,6 +80,9 @@ for r in $(seq "$RUNS"); do
 	fi
 	echo
 done
+sleep 2
+rb1=$(store_read)
+echo "the stores read $(( (rb1 - rb0) / RUNS )) bytes per 1 GiB read (their heartbeats' counters)"
 got=$(sha256sum <"$S/mnt/sp/hole" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "weft read different bytes than were written" >&2; exit 1; }
 echo "bytes checked: the weft copy reads the same as the local file"
