@@ -455,8 +455,8 @@ int weft_file_flush(struct weft_file *f)
 	 * done before close returns, which is what another client's open relies on */
 	pthread_mutex_lock(&wi->lock);
 	submit_dirty(c, wi);
-	/* after writes, the report waits for the data: st_blocks is measured on the
-	 * stores once it is there (one OBJ_EXTENT per written stripe) */
+	/* after writes, the report waits for the data: st_blocks is what the stores hold
+	 * once it is there (their write replies, or OBJ_EXTENT: sparse_allocated) */
 	bool blocks = wi->blocks_dirty;
 	bool report = wi->size_dirty || blocks;
 	uint8_t mask[WEFT_WRITTEN_MAX];
@@ -709,7 +709,8 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	wi->wgen++;
 	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++) /* st_blocks: ask the stores next */
 		__atomic_store_n(&wi->alloc_known[i], 0, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; wi->alloc && i < (wi->layout.stripe_count ? wi->layout.stripe_count : 1); i++)
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	for (uint32_t i = 0; wi->alloc && i < sc; i++)
 		__atomic_store_n(&wi->alloc[i], 0, __ATOMIC_RELAXED);
 	ra_drop(c, wi);
 	pthread_mutex_unlock(&wi->lock);
