@@ -2,7 +2,8 @@
 # Sparse files as on a local file system: the same scattered writes on a striped weft
 # directory and on a local ext4/tmpfs file give the same SEEK_DATA/SEEK_HOLE offsets, a
 # `du` and `stat %b` within 10% of the local one (one copy's worth on replicas 2),
-# `cp --sparse=always` makes a sparse copy, and reads give the written bytes and zeros.
+# `cp --sparse=always` makes a sparse copy and `tar -S` archives only the data, reads
+# give the written bytes and zeros, and a flipped data byte is still found.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 # flipped bytes make stores and the mount log checksum errors: expected here
@@ -113,6 +114,12 @@ for r in 1 2; do
 	py extents "$D/copy" >"$T/ext.copy"
 	diff -u "$T/ext.local" "$T/ext.copy" || fail "replicas $r: the copy's extents differ"
 	ok "replicas $r: cp --sparse=always gives sparse copies ($cb blocks on weft, $lcb local)"
+	# tar -S finds the holes (SEEK_HOLE) and stores only the data
+	tar -C "$D" -S -cf "$T/f$r.tar" f
+	ts=$(stat -c %s "$T/f$r.tar")
+	[ "$ts" -lt $((2 << 20)) ] || fail "replicas $r: tar -S archived $ts bytes of a file with 344 KiB of data"
+	mkdir -p "$T/untar$r" && tar -C "$T/untar$r" -xf "$T/f$r.tar"
+	cmp "$T/untar$r/f" "$LOCAL/f$r" || fail "replicas $r: tar -S round trip changed the bytes"
 
 	py append "$LOCAL/f$r"
 	py append "$D/f"
