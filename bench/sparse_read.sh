@@ -15,7 +15,15 @@ R=${3:-1}
 DIR=${4:-/tmp}
 S=$(mktemp -d /tmp/weft-sparse.XXXXXX)
 L=$(mktemp -d "$DIR/weft-sparse-local.XXXXXX")
-trap '"$WEFT" down --dir "$S" >/dev/null 2>&1 || true; rm -rf "$S" "$L"' EXIT
+NF= NPID=
+cleanup() {
+	set +e
+	[ -n "$NF" ] && umount "$NF" 2>/dev/null
+	[ -n "$NPID" ] && kill "$NPID" 2>/dev/null && wait "$NPID" 2>/dev/null
+	"$WEFT" down --dir "$S" >/dev/null 2>&1
+	rm -rf "$S" "$L"
+}
+trap cleanup EXIT
 "$WEFT" up --dir "$S" --stores 4 >/dev/null
 mkdir "$S/mnt/sp"
 "$WEFT" setstripe "$S/mnt/sp" --replicas "$R" --key "$S/cluster.key" >/dev/null
@@ -44,13 +52,11 @@ read_s() { # read_s FILE: seconds to read it with dd bs=1M, cold
 fstype=$(stat -f -c %T "$L")
 # the null file system: a file mount point whose reads are zeros (4 GiB long)
 NULLC=/usr/share/doc/libfuse3-dev/examples/null.c
-NF=
 if [ -f "$NULLC" ] && cc -O2 -o "$L/null" "$NULLC" $(pkg-config --cflags --libs fuse3) 2>/dev/null; then
 	NF=$L/nullfile
 	touch "$NF"
 	"$L/null" -f "$NF" &
 	NPID=$!
-	trap 'umount "$NF" 2>/dev/null; kill $NPID 2>/dev/null; "$WEFT" down --dir "$S" >/dev/null 2>&1 || true; rm -rf "$S" "$L"' EXIT
 	for _ in $(seq 50); do mountpoint -q "$NF" && break; sleep 0.1; done
 	echo 4096 >"/sys/class/bdi/$(mountpoint -d "$NF")/read_ahead_kb"
 fi
