@@ -135,6 +135,14 @@ int weft_file_flush(struct weft_file *f);
 int weft_file_fsync(struct weft_file *f);
 /* flush and close; returns the first error not yet reported. */
 int weft_file_release(struct weft_file *f);
+/* lseek's SEEK_DATA (data true) and SEEK_HOLE over the file's stripe objects, after
+ * its buffered writes reached the stores: *out is the first offset >= off in data (in a
+ * hole; the end of the file counts as one). -ENXIO when off is at or past the end, or
+ * (SEEK_DATA) only holes follow. */
+int weft_file_seek(struct weft_file *f, uint64_t off, bool data, uint64_t *out);
+/* Whether a flush since the last call gave meta a new st_blocks (measured on the
+ * stores after the data reached them): attributes cached before it are out of date. */
+bool weft_file_blocks_changed(struct weft_file *f);
 /* Current size as this client knows it (meta's size at open plus local writes). */
 uint64_t weft_file_size(struct weft_file *f);
 /* True when this client holds ino open for writing (any handle). */

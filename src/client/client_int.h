@@ -89,6 +89,7 @@ struct winode {
 	pthread_cond_t cond;      /* in-flight writes completing */
 	uint64_t size;            /* size as this client knows it */
 	bool size_dirty;          /* written since the last report to meta */
+	bool blocks_dirty;        /* written since st_blocks was last measured (sparse.c) */
 	int64_t mtime_ns;
 	struct wblock *dirty;     /* blocks being gathered (not sent yet) */
 	struct wblock *inflight;  /* blocks sent, reply pending */
@@ -117,6 +118,12 @@ struct winode {
 	uint8_t written[WEFT_WRITTEN_MAX];
 	uint8_t sent[WEFT_WRITTEN_MAX];
 	uint8_t lost[WEFT_WRITTEN_MAX]; /* stripes no replica held after a grace (data.c) */
+	/* st_blocks (sparse.c): alloc[s] is stripe s's allocated bytes as the store said in
+	 * its latest reply to this client's write (the largest seen), valid where bit s of
+	 * alloc_known is set; a truncate forgets them. alloc has stripe_count entries, made
+	 * at the first write (lock held); entries and bits are __atomic (write replies). */
+	uint64_t *alloc;
+	uint8_t alloc_known[WEFT_WRITTEN_MAX];
 };
 /* Whether stripe s of wi is recorded written; wi may be NULL (false). */
 bool winode_written(const struct winode *wi, uint32_t s);
@@ -145,6 +152,7 @@ struct weft_file {
 	struct winode *wi;
 	struct weft_cred cred;
 	int flags;
+	bool blocks_reported;     /* a flush sent meta a new st_blocks (weft_file_blocks_changed) */
 };
 
 /* session.c */
@@ -177,6 +185,12 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
  * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
  * either or cannot be reached. */
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* Bytes the stores hold for the stripes set in mask (mlen bytes), one copy each:
+ * st_blocks * 512 after a flush (sparse.c). 0 or -errno. */
+int sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
+		     uint32_t mlen, uint64_t *bytes);
+/* A write reply said stripe s of wi now takes `allocated` bytes (loop thread). */
+void sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated);
 /* A store said our table is out of date: the next lookup refreshes it. */
 void client_chains_stale(struct weft_client *c);
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */

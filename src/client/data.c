@@ -99,9 +99,10 @@ static int take_read_reply(struct read_call *k, struct frame *f)
 		return -EIO;
 	}
 	uint32_t got = f->h.bulk_len;
-	if (got > k->p.len)
+	if (m.hole > k->p.len || got > k->p.len - m.hole)
 		return -EIO;
-	if (k->c->checksums && !crcs_match(f->bulk, got, k->p.obj_off, &m.crcs)) {
+	uint32_t hole = (uint32_t)m.hole; /* a hole: not sent, zeros here */
+	if (k->c->checksums && !crcs_match(f->bulk, got, k->p.obj_off + hole, &m.crcs)) {
 		atomic_fetch_add(&k->c->checksum_retries, 1);
 		stats_add(STATS_CRC_FAILURES, 1);
 		log_warn("checksum mismatch reading ino %llu stripe %u at %llu from target %u",
@@ -109,9 +110,10 @@ static int take_read_reply(struct read_call *k, struct frame *f)
 			 k->chain.members[k->member].target);
 		return -WEFT_ECHECKSUM;
 	}
-	memcpy(k->dst, f->bulk, got);
-	if (got < k->p.len)
-		memset(k->dst + got, 0, k->p.len - got); /* hole or past the object's end */
+	memset(k->dst, 0, hole);
+	memcpy(k->dst + hole, f->bulk, got);
+	if (hole + got < k->p.len) /* hole or past the object's end */
+		memset(k->dst + hole + got, 0, k->p.len - hole - got);
 	atomic_fetch_add(&k->c->bytes_read, got);
 	return 0;
 }
@@ -176,7 +178,7 @@ static int send_read(struct read_call *k)
 		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
-					      .len = k->p.len, .flags = k->flags};
+					      .len = k->p.len, .flags = k->flags | WEFT_READ_HOLES};
 		weft_obj_read_encode(&w, &m);
 		pthread_mutex_lock(&k->batch->b.lock);
 		k->batch->b.outstanding++;
@@ -351,12 +353,40 @@ struct async_read {
 	uint32_t target;
 };
 
+/* A reply whose data follows a leading hole, rebuilt with the hole's zeros in front, so
+ * that its bulk holds the block from its start (what readahead.c copies from); the
+ * payload still says where the checked data begins (data_read_verify). NULL: no memory. */
+static struct frame *unhole(struct frame *f)
+{
+	struct weft_msg_obj_data m;
+	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 || !m.hole ||
+	    !f->h.bulk_len || m.hole > WEFT_BULK_MAX)
+		return f; /* nothing to move (an all-hole reply is short: zeros) */
+	size_t pl = f->h.payload_len, bl = (size_t)m.hole + f->h.bulk_len;
+	struct frame *g = malloc(sizeof(*g) + pl + bl);
+	if (!g) {
+		frame_free(f);
+		return NULL;
+	}
+	*g = *f;
+	g->payload = (uint8_t *)(g + 1);
+	g->bulk = g->payload + pl;
+	memcpy(g->payload, f->payload, pl);
+	memset(g->bulk, 0, m.hole);
+	memcpy(g->bulk + m.hole, f->bulk, f->h.bulk_len);
+	g->h.bulk_len = (uint32_t)bl;
+	frame_free(f);
+	return g;
+}
+
 /* Only the status here (loop thread): the reply is checked by data_read_verify. */
 static void async_read_done(void *arg, int status, struct frame *f)
 {
 	struct async_read *k = arg;
 	if (status)
 		frame_free(f);
+	else if (!(f = unhole(f)))
+		status = -ENOMEM;
 	if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
 	    status == -EHOSTUNREACH)
 		client_suspect(k->c, k->target);
@@ -372,9 +402,12 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 {
 	struct weft_msg_obj_data m;
 	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 ||
-	    f->h.bulk_len > len)
+	    f->h.bulk_len > len || m.hole > len)
 		return -EIO;
-	if (c->checksums && !crcs_match(f->bulk, f->h.bulk_len, obj_off, &m.crcs)) {
+	/* the checked data begins after the hole (unhole put zeros before it) */
+	uint32_t hole = f->h.bulk_len ? (uint32_t)m.hole : 0;
+	if (c->checksums && !crcs_match(f->bulk + hole, f->h.bulk_len - hole, obj_off + hole,
+					&m.crcs)) {
 		atomic_fetch_add(&c->checksum_retries, 1);
 		stats_add(STATS_CRC_FAILURES, 1);
 		log_warn("checksum mismatch in a read-ahead block at object offset %llu: read again",
@@ -416,8 +449,9 @@ int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
 					      .chain = p->chain, .chain_ver = ch.version,
 					      .offset = p->obj_off, .len = p->len,
-					      .flags = winode_written(wi, p->stripe) ?
-						       WEFT_READ_WRITTEN : 0};
+					      .flags = WEFT_READ_HOLES |
+						       (winode_written(wi, p->stripe) ?
+							WEFT_READ_WRITTEN : 0)};
 		weft_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
 		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);
@@ -437,6 +471,7 @@ int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 struct write_call {
 	struct weft_client *c;
 	struct wblock *b;
+	uint32_t stripe;
 	void (*done)(struct wblock *b);
 	atomic_int parts; /* reply + release */
 	int status;
@@ -473,6 +508,9 @@ static void write_done(void *arg, int status, struct frame *f)
 				 weft_strerror(status), detail[0] ? ": " : "", detail, target);
 	} else {
 		atomic_fetch_add(&k->c->bytes_written, k->b->len);
+		struct weft_msg_obj_written m;
+		if (f && weft_obj_written_decode(f->payload, f->h.payload_len, &m, NULL) == 0)
+			sparse_note_alloc(k->b->wi, k->stripe, m.allocated);
 	}
 	frame_free(f);
 	k->status = status;
@@ -507,7 +545,7 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 		conn_put(cn);
 		return -ENOMEM;
 	}
-	*k = (struct write_call){.c = c, .b = b, .done = done};
+	*k = (struct write_call){.c = c, .b = b, .done = done, .stripe = p.stripe};
 	atomic_init(&k->parts, 2);
 	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
 					 .replicas = l->replicas, .chain = p.chain,

@@ -102,6 +102,7 @@ void winode_put(struct weft_client *c, struct winode *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	free(w->alloc);
 	free(w);
 }
 
@@ -192,6 +193,9 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 	b->next = wi->inflight;
 	wi->inflight = b;
 	wi->ninflight++;
+	if (!wi->alloc) /* NULL (no memory): st_blocks is asked of the stores instead */
+		wi->alloc = calloc(wi->layout.stripe_count ? wi->layout.stripe_count : 1,
+				   sizeof(*wi->alloc));
 	uint32_t s = block_stripe(wi, b);
 	if (s / 8 < WEFT_WRITTEN_MAX && !(wi->sent[s / 8] & (1u << (s % 8)))) {
 		__atomic_fetch_or(&wi->sent[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
@@ -402,7 +406,7 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	}
 	if (off + len > wi->size)
 		wi->size = off + len;
-	wi->size_dirty = true;
+	wi->size_dirty = wi->blocks_dirty = true;
 	wi->mtime_ns = now_ns();
 	pthread_mutex_unlock(&wi->lock);
 	return (ssize_t)len;
@@ -451,7 +455,10 @@ int weft_file_flush(struct weft_file *f)
 	 * done before close returns, which is what another client's open relies on */
 	pthread_mutex_lock(&wi->lock);
 	submit_dirty(c, wi);
-	bool report = wi->size_dirty;
+	/* after writes, the report waits for the data: st_blocks is what the stores hold
+	 * once it is there (their write replies, or OBJ_EXTENT: sparse_allocated) */
+	bool blocks = wi->blocks_dirty;
+	bool report = wi->size_dirty || blocks;
 	uint8_t mask[WEFT_WRITTEN_MAX];
 	uint32_t ml = 0;
 	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
@@ -460,10 +467,10 @@ int weft_file_flush(struct weft_file *f)
 			ml = i + 1;
 	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
 				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};
-	wi->size_dirty = false;
+	wi->size_dirty = wi->blocks_dirty = false;
 	pthread_mutex_unlock(&wi->lock);
 	struct meta_wait mw;
-	if (report) {
+	if (report && !blocks) {
 		struct wbuf w;
 		wbuf_init(&w);
 		weft_extend_encode(&w, &m);
@@ -472,11 +479,27 @@ int weft_file_flush(struct weft_file *f)
 	pthread_mutex_lock(&wi->lock);
 	int err = drain(c, wi);
 	pthread_mutex_unlock(&wi->lock);
+	bool measured = false;
+	if (report && blocks) {
+		uint64_t bytes;
+		if (!err && sparse_allocated(c, wi, mask, ml, &bytes) == 0) {
+			m.has_blocks = 1;
+			m.blocks = bytes / 512;
+			measured = true;
+		}
+		struct wbuf w;
+		wbuf_init(&w);
+		weft_extend_encode(&w, &m);
+		client_meta_start(c, WEFT_OP_EXTEND, &w, &mw);
+	}
 	if (report) {
 		int e2 = client_meta_wait(&mw);
-		if (e2) {
+		if (!e2 && measured)
+			f->blocks_reported = true;
+		if (e2 || (blocks && !measured)) {
 			pthread_mutex_lock(&wi->lock);
-			wi->size_dirty = true; /* report it again next time */
+			wi->size_dirty = e2 || wi->size_dirty; /* report it again next time */
+			wi->blocks_dirty = true;
 			pthread_mutex_unlock(&wi->lock);
 			if (!err)
 				err = e2;
@@ -517,6 +540,13 @@ int weft_file_release(struct weft_file *f)
 	winode_put(f->c, f->wi);
 	free(f);
 	return err;
+}
+
+bool weft_file_blocks_changed(struct weft_file *f)
+{
+	bool r = f->blocks_reported;
+	f->blocks_reported = false;
+	return r;
 }
 
 uint64_t weft_file_size(struct weft_file *f)
@@ -677,6 +707,11 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	int err = drain(c, wi);
 	wi->size = size;
 	wi->wgen++;
+	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++) /* st_blocks: ask the stores next */
+		__atomic_store_n(&wi->alloc_known[i], 0, __ATOMIC_RELAXED);
+	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	for (uint32_t i = 0; wi->alloc && i < sc; i++)
+		__atomic_store_n(&wi->alloc[i], 0, __ATOMIC_RELAXED);
 	ra_drop(c, wi);
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);
@@ -694,8 +729,11 @@ void client_fix_size(struct weft_client *c, struct weft_attr *a)
 		if (wi->mtime_ns > a->mtime_ns)
 			a->mtime_ns = wi->mtime_ns;
 	}
+	/* while writes are on their way, count them as allocated (meta learns the stores'
+	 * figure at the next flush) */
+	bool writing = wi->blocks_dirty;
 	pthread_mutex_unlock(&wi->lock);
 	winode_put(c, wi);
-	if (a->size / 512 > a->blocks)
+	if (writing && a->size / 512 > a->blocks)
 		a->blocks = (a->size + 511) / 512;
 }

@@ -428,8 +428,8 @@ static int h_fsync(struct mreq *r, const struct meta_ctx *c)
 	return meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
 }
 
-/* EXTEND {cred, ino, size, mtime, written} -> ATTR: size = max(size, new), mtime set,
- * the written-stripes mask ORed into the inode's (one put: same txn). Lazy: the
+/* EXTEND {cred, ino, size, mtime, written, blocks} -> ATTR: size = max(size, new), mtime
+ * set, blocks kept when reported, the written-stripes mask ORed into the inode's. Lazy: the
  * reply does not wait for the sync (a close does not promise durability; fsync sends
  * FSYNC after its EXTEND). */
 static int h_extend(struct mreq *r, const struct meta_ctx *c)
@@ -438,7 +438,8 @@ static int h_extend(struct mreq *r, const struct meta_ctx *c)
 	int rc = m->written.len ? meta_ns_mark_written(c, ref_of(m->ino, 0),
 						       (const uint8_t *)m->written.p,
 						       m->written.len) : 0;
-	return rc ? rc : meta_ns_extend(c, ref_of(m->ino, 0), m->size, m->mtime_ns, &r->attr);
+	return rc ? rc : meta_ns_extend(c, ref_of(m->ino, 0), m->size, m->mtime_ns,
+					m->has_blocks ? &m->blocks : NULL, &r->attr);
 }
 
 /* SETSTRIPE {cred, ino, layout} -> EMPTY. A directory's default, or an empty file's

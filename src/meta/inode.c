@@ -128,7 +128,15 @@ void meta_inode_fill_derived(struct meta_inode *in)
 {
 	in->attr.blksize = S_ISREG(in->attr.mode) && in->layout.stripe_unit ?
 		in->layout.stripe_unit : 4096;
-	in->attr.blocks = (in->attr.size + 511) / 512;
+	if (!S_ISREG(in->attr.mode)) {
+		in->attr.blocks = (in->attr.size + 511) / 512;
+		return;
+	}
+	/* a file's blocks are what its writers last measured on the stores (EXTEND), kept
+	 * in the record; a truncate that shortens the file frees what lay past the end */
+	uint64_t cap = ((in->attr.size + 4095) & ~(uint64_t)4095) / 512;
+	if (in->attr.blocks > cap)
+		in->attr.blocks = cap;
 }
 
 static void ino_key(uint8_t k[8], uint64_t ino) { meta_be64(k, ino); }

@@ -422,7 +422,7 @@ int meta_ns_access(const struct meta_ctx *c, struct meta_ref ref, uint32_t mask)
 }
 
 int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_size,
-		   int64_t mtime_ns, struct weft_attr *out)
+		   int64_t mtime_ns, const uint64_t *blocks, struct weft_attr *out)
 {
 	struct meta_inode in;
 	int rc = meta_inode_get_ref(c->db, c->txn, ref.ino, ref.gen, &in);
@@ -434,6 +434,8 @@ int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_s
 		return -EFBIG;
 	if (new_size > in.attr.size)
 		in.attr.size = new_size;
+	if (blocks)
+		in.attr.blocks = *blocks;
 	in.attr.mtime_ns = in.attr.ctime_ns = mtime_ns ? mtime_ns : meta_ns_now(c);
 	if (c->cred->uid != 0)
 		kill_suid(&in.attr);

@@ -191,9 +191,10 @@ int meta_ns_access(const struct meta_ctx *c, struct meta_ref ref, uint32_t mask)
 /* A writer reports data written: size = max(size, new_size), mtime = ctime = mtime_ns
  * (0 = now). A non-root writer clears S_ISUID (and S_ISGID if S_IXGRP) like Linux
  * file_remove_privs. No permission check: the caller holds a handle opened for writing.
+ * blocks (NULL: unchanged): st_blocks as the writer measured it on the stores.
  * Errors: -EINVAL not a regular file, -EFBIG, -ESTALE. */
 int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_size,
-		   int64_t mtime_ns, struct weft_attr *out);
+		   int64_t mtime_ns, const uint64_t *blocks, struct weft_attr *out);
 /* EXTEND's part for the written-stripes mask: ORs mask (len bytes) into the inode's, in
  * the same txn. Errors as meta_ns_extend. */
 int meta_ns_mark_written(const struct meta_ctx *c, struct meta_ref ref, const uint8_t *mask,

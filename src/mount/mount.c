@@ -35,6 +35,7 @@
 
 static struct weft_client *wc;
 static double attr_timeout = 1.0;
+static struct fuse_session *g_se; /* for notifications (blocks_changed) */
 static bool read_only;
 static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
 static uint32_t readahead_kb;
@@ -569,10 +570,22 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 }
 
+/* The kernel keeps a file's attributes for attr_timeout: after a close that measured
+ * st_blocks anew, the ones it holds (from before, or estimated while writing) are
+ * dropped, so that `du` right after a write sees what the stores hold. Attributes only
+ * (offset -1): no pages, no locks the flush could wait on. */
+static void blocks_changed(fuse_ino_t ino, struct weft_file *f)
+{
+	if (weft_file_blocks_changed(f) && g_se)
+		fuse_lowlevel_notify_inval_inode(g_se, ino, -1, 0);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	fuse_reply_err(req, sys_err(weft_file_flush(f)));
+	int err = weft_file_flush(f);
+	blocks_changed(ino, f);
+	fuse_reply_err(req, sys_err(err));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -588,7 +601,27 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	fuse_reply_err(req, sys_err(weft_file_fsync(f)));
+	int err = weft_file_fsync(f);
+	blocks_changed(ino, f);
+	fuse_reply_err(req, sys_err(err));
+}
+
+/* SEEK_DATA and SEEK_HOLE from the stores; the kernel answers SEEK_SET/CUR/END itself. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	uint64_t out;
+	int err = weft_file_seek(f, (uint64_t)off, whence == SEEK_DATA, &out);
+	blocks_changed(ino, f); /* the seek flushed the handle's writes */
+	if (err)
+		fuse_reply_err(req, sys_err(err));
+	else
+		fuse_reply_lseek(req, (off_t)out);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -911,6 +944,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.access = op_access,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.lseek = op_lseek,
 };
 
 /* The kernel's read-ahead for this mount is raised through sysfs once FUSE's INIT is
@@ -986,6 +1020,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	char *argv[] = {"weft", fsname, opts, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	g_se = se;
 	if (!se) {
 		log_error("mount %s: cannot create FUSE session (options %s)", o->mountpoint, opts + 2);
 		fuse_opt_free_args(&args);

@@ -143,9 +143,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
 	F(U32, flags, 0) F(U32, open_flags, 0) F(U64, session, 0)
 /* writer reports size = max(size, new size) and mtime after data is on the stores, and
- * the stripe objects it wrote (written: bit s of byte s/8 = stripe s; meta ORs it in) */
+ * the stripe objects it wrote (written: bit s of byte s/8 = stripe s; meta ORs it in).
+ * has_blocks: blocks (512-byte units) is what the stores hold for the file, one copy,
+ * measured after the writer's data reached them; meta keeps it as st_blocks */
 #define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX)
+	F(STR, written, WEFT_WRITTEN_MAX) F(U8, has_blocks, 0) F(U64, blocks, 0)
 #define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
 #define MSG_LAYOUT(F) F(LAYOUT, layout, 0) F(U8, is_default, 0)
 
@@ -189,12 +191,16 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_OBJ_WRITE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0)
-#define MSG_OBJ_WRITTEN(F) F(U64, size, 0)
+/* allocated: bytes the object's data files take on the head's disk after the write */
+#define MSG_OBJ_WRITTEN(F) F(U64, size, 0) F(U64, allocated, 0)
 /* flags: WEFT_READ_* */
 #define MSG_OBJ_READ(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0) F(U8, flags, 0)
-#define MSG_OBJ_DATA(F) F(U64, size, 0) F(CRCS, crcs, 0)
+/* hole: with WEFT_READ_HOLES, the first `hole` bytes of the range are a hole in the
+ * object (not read, not sent: zeros); the bulk and its CRCs cover the bytes after them;
+ * anything past the bulk up to len is zeros too (a hole, or the object's end) */
+#define MSG_OBJ_DATA(F) F(U64, size, 0) F(CRCS, crcs, 0) F(U64, hole, 0)
 #define MSG_OBJ_TRUNCATE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
 	F(U64, chain_ver, 0) F(U64, size, 0)
@@ -209,6 +215,14 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * size u64) triples in bulk */
 #define MSG_OBJ_LIST(F) F(U64, ino, 0) F(U32, stripe, 0) F(U32, max, 0)
 #define MSG_OBJ_LIST_REPLY(F) F(U32, count, 0) F(U8, eof, 0)
+/* the object's first data extent at or after offset: [data, hole), both object offsets;
+ * data = size when nothing but holes follow; allocated: bytes the object's files take
+ * on this target's disk. A missing object is ENOENT (all hole). */
+#define MSG_OBJ_EXTENT(F) \
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
+	F(U64, chain_ver, 0) F(U64, offset, 0)
+#define MSG_OBJ_EXTENT_REPLY(F) F(U64, size, 0) F(U64, allocated, 0) F(U64, data, 0) \
+	F(U64, hole, 0)
 #define MSG_STORE_STATS(F) \
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
 	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0)
@@ -249,6 +263,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
                                 * (WEFT_EMISSING), not a hole */
 #define WEFT_READ_REPAIR  0x2u /* a chain peer copying the object to repair its own: as
                                 * WRITTEN, and start no repair here */
+#define WEFT_READ_HOLES   0x4u /* the reader takes holes as extents (MSG_OBJ_DATA hole):
+                                * holes are neither read from disk nor sent */
 
 /* setattr valid bits */
 #define WEFT_SET_MODE      0x01u
@@ -292,7 +308,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(chain_synced, MSG_CHAIN_SYNCED) X(obj_missed, MSG_OBJ_MISSED) \
 	X(resync_progress, MSG_RESYNC_PROGRESS) X(target_out, MSG_TARGET_OUT) \
 	X(target_out_reply, MSG_TARGET_OUT_REPLY) X(chain_objects, MSG_CHAIN_OBJECTS) \
-	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY) X(store_scrub, MSG_STORE_SCRUB)
+	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY) X(store_scrub, MSG_STORE_SCRUB) \
+	X(obj_extent, MSG_OBJ_EXTENT) X(obj_extent_reply, MSG_OBJ_EXTENT_REPLY)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -352,7 +369,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(OBJ_SYNC_READ, 0x040a, obj_read, obj_data)  /* as OBJ_READ; ENOENT if missing */ \
 	X(TARGET_OUT,   0x0308, target_out, target_out_reply) \
 	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply) \
-	X(STORE_SCRUB,  0x040b, store_scrub, empty)
+	X(STORE_SCRUB,  0x040b, store_scrub, empty) \
+	X(OBJ_EXTENT,   0x040c, obj_extent, obj_extent_reply) /* SEEK_DATA/HOLE, st_blocks */
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

@@ -605,6 +605,7 @@ out:
 		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
 	r.size = e ? e->size : 0;
 	r.version = rc == 0 ? ver : 0;
+	r.allocated = rc == 0 && e ? obj_seg_allocated(s, e) : 0;
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	if (ent != stack_ent)
@@ -907,6 +908,25 @@ int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
 	if (rc == -ENOENT)
 		store_fdc_drop(s->fdc, ino, stripe); /* a descriptor of a file removed behind us */
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     struct store_obj_stat *st, uint64_t *data, uint64_t *hole)
+{
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		st->size = e->size;
+		st->allocated = obj_seg_allocated(s, e);
+		st->version = 0;
+		*data = off < e->size ? (uint64_t)obj_seg_next_data(s, e, off) : e->size;
+		*hole = *data < e->size ? (uint64_t)obj_seg_next_hole(s, e, *data) : e->size;
+		store_fdc_put(s->fdc, e);
+	}
 	pthread_rwlock_unlock(lk);
 	return rc;
 }

@@ -66,6 +66,8 @@ struct store_obj_result {
 	uint64_t version;    /* committed version after a write or truncate */
 	int64_t bad_piece;   /* write: first piece whose CRC did not match its data */
 	int64_t bad_chunk;   /* read or write: chunk whose stored CRC did not match */
+	uint64_t hole;       /* read with STORE_READ_HOLES: leading hole bytes skipped */
+	uint64_t allocated;  /* write: bytes the object's data files take on disk after it */
 };
 
 struct store_obj_stat {
@@ -117,6 +119,11 @@ int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_
  * size differs from the index's committed length, is -WEFT_EMISSING (logged). */
 #define STORE_READ_WRITTEN 0x1u
 #define STORE_READ_LOST    0x2u
+/* STORE_READ_HOLES: holes are not read. A leading hole is skipped (res->hole bytes; the
+ * data that follows lands at the start of iov, *nread counts it, the CRCs cover it),
+ * and a read stops at the last data before the range's end (the rest is a hole, like
+ * the object's end). Holes between data inside the range are read as zeros. */
+#define STORE_READ_HOLES   0x4u
 int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 			  const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
 			  size_t *nread, struct store_obj_result *res, unsigned flags);
@@ -154,6 +161,11 @@ uint64_t store_obj_version(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* Makes the object's data, checksums, directory entry and index record durable
  * (fdatasync, fsync of its directory, index sync). -ENOENT if missing. */
 int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe);
+
+/* The first data extent at or after off: [*data, *hole) in object offsets, *data =
+ * st->size when only holes follow; and st as store_obj_stat. -ENOENT if missing. */
+int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     struct store_obj_stat *st, uint64_t *data, uint64_t *hole);
 
 /* Size, allocation and version of an object. -ENOENT if missing. */
 int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,

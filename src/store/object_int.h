@@ -69,6 +69,10 @@ uint64_t obj_seg_allocated(struct store_objs *s, struct store_fdc_entry *e);
 int obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* First offset >= off holding data (SEEK_DATA over segments), or e->size if none. */
 int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
+/* First offset >= off in a hole (SEEK_HOLE over segments; the end of a segment file
+ * and an absent segment are holes), at most e->size; e->size where SEEK_HOLE is not
+ * supported (all data). */
+int64_t obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
 /* Recovery of torn objects at open (object_recover.c). */
 int obj_recover(struct store_objs *s);
 

@@ -150,6 +150,30 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 	return true;
 }
 
+/* The data of [from, to): from its first data byte *d to the end *end of its last data
+ * extent ([to, to) if the range is all hole), found with SEEK_DATA/SEEK_HOLE, so that a
+ * hole is neither read from disk nor sent. */
+static void data_span(struct store_objs *s, struct store_fdc_entry *e, uint64_t from,
+		      uint64_t to, uint64_t *d, uint64_t *end)
+{
+	uint64_t x = (uint64_t)obj_seg_next_data(s, e, from);
+	if (x >= to) {
+		*d = *end = to;
+		return;
+	}
+	*d = x;
+	uint64_t h = (uint64_t)obj_seg_next_hole(s, e, x);
+	while (h < to) {
+		uint64_t nd = (uint64_t)obj_seg_next_data(s, e, h);
+		if (nd >= to)
+			break;
+		h = (uint64_t)obj_seg_next_hole(s, e, nd);
+		if (h <= nd) /* no progress: take the rest as data */
+			h = to;
+	}
+	*end = min64(h, to);
+}
+
 int store_obj_readv(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		    const struct iovec *iov, int iovcnt, uint32_t *crcs, size_t ncrcs,
 		    size_t *nread, struct store_obj_result *res)
@@ -194,6 +218,15 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 	if (off >= S)
 		goto out;
 	size_t n = (size_t)min64(len, S - off);
+	if (flags & STORE_READ_HOLES) {
+		uint64_t d, end;
+		data_span(s, e, off, off + n, &d, &end);
+		r.hole = d - off;
+		off = d;
+		n = (size_t)(end - d);
+		if (n == 0)
+			goto out;
+	}
 	if (s->checksums)
 		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
 	else

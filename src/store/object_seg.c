@@ -501,3 +501,18 @@ int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint6
 	}
 	return (int64_t)e->size;
 }
+
+int64_t obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off)
+{
+	if (off >= e->size)
+		return (int64_t)e->size;
+	uint32_t k = (uint32_t)(off / OBJ_SEG_SIZE);
+	int fd, cfd;
+	if (seg_get(s, e, k, false, &fd, &cfd) != 0 || fd < 0)
+		return (int64_t)off; /* an absent segment is a hole */
+	off_t r = lseek(fd, (off_t)(off - (uint64_t)k * OBJ_SEG_SIZE), SEEK_HOLE);
+	if (r < 0)
+		return errno == ENXIO ? (int64_t)off : (int64_t)e->size; /* past its end: hole */
+	uint64_t h = (uint64_t)k * OBJ_SEG_SIZE + (uint64_t)r;
+	return (int64_t)(h < e->size ? h : e->size);
+}

@@ -77,7 +77,8 @@ static void reply_done(struct sreq *q)
 	struct wbuf w;
 	wbuf_init(&w);
 	if (q->op == WEFT_OP_OBJ_WRITE) {
-		struct weft_msg_obj_written m = {.size = q->local_size};
+		struct weft_msg_obj_written m = {.size = q->local_size,
+						 .allocated = q->local_allocated};
 		weft_obj_written_encode(&w, &m);
 	} else if (q->op == WEFT_OP_OBJ_TRUNCATE) {
 		struct weft_msg_obj_size m = {.size = q->local_size};
@@ -306,6 +307,7 @@ static int local_op(struct sreq *q)
 		if (rc == 0 && (m->flags & WEFT_WRITE_SYNC))
 			rc = store_obj_fsync(s->objs, m->ino, m->stripe);
 		q->local_size = r.size;
+		q->local_allocated = r.allocated;
 		break;
 	}
 	case WEFT_OP_OBJ_TRUNCATE:

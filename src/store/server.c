@@ -90,6 +90,8 @@ static void do_read(struct sreq *q)
 	unsigned fl = (m->flags & (WEFT_READ_WRITTEN | WEFT_READ_REPAIR)) ? STORE_READ_WRITTEN : 0;
 	if (repair_active(s, m->ino, m->stripe))
 		fl |= STORE_READ_LOST;
+	if (m->flags & WEFT_READ_HOLES)
+		fl |= STORE_READ_HOLES;
 	struct iovec bv = {buf, m->len};
 	rc = store_obj_readv_flags(s->objs, m->ino, m->stripe, m->offset, &bv, 1, d->crcs.v,
 				   (size_t)np, &n, &r, fl);
@@ -119,10 +121,11 @@ static void do_read(struct sreq *q)
 			store_disk_read_error(s, rc, m->ino, m->stripe, m->replicas, m->chain);
 		return;
 	}
-	d->crcs.n = (uint32_t)store_crc_npieces(m->offset, n);
+	d->crcs.n = (uint32_t)store_crc_npieces(m->offset + r.hole, n);
 	if (!s->checksums)
 		memset(d->crcs.v, 0, d->crcs.n * sizeof(uint32_t));
 	d->size = r.size; /* the object's size */
+	d->hole = r.hole;
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_obj_data_encode(&w, d);
@@ -167,6 +170,34 @@ static void do_stat(struct sreq *q)
 	wbuf_init(&w);
 	struct weft_msg_obj_size m = {.size = st.size};
 	weft_obj_size_encode(&w, &m);
+	reply_msg(q, 0, &w);
+}
+
+/* OBJ_EXTENT: the object's next data extent from an offset, its size and allocation
+ * (SEEK_DATA/SEEK_HOLE and st_blocks at the client). */
+static void do_extent(struct sreq *q)
+{
+	struct store_server *s = q->s;
+	struct weft_msg_obj_extent *m = &q->m.x;
+	struct meta_chain ch;
+	int me;
+	int rc = chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
+	if (rc) {
+		srv_reply_status(q, rc);
+		return;
+	}
+	struct store_obj_stat st;
+	struct weft_msg_obj_extent_reply r = {0};
+	rc = store_obj_extent(s->objs, m->ino, m->stripe, m->offset, &st, &r.data, &r.hole);
+	if (rc) {
+		srv_reply_status(q, rc);
+		return;
+	}
+	r.size = st.size;
+	r.allocated = st.allocated;
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_obj_extent_reply_encode(&w, &r);
 	reply_msg(q, 0, &w);
 }
 
@@ -265,6 +296,7 @@ static void run_job(struct store_job *j)
 		srv_reply_status(q, 0);
 		break;
 	case WEFT_OP_OBJ_STAT: do_stat(q); break;
+	case WEFT_OP_OBJ_EXTENT: do_extent(q); break;
 	case WEFT_OP_OBJ_LIST: do_list(q); break;
 	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
 	case WEFT_OP_STORE_STATS: do_stats(q); break;
@@ -316,6 +348,11 @@ static void on_request(struct conn *c, struct frame *f)
 		break;
 	case WEFT_OP_OBJ_STAT:
 		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
+		break;
+	case WEFT_OP_OBJ_EXTENT: /* after the object's writes received before */
+		rc = weft_obj_extent_decode(p, len, &q->m.x, &why);
+		if (rc == 0)
+			key = srv_obj_key(q->m.x.ino, q->m.x.stripe);
 		break;
 	case WEFT_OP_OBJ_SYNC_READ:
 		rc = weft_obj_read_decode(p, len, &q->m.r, &why);

@@ -38,12 +38,14 @@ struct sreq {
 		struct weft_msg_obj_list l;
 		struct weft_msg_obj_missed ms;
 		struct weft_msg_store_scrub sc;
+		struct weft_msg_obj_extent x;
 	} m;
 	/* replication */
 	atomic_int parts;         /* local write + forward still running */
 	int local_rc;
 	char local_detail[160];   /* what the local operation found (checksum errors) */
 	uint64_t local_size;
+	uint64_t local_allocated; /* write: the object's allocated bytes after it */
 	int fwd_rc;               /* 0, the successor's error status, or a local error */
 	bool fwd_sent, fwd_timed_out, fwd_replied;
 	uint32_t fwd_target;

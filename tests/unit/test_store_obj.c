@@ -872,9 +872,109 @@ static void test_conditional(void)
 	free(ts.dir);
 }
 
+/* STORE_READ_HOLES: a leading hole is skipped and named, the read stops at the last
+ * data, the data that is returned is checked and carries its CRCs; store_obj_extent
+ * names the next data extent and the allocation. */
+static void test_holes_skipped(void)
+{
+	struct tstore ts = {.dir = tmp_dir("holes")};
+	/* only where the file system reports holes (ext4, xfs, tmpfs; not ramfs) */
+	char probe[600];
+	snprintf(probe, sizeof(probe), "%s/probe", ts.dir);
+	int pf = open(probe, O_RDWR | O_CREAT, 0600);
+	CHECK(pf >= 0);
+	CHECK(pwrite(pf, "x", 1, 1 << 20) == 1);
+	bool holes = lseek(pf, 0, SEEK_DATA) > 0;
+	close(pf);
+	unlink(probe);
+	if (!holes) {
+		printf("store_obj: holes not tested (%s reports no holes)\n", ts.dir);
+		rm_rf(ts.dir);
+		free(ts.dir);
+		return;
+	}
+	ts_open(&ts);
+	const size_t M = 1u << 20;
+	uint8_t *a = malloc(2 * CH), *b = malloc(8 * M);
+	fill(a, 2 * CH, 9);
+	/* data [3M, 3M + 2CH) and [6M, 6M + 4096); the object is 6M + 4096 long */
+	CHECK_OK(ts_write(&ts, 7, 0, 3 * M, a, 2 * CH));
+	CHECK_OK(ts_write(&ts, 7, 0, 6 * M, a, 4096));
+	uint64_t np = store_crc_npieces(0, 8 * M);
+	uint32_t *crcs = calloc(np + 1, 4), *want = calloc(np + 1, 4);
+	struct iovec v = {b, 8 * M};
+	struct store_obj_result r;
+	size_t n;
+	/* all hole: nothing read */
+	v.iov_len = 2 * M;
+	CHECK_OK(store_obj_readv_flags(ts.s, 7, 0, 0, &v, 1, crcs, np, &n, &r, STORE_READ_HOLES));
+	CHECK_INT(n, ==, 0);
+	CHECK_INT(r.hole, ==, 2 * M);
+	/* a leading hole, then the first data extent; the second extent is past the range */
+	v.iov_len = 4 * M;
+	memset(b, 0xee, 8 * M);
+	CHECK_OK(store_obj_readv_flags(ts.s, 7, 0, 2 * M, &v, 1, crcs, np, &n, &r,
+				       STORE_READ_HOLES));
+	CHECK_INT(r.hole, ==, M);
+	CHECK_INT(n, ==, 2 * CH);
+	CHECK(memcmp(b, a, 2 * CH) == 0);
+	struct iovec d = {b, n};
+	store_obj_piece_crcs(3 * M, &d, 1, want);
+	for (uint64_t i = 0; i < store_crc_npieces(3 * M, n); i++)
+		CHECK_INT(crcs[i], ==, want[i]);
+	/* both extents: the hole between them is read as zeros */
+	v.iov_len = 8 * M;
+	CHECK_OK(store_obj_readv_flags(ts.s, 7, 0, 0, &v, 1, crcs, np, &n, &r, STORE_READ_HOLES));
+	CHECK_INT(r.hole, ==, 3 * M);
+	CHECK_INT(n, ==, 3 * M + 4096);
+	CHECK(memcmp(b, a, 2 * CH) == 0 && memcmp(b + 3 * M, a, 4096) == 0);
+	for (size_t i = 2 * CH; i < 3 * M; i++)
+		if (b[i]) {
+			CHECK(b[i] == 0);
+			break;
+		}
+	/* without the flag, as before: every byte from the offset */
+	CHECK_OK(store_obj_readv_flags(ts.s, 7, 0, 0, &v, 1, crcs, np, &n, &r, 0));
+	CHECK_INT(r.hole, ==, 0);
+	CHECK_INT(n, ==, 6 * M + 4096);
+	/* extents and allocation */
+	struct store_obj_stat st;
+	uint64_t dd, hh;
+	CHECK_OK(store_obj_extent(ts.s, 7, 0, 0, &st, &dd, &hh));
+	CHECK_INT(dd, ==, 3 * M);
+	CHECK_INT(hh, ==, 3 * M + 2 * CH);
+	CHECK_INT(st.size, ==, 6 * M + 4096);
+	CHECK(st.allocated >= 2 * CH + 4096 && st.allocated < M);
+	CHECK_OK(store_obj_extent(ts.s, 7, 0, 3 * M + 2 * CH, &st, &dd, &hh));
+	CHECK_INT(dd, ==, 6 * M);
+	CHECK_INT(hh, ==, 6 * M + 4096);
+	CHECK_OK(store_obj_extent(ts.s, 7, 0, 6 * M + 4096, &st, &dd, &hh));
+	CHECK_INT(dd, ==, st.size); /* nothing but the end */
+	CHECK_INT(store_obj_extent(ts.s, 8, 0, 0, &st, &dd, &hh), ==, -ENOENT);
+	/* a flipped byte in the data is still found with the flag */
+	char p[512];
+	obj_file(&ts, 7, 0, p, false);
+	int fd = open(p, O_RDWR);
+	CHECK(fd >= 0);
+	uint8_t x = a[10] ^ 0x5a;
+	CHECK(pwrite(fd, &x, 1, 3 * M + 10) == 1);
+	close(fd);
+	v.iov_len = 8 * M;
+	CHECK_INT(store_obj_readv_flags(ts.s, 7, 0, 0, &v, 1, crcs, np, &n, &r,
+					STORE_READ_HOLES), ==, -WEFT_ECHECKSUM);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+	free(crcs);
+	free(want);
+}
+
 int main(void)
 {
 	test_basic_holes_short();
+	test_holes_skipped();
 	test_lost();
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	test_model_in(base);
