@@ -7,8 +7,11 @@
 #    flight (time-weighted mean and max), mean time in the mount;
 #  - libweft's OBJ_READ calls to the stores (the mount's stats file): count, mean size,
 #    mean in flight (sum of latencies / elapsed, Little's law) and mean latency;
-#  - CPU used by the mount and each store (/proc/PID/stat), and the machine's idle time.
-# Usage (as root): bash bench/read_profile.sh [BUILD] [SIZE_MIB] [REPLICAS]
+#  - CPU used by the mount and each store (/proc/PID/stat), per second and per GiB read
+#    (the latter depends little on what else the machine runs), and its idle time.
+# OFFCPU=1 adds perf trace -s of the mount's threads: calls of each syscall and the time
+# its threads sat in it (blocked in futex = waiting for data; in read = idle).
+# Usage (as root): [OFFCPU=1] bash bench/read_profile.sh [BUILD] [SIZE_MIB] [REPLICAS]
 set -euo pipefail
 BUILD=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
 MIB=${2:-2048}
@@ -32,11 +35,15 @@ perf record -q -o "$S/fuse.data" -e fuse:fuse_request_send,fuse:fuse_request_end
 p1=$!
 spids=$(cat "$S"/store*.pid)
 cpu() { for p in $mpid $spids; do awk '{print $14 + $15}' /proc/$p/stat; done | paste -sd' '; }
+if [ -n "${OFFCPU:-}" ]; then # syscalls of the mount's threads, with time spent in them
+	perf trace -s -p "$mpid" -o "$S/trace.out" 2>/dev/null &
+	p3=$!
+fi
 sleep 1
 t0=$(date +%s.%N); c0=$(cpu); idle0=$(awk '/^cpu /{print $5 + $6}' /proc/stat)
 dd if="$M/d/f" of=/dev/null bs=1M 2>"$S/dd.out"
 t1=$(date +%s.%N); c1=$(cpu); idle1=$(awk '/^cpu /{print $5 + $6}' /proc/stat)
-kill -INT $p1; wait $p1 2>/dev/null || true
+kill -INT $p1 ${p3:-}; wait $p1 ${p3:-} 2>/dev/null || true
 sleep 1.2; cp "$sf" "$S/after.json"
 echo "dd: $(grep copied "$S/dd.out")"
 perf script -i "$S/fuse.data" -F time,event,trace 2>/dev/null | awk -v conn="$conn" -v mib="$MIB" '
@@ -62,7 +69,15 @@ print("readahead hits %d of %d FUSE reads" % (cb["readahead_hits"] - ca["readahe
       cb["fuse_read_ops"] - ca["fuse_read_ops"]))
 PY
 hz=$(getconf CLK_TCK)
-echo "$c0" "$c1" | awk -v t="$t1 - $t0" -v hz="$hz" -v i0="$idle0" -v i1="$idle1" -v ts="$t0" -v te="$t1" '{
+echo "$c0" "$c1" | awk -v t="$t1 - $t0" -v hz="$hz" -v i0="$idle0" -v i1="$idle1" -v ts="$t0" -v te="$t1" -v gib="$(awk -v m="$MIB" 'BEGIN { print m / 1024 }')" '{
 	n = NF / 2; dt = te - ts; printf "CPU (%% of one core): mount %.0f", ($(n+1) - $1) / hz / dt * 100
-	for (k = 2; k <= n; k++) printf ", store %.0f", ($(n+k) - $k) / hz / dt * 100
-	printf "; machine idle %.0f%% of 2 cores\n", (i1 - i0) / hz / dt / 2 * 100 }'
+	for (k = 2; k <= n; k++) { printf ", store %.0f", ($(n+k) - $k) / hz / dt * 100; st += $(n+k) - $k }
+	printf "; machine idle %.0f%% of 2 cores\n", (i1 - i0) / hz / dt / 2 * 100
+	printf "CPU per GiB read: mount %.2f s, stores %.2f s\n", ($(n+1) - $1) / hz / gib, st / hz / gib }'
+if [ -n "${OFFCPU:-}" ]; then
+	# per syscall over all the mount's threads: calls, total ms (the time threads sat in it)
+	awk '$1 ~ /^[a-z_0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 8 { n[$1] += $2; t[$1] += $4 }
+		END { for (k in n) printf "%s %d %.0f\n", k, n[k], t[k] }' "$S/trace.out" |
+		sort -k3 -nr | head -8 | awk 'BEGIN { printf "mount syscalls (calls, ms summed over threads):" }
+		{ printf " %s %d/%s", $1, $2, $3 } END { print "" }'
+fi
