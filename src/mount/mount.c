@@ -265,6 +265,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * offers the bdi's read-ahead of the moment (128 KiB) as max_readahead and takes the
 	 * smaller of it and ours, so asking for more here changes nothing; the sysfs write
 	 * (readahead_thread) is what raises it, and is logged */
+	unsigned offered_ra = conn->max_readahead;
 	conn->max_write = 1u << 20;
 	if (readahead_kb)
 		conn->max_readahead = readahead_kb * 1024u;
@@ -277,9 +278,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* the kernel clears setuid/setgid itself (see kill_priv_of), whatever this says:
 	 * not asking keeps that one path on every kernel */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
-	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u, capable %#x want %#x",
-		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_read,
-		 conn->max_readahead, conn->capable, conn->want);
+	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u (kernel offered %u), "
+		 "capable %#x want %#x", conn->proto_major, conn->proto_minor, conn->max_write,
+		 conn->max_read, conn->max_readahead, offered_ra, conn->capable, conn->want);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
