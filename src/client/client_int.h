@@ -102,6 +102,7 @@ struct winode {
 	int nra;
 	int ra_inflight;          /* fetches not completed; the winode outlives them */
 	uint64_t ra_hwm;          /* blocks below it were fetched already in this run */
+	uint64_t ra_alt_end;      /* end of the last read outside the run (0: none) */
 	uint32_t ra_window;       /* stripe units fetched ahead (grows, readahead.c) */
 	int ra_pins;              /* block references held by readers (ra_pin) */
 	/* Until this CLOCK_MONOTONIC time the file is known to have no security.capability

@@ -412,20 +412,29 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 
 /* A reader that continues where it stopped (or its kernel read-ahead, which may arrive
  * out of order, up to a window behind) gets the next stripe units fetched in parallel.
- * A read elsewhere starts a new run: readahead follows from there. wi->lock held. */
+ * A read elsewhere is remembered (ra_alt_end); a second read continuing it starts a new
+ * run from there (a reader that went back to the start). A reader that only ever follows
+ * another one through the same file does not take the run over from it, as its reads
+ * are not consecutive. wi->lock held. */
 static bool read_sequential(struct weft_client *c, struct winode *wi, uint64_t off, size_t len)
 {
 	uint64_t su = wi->layout.stripe_unit;
 	uint64_t b = off / su, at = wi->ra_next / su;
 	uint64_t back = wi->ra_window > c->readahead_units ? wi->ra_window : c->readahead_units;
-	bool sequential = b <= at + 1 && b + back >= at;
-	if (!sequential) {
+	if (b <= at + 1 && b + back >= at) {
+		if (off + len > wi->ra_next)
+			wi->ra_next = off + len;
+		wi->ra_alt_end = 0;
+		return true;
+	}
+	if (wi->ra_alt_end && (off == wi->ra_alt_end || b == wi->ra_alt_end / su)) {
 		wi->ra_next = off + len;
 		wi->ra_hwm = 0;
-	} else if (off + len > wi->ra_next) {
-		wi->ra_next = off + len;
+		wi->ra_alt_end = 0;
+		return true;
 	}
-	return sequential;
+	wi->ra_alt_end = off + len;
+	return false;
 }
 
 ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
