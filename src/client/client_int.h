@@ -232,11 +232,13 @@ int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
 bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst);
 /* Like ra_take, but pins the blocks holding [off, off+len) (at most max) instead of
  * copying: out[i] and checked[i] (its checksums verified already) for each, in order.
- * The caller checks the unchecked ones without the lock and then calls ra_unpin (ok:
- * they were all good, else they are marked failed and read again). */
+ * The caller checks the unchecked ones without the lock and then calls ra_unpin with
+ * a verdict per block: > 0 checked and good, < 0 bad (marked failed: read again with
+ * failover), 0 not checked (left as it was); verdict NULL: all good. */
 bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	    struct ra_block **out, bool *checked, int max);
-void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n, bool ok);
+void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+	      const signed char *verdict);
 /* Starts fetching the stripe units from the one holding `end` on that are not cached.
  * Drops wi->lock while sending. */
 void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);

@@ -494,28 +494,30 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 	pthread_mutex_unlock(&wi->lock);
 	if (pinned) {
 		int n = (int)((off + len - 1) / su - off / su + 1);
-		bool ok = true, whole = true;
-		for (int i = 0; i < n && ok && whole; i++) {
+		signed char verdict[WEFT_VIEW_IOV] = {0};
+		bool all = true;
+		for (int i = 0; i < n && all; i++) {
 			struct ra_block *b = bs[i];
 			uint64_t bstart = b->block * su;
 			uint64_t from = off > bstart ? off : bstart;
 			uint64_t to = off + len < bstart + su ? off + len : bstart + su;
 			if (!b->reply || to - bstart > b->reply->h.bulk_len) {
-				whole = false; /* zeros to fill in: copy */
+				all = false; /* zeros to fill in: the copying path */
 				break;
 			}
-			if (!checked[i] && data_read_verify(c, b->reply, b->obj_off, b->len) != 0)
-				ok = false;
+			verdict[i] = checked[i] ||
+				     data_read_verify(c, b->reply, b->obj_off, b->len) == 0 ? 1 : -1;
+			all = verdict[i] > 0;
 			v->iov[i] = (struct iovec){b->reply->bulk + (from - bstart), to - from};
 		}
-		if (ok && whole) {
+		if (all) {
 			v->niov = n;
 			v->npins = n;
 			memcpy(v->pins, bs, sizeof(bs[0]) * (size_t)n);
 			return (ssize_t)len;
 		}
 		pthread_mutex_lock(&wi->lock);
-		ra_unpin(c, wi, bs, n, ok);
+		ra_unpin(c, wi, bs, n, verdict); /* only what was checked counts as checked */
 		pthread_mutex_unlock(&wi->lock);
 	}
 	v->buf = malloc(len);
@@ -534,7 +536,7 @@ void weft_read_view_release(struct weft_file *f, struct weft_read_view *v)
 	if (v->npins) {
 		struct winode *wi = f->wi;
 		pthread_mutex_lock(&wi->lock);
-		ra_unpin(f->c, wi, (struct ra_block **)v->pins, v->npins, true);
+		ra_unpin(f->c, wi, (struct ra_block **)v->pins, v->npins, NULL);
 		pthread_mutex_unlock(&wi->lock);
 		v->npins = 0;
 	}

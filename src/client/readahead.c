@@ -204,13 +204,14 @@ bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	return true;
 }
 
-void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n, bool ok)
+void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+	      const signed char *verdict)
 {
 	for (int i = 0; i < n; i++) {
 		struct ra_block *b = bs[i];
-		if (ok)
+		if (!verdict || verdict[i] > 0)
 			b->checked = true;
-		else
+		else if (verdict[i] < 0)
 			b->state = RA_FAILED; /* read again, synchronously, with failover */
 		if (--b->refs == 0 && b->orphan)
 			ra_free(c, b);
