@@ -7,7 +7,7 @@ build_pkgs=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 liblmdb-dev libi
             libjansson-dev libmicrohttpd-dev)
 test_pkgs=(clang libclang-rt-14-dev attr libcap2-bin fio psmisc iproute2 lmdb-utils
            debhelper dpkg-dev fakeroot man-db systemd
-           dstat prometheus python3 gnuplot-nox)
+           dstat prometheus python3 gnuplot-nox linux-perf)
 # The kernel source tarball is only for the tar/diff test and the seed-004 benchmark.
 extra_pkgs=(linux-source-6.1)
 

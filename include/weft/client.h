@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "weft/types.h"
 
@@ -125,6 +126,22 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 		   struct weft_file **out, struct weft_attr *attr);
 /* Reads up to len bytes at off; returns bytes read (short at EOF) or -errno. */
 ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off);
+/* A read handed out without a copy (weft_file_read_view): pieces pointing into
+ * libweft's readahead buffers, already checked against their CRC32C, or into buf (a
+ * copy, when readahead did not hold the range), valid until weft_read_view_release. */
+#define WEFT_VIEW_IOV 16
+struct weft_read_view {
+	struct iovec iov[WEFT_VIEW_IOV];
+	int niov;
+	void *buf;                 /* the copy's buffer, or NULL */
+	void *pins[WEFT_VIEW_IOV]; /* readahead blocks held */
+	int npins;
+};
+/* As weft_file_read (returns bytes or -errno; v->iov holds them); then always
+ * weft_read_view_release. */
+ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
+			    struct weft_read_view *v);
+void weft_read_view_release(struct weft_file *f, struct weft_read_view *v);
 /* Buffers len bytes at off for writing behind; returns len or -errno (-EFBIG past the
  * largest file size, or an earlier write's error). */
 ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64_t off);

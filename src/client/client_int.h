@@ -102,6 +102,10 @@ struct winode {
 	struct ra_block *ra;      /* prefetched stripe units (readahead.c) */
 	int nra;
 	int ra_inflight;          /* fetches not completed; the winode outlives them */
+	uint64_t ra_hwm;          /* blocks below it were fetched already in this run */
+	uint64_t ra_alt_end;      /* end of the last read outside the run (0: none) */
+	uint32_t ra_window;       /* stripe units fetched ahead (grows, readahead.c) */
+	int ra_pins;              /* block references held by readers (ra_pin) */
 	/* Until this CLOCK_MONOTONIC time the file is known to have no security.capability
 	 * xattr: the kernel asks for it before every write (to strip capabilities), and
 	 * answering from here saves a meta round trip per write. Learned from meta's
@@ -141,7 +145,8 @@ struct ra_block {
 	uint32_t cap;             /* pagepool bytes it holds (the stripe unit) */
 	uint32_t used;            /* bytes of it read so far */
 	int state;                /* RA_INFLIGHT, RA_READY, RA_FAILED */
-	bool orphan;              /* dropped while in flight: the completion frees it */
+	int refs;                 /* readers handing its bytes to the kernel (ra_pin) */
+	bool orphan;              /* dropped while in flight or pinned: freed when neither */
 	bool checked;             /* reply's checksums verified */
 	uint64_t obj_off;         /* where in its object the block was read */
 	struct frame *reply;      /* when ready: the data in its bulk; NULL: all zeros */
@@ -235,10 +240,19 @@ int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout 
 /* Asks every object of the file to be made durable (synchronous). */
 int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
 
-/* readahead.c; wi->lock held for all three */
+/* readahead.c; wi->lock held for all of them */
 /* Copies [off, off+len) from prefetched blocks if they hold all of it (waiting for blocks
  * in flight); returns true if it did. */
 bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst);
+/* Like ra_take, but pins the blocks holding [off, off+len) (at most max) instead of
+ * copying: out[i] and checked[i] (its checksums verified already) for each, in order.
+ * The caller checks the unchecked ones without the lock and then calls ra_unpin with
+ * a verdict per block: > 0 checked and good, < 0 bad (marked failed: read again with
+ * failover), 0 not checked (left as it was); verdict NULL: all good. */
+bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
+	    struct ra_block **out, bool *checked, int max);
+void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+	      const signed char *verdict);
 /* Starts fetching the stripe units from the one holding `end` on that are not cached.
  * Drops wi->lock while sending. */
 void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);

@@ -414,6 +414,33 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 
 /* ---- reads ---- */
 
+/* A reader that continues where it stopped (or its kernel read-ahead, which may arrive
+ * out of order, up to a window behind) gets the next stripe units fetched in parallel.
+ * A read elsewhere is remembered (ra_alt_end); a second read continuing it starts a new
+ * run from there (a reader that went back to the start). A reader that only ever follows
+ * another one through the same file does not take the run over from it, as its reads
+ * are not consecutive. wi->lock held. */
+static bool read_sequential(struct weft_client *c, struct winode *wi, uint64_t off, size_t len)
+{
+	uint64_t su = wi->layout.stripe_unit;
+	uint64_t b = off / su, at = wi->ra_next / su;
+	uint64_t back = wi->ra_window > c->readahead_units ? wi->ra_window : c->readahead_units;
+	if (b <= at + 1 && b + back >= at) {
+		if (off + len > wi->ra_next)
+			wi->ra_next = off + len;
+		wi->ra_alt_end = 0;
+		return true;
+	}
+	if (wi->ra_alt_end && (off == wi->ra_alt_end || b == wi->ra_alt_end / su)) {
+		wi->ra_next = off + len;
+		wi->ra_hwm = 0;
+		wi->ra_alt_end = 0;
+		return true;
+	}
+	wi->ra_alt_end = off + len;
+	return false;
+}
+
 ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct weft_client *c = f->c;
@@ -426,12 +453,7 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	if (len > wi->size - off)
 		len = (size_t)(wi->size - off);
 	drain_range(c, wi, off, len);
-	/* a reader that continues where it stopped (or its kernel read-ahead, which may
-	 * arrive slightly out of order) gets the next stripe units fetched in parallel */
-	uint64_t su = wi->layout.stripe_unit;
-	bool sequential = off / su == wi->ra_next / su || off / su == wi->ra_next / su + 1;
-	if (off + len > wi->ra_next)
-		wi->ra_next = off + len;
+	bool sequential = read_sequential(c, wi, off, len);
 	if (ra_take(c, wi, off, len, buf)) {
 		if (sequential)
 			ra_ahead(c, wi, off + len);
@@ -443,6 +465,88 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	pthread_mutex_unlock(&wi->lock);
 	int err = data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
+}
+
+/* Pins the readahead blocks holding the range and points v at their bytes; their
+ * checksums are checked here, outside wi->lock, so the kernel's requests handled by
+ * several threads are checked at once. Anything else (a range readahead does not hold,
+ * a hole or short object to fill with zeros, a bad checksum) takes the copying path,
+ * which reads again with replica failover. */
+ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
+			    struct weft_read_view *v)
+{
+	struct weft_client *c = f->c;
+	struct winode *wi = f->wi;
+	struct ra_block *bs[WEFT_VIEW_IOV];
+	bool checked[WEFT_VIEW_IOV];
+	v->niov = 0;
+	v->npins = 0;
+	v->buf = NULL;
+	pthread_mutex_lock(&wi->lock);
+	if (off >= wi->size || len == 0) {
+		pthread_mutex_unlock(&wi->lock);
+		return 0;
+	}
+	if (len > wi->size - off)
+		len = (size_t)(wi->size - off);
+	drain_range(c, wi, off, len);
+	uint64_t su = wi->layout.stripe_unit;
+	bool sequential = read_sequential(c, wi, off, len);
+	bool pinned = ra_pin(c, wi, off, len, bs, checked, WEFT_VIEW_IOV);
+	if (sequential)
+		ra_ahead(c, wi, off + len); /* pinned blocks stay while it drops the lock */
+	pthread_mutex_unlock(&wi->lock);
+	if (pinned) {
+		int n = (int)((off + len - 1) / su - off / su + 1);
+		signed char verdict[WEFT_VIEW_IOV] = {0};
+		bool all = true;
+		for (int i = 0; i < n && all; i++) {
+			struct ra_block *b = bs[i];
+			uint64_t bstart = b->block * su;
+			uint64_t from = off > bstart ? off : bstart;
+			uint64_t to = off + len < bstart + su ? off + len : bstart + su;
+			if (!b->reply || to - bstart > b->reply->h.bulk_len) {
+				all = false; /* zeros to fill in: the copying path */
+				break;
+			}
+			verdict[i] = checked[i] ||
+				     data_read_verify(c, b->reply, b->obj_off, b->len) == 0 ? 1 : -1;
+			all = verdict[i] > 0;
+			v->iov[i] = (struct iovec){b->reply->bulk + (from - bstart), to - from};
+		}
+		if (all) {
+			v->niov = n;
+			v->npins = n;
+			memcpy(v->pins, bs, sizeof(bs[0]) * (size_t)n);
+			return (ssize_t)len;
+		}
+		pthread_mutex_lock(&wi->lock);
+		ra_unpin(c, wi, bs, n, verdict); /* only what was checked counts as checked */
+		pthread_mutex_unlock(&wi->lock);
+	}
+	v->buf = malloc(len);
+	if (!v->buf)
+		return -ENOMEM;
+	ssize_t got = weft_file_read(f, v->buf, len, off);
+	if (got > 0) {
+		v->iov[0] = (struct iovec){v->buf, (size_t)got};
+		v->niov = 1;
+	}
+	return got;
+}
+
+void weft_read_view_release(struct weft_file *f, struct weft_read_view *v)
+{
+	if (v->npins) {
+		struct winode *wi = f->wi;
+		pthread_mutex_lock(&wi->lock);
+		ra_unpin(f->c, wi, (struct ra_block **)v->pins, v->npins, NULL);
+		pthread_mutex_unlock(&wi->lock);
+		v->npins = 0;
+	}
+	free(v->buf);
+	v->buf = NULL;
+	v->niov = 0;
 }
 
 /* ---- open, flush, fsync, release ---- */

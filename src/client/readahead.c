@@ -5,7 +5,15 @@
  * thread receives for every store, so it does no per-byte work beyond the socket). A
  * block that failed, or fails its checksums, is simply read again, synchronously, with
  * replica failover. Prefetched blocks cost pagepool memory and are taken only when the pool has
- * room, so readahead never blocks a writer. */
+ * room, so readahead never blocks a writer.
+ *
+ * The window (wi->ra_window, in stripe units) starts at the mount's readahead_units and
+ * grows by one stripe row each time a reader has to wait for a fetch, up to four rows
+ * (every store a file touches has several units in flight). wi->ra_hwm remembers how far
+ * fetches already went, so the kernel's requests arriving out of order never fetch a
+ * block again that a reader already consumed. A reader that hands the bytes to the
+ * kernel itself (ra_pin, weft_file_read_view) pins the blocks instead of copying, and
+ * checks their checksums without wi->lock, so several FUSE threads check at once. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +41,7 @@ static void ra_done(void *arg, int err, struct frame *f)
 	wi->ra_inflight--;
 	pthread_cond_broadcast(&wi->cond);
 	b->reply = f;
-	if (b->orphan) {
+	if (b->orphan) { /* an in-flight block is never pinned */
 		pthread_mutex_unlock(&wi->lock); /* wi may go away now; b is ours alone */
 		ra_free(c, b);
 		return;
@@ -48,7 +56,7 @@ static void ra_unlink(struct weft_client *c, struct winode *wi, struct ra_block 
 	struct ra_block *b = *pp;
 	*pp = b->next;
 	wi->nra--;
-	if (b->state == RA_INFLIGHT)
+	if (b->state == RA_INFLIGHT || b->refs > 0)
 		b->orphan = true;
 	else
 		ra_free(c, b);
@@ -58,13 +66,53 @@ void ra_drop(struct weft_client *c, struct winode *wi)
 {
 	while (wi->ra)
 		ra_unlink(c, wi, &wi->ra);
+	wi->ra_hwm = 0;
 }
 
 void ra_quiesce(struct weft_client *c, struct winode *wi)
 {
 	ra_drop(c, wi);
-	while (wi->ra_inflight > 0)
+	while (wi->ra_inflight > 0 || wi->ra_pins > 0)
 		pthread_cond_wait(&wi->cond, &wi->lock);
+}
+
+/* The most stripe units one file fetches ahead: four rows of its stripes, at least the
+ * mount's setting, at most 64 and a quarter of the pagepool. */
+static uint32_t ra_window_max(struct weft_client *c, const struct winode *wi)
+{
+	uint64_t su = wi->layout.stripe_unit;
+	uint32_t count = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	uint64_t w = 4ull * count > c->readahead_units ? 4ull * count : c->readahead_units;
+	if (w > 64)
+		w = 64;
+	if (w > c->pool_max / su / 4)
+		w = c->pool_max / su / 4;
+	return w > c->readahead_units ? (uint32_t)w : c->readahead_units;
+}
+
+/* Waited for a fetch: the reader is ahead of the window, so widen it by a row. */
+static void ra_grow(struct weft_client *c, struct winode *wi)
+{
+	uint32_t count = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
+	uint32_t max = ra_window_max(c, wi);
+	if (!wi->ra_window)
+		wi->ra_window = c->readahead_units;
+	wi->ra_window = wi->ra_window + count < max ? wi->ra_window + count : max;
+}
+
+/* A block is done with once all of it was read, or when it lies far behind this reader
+ * (first: its first block). Not merely behind: the kernel sends a sequential reader's
+ * requests from several threads at once, so a block just behind may still be wanted. */
+static void ra_trim(struct weft_client *c, struct winode *wi, uint64_t first)
+{
+	uint32_t win = wi->ra_window ? wi->ra_window : c->readahead_units;
+	for (struct ra_block **pp = &wi->ra; *pp;) {
+		struct ra_block *b = *pp;
+		if (b->state != RA_INFLIGHT && (b->used >= b->len || b->block + win < first))
+			ra_unlink(c, wi, pp);
+		else
+			pp = &b->next;
+	}
 }
 
 static struct ra_block *ra_find(struct winode *wi, uint64_t block)
@@ -84,6 +132,7 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	for (uint64_t k = first; k <= last;) {
 		struct ra_block *b = ra_find(wi, k);
 		if (b && b->state == RA_INFLIGHT) {
+			ra_grow(c, wi);
 			pthread_cond_wait(&wi->cond, &wi->lock);
 			k = first;
 			continue;
@@ -114,18 +163,62 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 		b->used += (uint32_t)(to - from);
 	}
 	stats_add(STATS_READAHEAD_HITS, 1);
-	/* A block is done with once all of it was read, or when it lies far behind this
-	 * reader. Not merely behind: the kernel sends a sequential reader's requests from
-	 * several threads at once, so a block just behind may still be wanted. */
-	for (struct ra_block **pp = &wi->ra; *pp;) {
-		struct ra_block *b = *pp;
-		if (b->state != RA_INFLIGHT &&
-		    (b->used >= b->len || b->block + c->readahead_units < first))
-			ra_unlink(c, wi, pp);
-		else
-			pp = &b->next;
-	}
+	ra_trim(c, wi, first);
 	return true;
+}
+
+bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
+	    struct ra_block **out, bool *checked, int max)
+{
+	uint64_t su = wi->layout.stripe_unit;
+	uint64_t first = off / su, last = (off + len - 1) / su;
+	if (last - first + 1 > (uint64_t)max)
+		return false;
+	for (uint64_t k = first; k <= last;) {
+		struct ra_block *b = ra_find(wi, k);
+		if (b && b->state == RA_INFLIGHT) {
+			ra_grow(c, wi);
+			pthread_cond_wait(&wi->cond, &wi->lock);
+			k = first;
+			continue;
+		}
+		uint64_t to = off + len < (k + 1) * su ? off + len : (k + 1) * su;
+		if (!b || b->state != RA_READY || b->gen != wi->wgen || to > k * su + b->len)
+			return false; /* not there, stale, or the file grew past what was fetched */
+		k++;
+	}
+	int n = 0;
+	for (uint64_t k = first; k <= last; k++, n++) {
+		struct ra_block *b = ra_find(wi, k);
+		uint64_t bstart = k * su;
+		uint64_t from = off > bstart ? off : bstart;
+		uint64_t to = off + len < bstart + su ? off + len : bstart + su;
+		b->refs++;
+		b->used += (uint32_t)(to - from);
+		out[n] = b;
+		checked[n] = b->checked;
+	}
+	wi->ra_pins += n;
+	stats_add(STATS_READAHEAD_HITS, 1);
+	ra_trim(c, wi, first);
+	return true;
+}
+
+void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+	      const signed char *verdict)
+{
+	for (int i = 0; i < n; i++) {
+		struct ra_block *b = bs[i];
+		if (!verdict || verdict[i] > 0)
+			b->checked = true;
+		else if (verdict[i] < 0)
+			b->state = RA_FAILED; /* read again, synchronously, with failover */
+		if (--b->refs == 0 && b->orphan)
+			ra_free(c, b);
+	}
+	wi->ra_pins -= n;
+	if (wi->ra_pins == 0)
+		pthread_cond_broadcast(&wi->cond);
 }
 
 /* Takes pagepool room for one block without waiting; false when the pool is full. */
@@ -161,12 +254,17 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 		return;
 	struct ra_block *start[64];
 	int n = 0;
+	if (!wi->ra_window)
+		wi->ra_window = c->readahead_units;
+	uint32_t win = wi->ra_window;
 	uint64_t next = end / su; /* the block holding the next byte to be read */
 	uint64_t last_block = (wi->size - 1) / su;
-	for (uint64_t k = next; k < next + c->readahead_units && k <= last_block && n < 64; k++) {
+	/* fetched already up to ra_hwm: a late request behind the reader fetches nothing */
+	uint64_t k = wi->ra_hwm > next ? wi->ra_hwm : next;
+	for (; k < next + win && k <= last_block && n < 64; k++) {
 		if (ra_find(wi, k) || has_unsent(wi, k))
 			continue;
-		if (wi->nra >= (int)c->readahead_units * 2 || !pool_try(c, su))
+		if (wi->nra >= (int)win * 2 || !pool_try(c, su))
 			break;
 		struct ra_block *b = calloc(1, sizeof(*b));
 		if (!b) {
@@ -183,6 +281,7 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 		wi->ra_inflight++;
 		start[n++] = b;
 	}
+	wi->ra_hwm = k;
 	if (!n)
 		return;
 	/* send without the lock: connecting to a store waits for the loop thread, which

@@ -19,6 +19,8 @@
 #include "weft/err.h"
 
 #define RX_BUF_SIZE   (256u * 1024)
+#define RX_BULKY      (64u * 1024) /* a bulk this large is read straight into its frame */
+#define RX_BULKY_READ (4u * 1024)  /* what is read into rx after one (header, payload) */
 #define QUEUE_HIGH    (64u * 1024 * 1024) /* stop reading requests above this */
 #define QUEUE_LOW     (16u * 1024 * 1024) /* resume below this */
 #define PENDING_HASH  256
@@ -92,6 +94,8 @@ struct conn {
 	struct frame *cur;         /* frame whose body is being read */
 	size_t cur_got, cur_need;
 	bool read_paused;
+	bool rx_bulky;             /* the last frame had a large body: read its successor's
+				    * header alone, so the body lands in the frame directly */
 
 	pthread_mutex_t lock;      /* guards everything below */
 	pthread_cond_t cond;       /* ready, closed, queue drained, sync calls */
@@ -906,6 +910,7 @@ static bool parse_rx(struct conn *c)
 			return false;
 		}
 		size_t body = (size_t)h.payload_len + h.bulk_len;
+		c->rx_bulky = h.bulk_len >= RX_BULKY;
 		size_t have = avail - WEFT_HDR_SIZE;
 		size_t take = have < body ? have : body;
 		frame_body_fill(f, c->rx + c->rx_off + WEFT_HDR_SIZE, take);
@@ -951,7 +956,12 @@ static void on_readable(struct conn *c)
 					return;
 				continue;
 			}
-			r = read(c->watch.fd, c->rx + c->rx_len, RX_BUF_SIZE - c->rx_len);
+			/* after a large frame, the next one is likely large too: read little
+			 * (its header and payload) rather than copy its bulk out of rx */
+			size_t room = RX_BUF_SIZE - c->rx_len;
+			if (c->rx_bulky && room > RX_BULKY_READ)
+				room = RX_BULKY_READ;
+			r = read(c->watch.fd, c->rx + c->rx_len, room);
 			if (r > 0) {
 				c->rx_len += (size_t)r;
 				if (!parse_rx(c))

@@ -262,7 +262,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	pthread_t t;
 	if (readahead_kb && mount_real[0] && pthread_create(&t, NULL, readahead_thread, NULL) == 0)
 		pthread_detach(t);
+	/* 1 MiB requests both ways: libfuse asks for max_pages from max_write. The kernel
+	 * offers the bdi's read-ahead of the moment (128 KiB) as max_readahead and takes the
+	 * smaller of it and ours, so asking for more here changes nothing; the sysfs write
+	 * (readahead_thread) is what raises it, and is logged */
+	unsigned offered_ra = conn->max_readahead;
 	conn->max_write = 1u << 20;
+	if (readahead_kb)
+		conn->max_readahead = readahead_kb * 1024u;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
@@ -272,9 +279,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* the kernel clears setuid/setgid itself (see kill_priv_of), whatever this says:
 	 * not asking keeps that one path on every kernel */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
-	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u, capable %#x want %#x",
-		 conn->proto_major, conn->proto_minor, conn->max_write, conn->max_read,
-		 conn->max_readahead, conn->capable, conn->want);
+	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u (kernel offered %u), "
+		 "capable %#x want %#x", conn->proto_major, conn->proto_minor, conn->max_write,
+		 conn->max_read, conn->max_readahead, offered_ra, conn->capable, conn->want);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -540,20 +547,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	char *buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	ssize_t n = weft_file_read(f, buf, size, (uint64_t)off);
+	/* the reply goes to the kernel straight from libweft's readahead buffers (one
+	 * writev to /dev/fuse), with no copy in between */
+	struct weft_read_view v;
+	ssize_t n = weft_file_read_view(f, size, (uint64_t)off, &v);
 	if (n < 0) {
 		fuse_reply_err(req, sys_err((int)n));
 	} else {
 		stats_add(STATS_FUSE_READ_OPS, 1);
 		stats_add(STATS_FUSE_READ_BYTES, (uint64_t)n);
-		fuse_reply_buf(req, buf, (size_t)n);
+		fuse_reply_iov(req, v.iov, v.niov);
 	}
-	free(buf);
+	weft_read_view_release(f, &v);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

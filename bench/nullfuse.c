@@ -1,0 +1,227 @@
+/* A null low-level FUSE file system: the yardstick for weft's read path. It holds a
+ * root directory with files named 0..N-1 (count and size from the command line), every
+ * byte of them zero, and answers reads from one static zero buffer; writes are
+ * discarded. It negotiates what weft's mount does (1 MiB requests, async reads, the
+ * kernel's read-ahead raised through sysfs), so a read through it measures FUSE itself.
+ *
+ * usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] [--readahead-kb KB] [-f]
+ * Unmount with fusermount3 -u MOUNTPOINT (or umount). */
+#define FUSE_USE_VERSION 35
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REQ (1u << 20)
+
+static uint64_t file_size = 2ull << 30;
+static unsigned nfiles = 64;
+static unsigned readahead_kb = 4096;
+static char mount_real[PATH_MAX];
+static char zeros[MAX_REQ];
+
+static void fill_attr(fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	if (ino == FUSE_ROOT_ID) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+		st->st_size = (off_t)file_size;
+		st->st_blocks = (blkcnt_t)((file_size + 511) / 512);
+	}
+	st->st_blksize = MAX_REQ;
+}
+
+/* Raises the mount's bdi read-ahead once INIT is answered (the INIT reply can only lower
+ * it), as weft's mount does; the bdi is named by the mount's device number. */
+static void *readahead_thread(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 200000000};
+	nanosleep(&ts, NULL);
+	char line[4096], dev[32] = "";
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+	if (!mi)
+		return NULL;
+	while (fgets(line, sizeof(line), mi)) {
+		char mm[32], root[PATH_MAX], point[PATH_MAX];
+		if (sscanf(line, "%*d %*d %31s %4095s %4095s", mm, root, point) == 3 &&
+		    strcmp(point, mount_real) == 0)
+			snprintf(dev, sizeof(dev), "%s", mm);
+	}
+	fclose(mi);
+	if (!dev[0])
+		return NULL;
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "nullfuse: cannot set %s\n", path);
+		return NULL;
+	}
+	fprintf(f, "%u\n", readahead_kb);
+	fclose(f);
+	return NULL;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	pthread_t t;
+	if (readahead_kb && pthread_create(&t, NULL, readahead_thread, NULL) == 0)
+		pthread_detach(t);
+	conn->max_write = MAX_REQ;
+	conn->max_readahead = readahead_kb * 1024u;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *end;
+	unsigned long i = strtoul(name, &end, 10);
+	if (parent != FUSE_ROOT_ID || *end || end == name || i >= nfiles) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	struct fuse_entry_param e = {.ino = i + 2, .attr_timeout = 3600, .entry_timeout = 3600};
+	fill_attr(e.ino, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct stat st;
+	fill_attr(ino, &st);
+	fuse_reply_attr(req, &st, 3600);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	if ((uint64_t)off >= file_size)
+		size = 0;
+	else if (size > file_size - (uint64_t)off)
+		size = (size_t)(file_size - (uint64_t)off);
+	if (size > MAX_REQ)
+		size = MAX_REQ;
+	fuse_reply_buf(req, zeros, size);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)buf;
+	(void)off;
+	(void)fi;
+	fuse_reply_write(req, size);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (ino != FUSE_ROOT_ID) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t used = 0;
+	for (unsigned i = (unsigned)off; i < nfiles; i++) {
+		char name[16];
+		struct stat st;
+		snprintf(name, sizeof(name), "%u", i);
+		fill_attr(i + 2, &st);
+		size_t n = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.readdir = op_readdir,
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] "
+			"[--readahead-kb KB] [-f]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mnt = NULL;
+	int foreground = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+			file_size = strtoull(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--files") == 0 && i + 1 < argc)
+			nfiles = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--readahead-kb") == 0 && i + 1 < argc)
+			readahead_kb = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "-f") == 0)
+			foreground = 1;
+		else if (argv[i][0] != '-' && !mnt)
+			mnt = argv[i];
+		else
+			return usage();
+	}
+	if (!mnt)
+		return usage();
+	if (!realpath(mnt, mount_real)) {
+		fprintf(stderr, "nullfuse: %s: %s\n", mnt, strerror(errno));
+		return 1;
+	}
+	char *fargv[] = {"nullfuse", "-ofsname=nullfuse,subtype=nullfuse", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(2, fargv);
+	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, mnt) != 0) {
+		fprintf(stderr, "nullfuse: cannot mount at %s\n", mnt);
+		return 1;
+	}
+	fuse_daemonize(foreground);
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(cfg, 64);
+	fuse_loop_cfg_set_idle_threads(cfg, 16);
+	int rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	fuse_opt_free_args(&args);
+	return rc ? 1 : 0;
+}
