@@ -331,6 +331,10 @@ int client_session_renew(struct weft_client *c, uint64_t old)
 				 weft_strerror(e));
 	}
 	free(v);
+	/* the beat thread recomputes its schedule from the new lease */
+	pthread_mutex_lock(&c->beat_lock);
+	pthread_cond_signal(&c->beat_cond);
+	pthread_mutex_unlock(&c->beat_lock);
 	log_info("session %llu replaces %llu at meta; %zu open file(s) reclaimed",
 		 (unsigned long long)c->session, (unsigned long long)old, taken);
 	pthread_rwlock_unlock(&c->sess_lock);
@@ -405,8 +409,14 @@ static void *beat_main(void *arg)
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
 		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
-		struct timespec now;
+		struct timespec now, soonest;
 		clock_gettime(CLOCK_REALTIME, &now);
+		/* a new session may come with a shorter lease: beat within its period */
+		soonest = now;
+		add_ms(&soonest, period);
+		if (next.tv_sec > soonest.tv_sec ||
+		    (next.tv_sec == soonest.tv_sec && next.tv_nsec > soonest.tv_nsec))
+			next = soonest;
 		bool due = now.tv_sec > next.tv_sec ||
 			   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
 		if (!due && !c->refresh_now) {

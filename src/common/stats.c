@@ -153,6 +153,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_RECONNECTS] = "reconnects",
 		[STATS_READAHEAD_HITS] = "readahead_hits",
 		[STATS_PAGEPOOL_WAITS] = "pagepool_waits",
+		[STATS_META_DB_COMMITS] = "meta_db_commits",
+		[STATS_META_DB_SYNCS] = "meta_db_syncs",
 	};
 	return names[c];
 }

@@ -27,6 +27,8 @@ enum stats_counter {
 	STATS_RECONNECTS,       /* connections re-established after a loss */
 	STATS_READAHEAD_HITS,   /* reads served from libweft's readahead */
 	STATS_PAGEPOOL_WAITS,   /* writers that waited for pagepool room (write-behind full) */
+	STATS_META_DB_COMMITS,  /* meta: write txns that changed the database (pages written) */
+	STATS_META_DB_SYNCS,    /* meta: syncs of the database to disk */
 	STATS_COUNTERS
 };
 

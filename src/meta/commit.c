@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/stats.h"
 
 /* The mutations of one write txn. */
 struct batch {
@@ -142,6 +143,7 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	if (b->err == 0 && need_sync) {
 		b->err = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
 		synced = true;
+		stats_add(STATS_META_DB_SYNCS, 1);
 	}
 	if (b->err)
 		log_error("meta group commit of %u ops: %s", b->n, strerror(-b->err));
@@ -174,6 +176,7 @@ static void *writer(void *arg)
 		if (!gc->head)
 			break; /* stopping, and everything taken is committed */
 		struct batch b = {0};
+		uint64_t writes0 = meta_mdb_writes;
 		pthread_mutex_unlock(&gc->lock);
 		b.err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b.txn));
 		pthread_mutex_lock(&gc->lock);
@@ -206,9 +209,12 @@ static void *writer(void *arg)
 		 * (MDB_NOMETASYNC, mdb.c); the syncer then makes that meta page durable. One
 		 * sync at a time: commit after the previous batch's sync is done. */
 		pthread_mutex_unlock(&gc->lock);
-		if (!b.err)
+		if (!b.err) {
 			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
-		else if (b.txn)
+			/* LMDB writes nothing for a txn that changed nothing */
+			if (!b.err && meta_mdb_writes != writes0)
+				stats_add(STATS_META_DB_COMMITS, 1);
+		} else if (b.txn)
 			mdb_txn_abort(b.txn);
 		b.txn = NULL;
 		pthread_mutex_lock(&gc->lock);

@@ -16,6 +16,11 @@ struct oent {
 	struct oent *next;
 };
 
+struct orphan {
+	uint64_t ino;
+	int64_t not_before_ns; /* loaded at start: the grace period for reclaims */
+};
+
 struct dying {
 	uint64_t ino, txnid; /* freed by the write txn txnid */
 };
@@ -26,11 +31,10 @@ struct meta_live {
 	size_t nsess, capsess;
 	struct oent **b;       /* open entries hashed by ino */
 	size_t nb, n;
-	uint64_t *orphans;     /* unlinked inodes still open (or not yet reaped) */
+	struct orphan *orphans; /* unlinked inodes still open (or not yet reaped) */
 	size_t norph, caporph;
 	struct dying *dying;
 	size_t ndying, capdying;
-	int64_t grace_until_ns;
 };
 
 struct meta_live *meta_live_new(void)
@@ -132,19 +136,19 @@ static bool ino_open(struct meta_live *l, uint64_t ino)
 static ssize_t orphan_find(struct meta_live *l, uint64_t ino)
 {
 	for (size_t i = 0; i < l->norph; i++)
-		if (l->orphans[i] == ino)
+		if (l->orphans[i].ino == ino)
 			return (ssize_t)i;
 	return -1;
 }
 
-static int orphan_add(struct meta_live *l, uint64_t ino)
+static int orphan_add(struct meta_live *l, uint64_t ino, int64_t not_before_ns)
 {
 	if (orphan_find(l, ino) >= 0)
 		return 0;
 	int rc = grow((void **)&l->orphans, &l->caporph, l->norph, sizeof(*l->orphans));
 	if (rc)
 		return rc;
-	l->orphans[l->norph++] = ino;
+	l->orphans[l->norph++] = (struct orphan){ino, not_before_ns};
 	return 0;
 }
 
@@ -243,10 +247,10 @@ int meta_session_load(struct meta_db *db, MDB_txn *txn, int64_t grace_until_ns)
 		return meta_mdb_err(rc);
 	MDB_val k, v;
 	pthread_mutex_lock(&l->lock);
-	l->grace_until_ns = grace_until_ns;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-		if (k.mv_size == 8 && (rc = orphan_add(l, meta_get_be64(k.mv_data))))
+		if (k.mv_size == 8 &&
+		    (rc = orphan_add(l, meta_get_be64(k.mv_data), grace_until_ns)))
 			break;
 	pthread_mutex_unlock(&l->lock);
 	mdb_cursor_close(cur);
@@ -463,7 +467,7 @@ int meta_session_unlinked(struct meta_db *db, MDB_txn *txn, uint64_t ino)
 	int rc;
 	pthread_mutex_lock(&l->lock);
 	bool open = ino_open(l, ino);
-	rc = open ? orphan_add(l, ino) : dying_add(l, ino, mdb_txn_id(txn));
+	rc = open ? orphan_add(l, ino, 0) : dying_add(l, ino, mdb_txn_id(txn));
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;
@@ -482,16 +486,13 @@ int meta_session_reap(struct meta_db *db, MDB_txn *txn, unsigned *n)
 		*n = 0;
 	do {
 		nt = 0;
+		int64_t now = meta_now_ns();
 		pthread_mutex_lock(&l->lock);
-		if (l->grace_until_ns && meta_now_ns() < l->grace_until_ns) {
-			pthread_mutex_unlock(&l->lock);
-			return 0;
-		}
-		l->grace_until_ns = 0;
 		/* taken out and marked dying under the lock: no open can slip in between */
 		for (size_t i = 0; i < l->norph && nt < 64;) {
-			uint64_t ino = l->orphans[i];
-			if (ino_open(l, ino) || dying_add(l, ino, mdb_txn_id(txn))) {
+			uint64_t ino = l->orphans[i].ino;
+			if (now < l->orphans[i].not_before_ns || ino_open(l, ino) ||
+			    dying_add(l, ino, mdb_txn_id(txn))) {
 				i++; /* open, or no memory to mark it: next time */
 				continue;
 			}

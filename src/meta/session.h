@@ -41,9 +41,9 @@ struct meta_live *meta_live_new(void);
 void meta_live_free(struct meta_live *l);
 
 /* Startup (write txn, before serving): turns open records of the old format (session
- * tables on disk) into orphan records, drops stored sessions, loads the orphan records,
- * and starts a grace period ending at grace_until_ns (0: none) during which no orphan is
- * freed. */
+ * tables on disk) into orphan records, drops stored sessions, and loads the orphan
+ * records; none of them is freed before grace_until_ns (0: no grace), which gives
+ * clients time to reclaim their opens. */
 int meta_session_load(struct meta_db *db, MDB_txn *txn, int64_t grace_until_ns);
 
 /* Creates a session for node (1..WEFT_NODE_MAX bytes, else -EINVAL): a new id from the
@@ -77,7 +77,7 @@ int meta_session_release(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t
 int meta_session_unlinked(struct meta_db *db, MDB_txn *txn, uint64_t ino);
 /* 1 when some session holds ino open, 0 when none. */
 int meta_session_ino_open(struct meta_db *db, MDB_txn *txn, uint64_t ino);
-/* Frees every orphan no session holds open (write txn), unless in the grace period;
+/* Frees every orphan no session holds open (write txn), but not before its grace;
  * *n = how many (may be NULL). An orphan taken out of the table whose txn then fails
  * stays recorded on disk and is freed after the next restart. */
 int meta_session_reap(struct meta_db *db, MDB_txn *txn, unsigned *n);
