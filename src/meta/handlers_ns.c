@@ -422,15 +422,21 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	weft_opened_encode(w, &m);
 }
 
-/* RELEASE {ino, handle, session} -> EMPTY. Memory only (loop thread): an orphan whose
- * last open this was is freed by the reaper within a second (session.h). Clients do not
- * wait for the reply. Errors: ENOENT the session does not hold ino open. */
+/* RELEASE {ino, handle, session} -> EMPTY. Memory only (loop thread); r->flag is set
+ * when an orphan's last open went: the server then frees it in a mutation (the reaper)
+ * before it replies. Clients do not wait for the reply. Errors: ENOENT the session does
+ * not hold ino open. */
 static int h_release(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_release *m = MSG(release);
+	r->flag = false;
 	if (m->session == 0)
 		return 0; /* opens without a session were not recorded */
-	return meta_session_release(c->db, NULL, m->session, m->ino);
+	int rc = meta_session_release(c->db, NULL, m->session, m->ino);
+	if (rc < 0)
+		return rc;
+	r->flag = rc == 1;
+	return 0;
 }
 
 /* REOPEN {ino, count, session} -> EMPTY. A client whose session meta lost (a restart)

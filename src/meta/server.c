@@ -96,6 +96,21 @@ static void mut_done(void *arg, int result)
 	mreq_finish(r, result);
 }
 
+static int reap_apply(MDB_txn *txn, void *arg)
+{
+	struct mreq *r = arg;
+	return meta_session_reap(r->s->db, txn, NULL);
+}
+
+/* The release itself succeeded; a failed reap leaves the orphan for the next tick. */
+static void reap_done(void *arg, int result)
+{
+	struct mreq *r = arg;
+	if (result == 0)
+		meta_deleter_wake(r->s->del);
+	mreq_finish(r, 0);
+}
+
 /* ---- reads on the loop thread ---- */
 
 static int run_read(struct mreq *r)
@@ -181,7 +196,15 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	conn_get(c);
 	if (!h->write) {
-		mreq_finish(r, run_read(r));
+		int rc = run_read(r);
+		if (rc == 0 && op == WEFT_OP_RELEASE && r->flag) {
+			/* an orphan's last open went: free it now, reply once that is committed */
+			r->mut = (struct meta_mutation){.apply = reap_apply, .done = reap_done,
+							.arg = r, .lazy = true};
+			if (meta_commit_submit(s->gc, &r->mut) == 0)
+				return;
+		}
+		mreq_finish(r, rc);
 		return;
 	}
 	r->mut.apply = mut_apply;

@@ -452,22 +452,34 @@ int meta_session_release(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t
 		pthread_mutex_unlock(&l->lock);
 		return -ENOENT;
 	}
+	bool orphan_left = false;
 	if (--e->count == 0) {
 		*pp = e->next;
 		free(e);
 		l->n--;
+		orphan_left = !ino_open(l, ino) && orphan_find(l, ino) >= 0;
 	}
 	pthread_mutex_unlock(&l->lock);
-	return txn ? meta_session_reap(db, txn, NULL) : 0;
+	if (txn)
+		return meta_session_reap(db, txn, NULL);
+	return orphan_left;
 }
 
 int meta_session_unlinked(struct meta_db *db, MDB_txn *txn, uint64_t ino)
 {
 	struct meta_live *l = db->live;
 	int rc;
+	uint64_t id = mdb_txn_id(txn);
 	pthread_mutex_lock(&l->lock);
+	/* keep the list short without opens to prune it: an entry 1024 commits old cannot
+	 * matter (an OPEN holds its snapshot for microseconds, see meta_session_reopen) */
+	for (size_t i = 0; i < l->ndying;)
+		if (l->dying[i].txnid + 1024 < id)
+			l->dying[i] = l->dying[--l->ndying];
+		else
+			i++;
 	bool open = ino_open(l, ino);
-	rc = open ? orphan_add(l, ino, 0) : dying_add(l, ino, mdb_txn_id(txn));
+	rc = open ? orphan_add(l, ino, 0) : dying_add(l, ino, id);
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;

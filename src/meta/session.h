@@ -67,9 +67,10 @@ int meta_session_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_
 int meta_session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino);
 int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
 			uint32_t count);
-/* Drops one open. With a write txn, an orphan whose last open this was is freed in it;
- * with txn NULL (loop thread) only the memory changes and the reaper frees it.
- * Errors: -ENOENT the session does not hold ino open. */
+/* Drops one open. With a write txn, an orphan whose last open this was is freed in it
+ * (returns 0); with txn NULL (loop thread) only the memory changes, and it returns 1 when
+ * ino is an orphan no session holds open any more (the caller runs meta_session_reap in
+ * a write txn), else 0. Errors: -ENOENT the session does not hold ino open. */
 int meta_session_release(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino);
 /* The last link of ino is going (write txn): 1 when some session holds it open (it is
  * then recorded as an orphan, durably, in txn), 0 when none (it is marked dying: opens

@@ -11,11 +11,14 @@ ALLOWED_ERRORS='did not answer|connection|Connection|meta|unreachable'
 cluster_up --stores 2 --replicas 1 --metrics
 mountpoint -q "$MNT" || fail "not mounted"
 
-# metric NAME_REGEX DAEMON: the sum of the Prometheus samples whose line matches
+# metric NAME_REGEX DAEMON [FILE]: the sum of the Prometheus samples whose line matches
+# (from FILE, a snapshot taken with snap, if given)
 metric() {
-	curl -s "http://$(cat "$STATE/$2.metrics.addr")/metrics" |
+	{ if [ -n "${3:-}" ]; then cat "$3"; else curl -s "http://$(cat "$STATE/$2.metrics.addr")/metrics"; fi; } |
 		awk -v re="$1" '$0 !~ /^#/ && $0 ~ re {s += $NF} END {print s + 0}'
 }
+snap() { curl -s "http://$(cat "$STATE/meta.metrics.addr")/metrics" >"$1"; }
+WRITERS='weft_served_requests_total.*op="(TARGET_HEARTBEAT|SESSION_OPEN|SESSION_CLOSE|EXTEND|CREATE|CREATE_OPEN|SETATTR|CHAIN_SYNCED)"'
 
 # --- 1,000 opens and reads of existing files: no commit, no sync at meta
 mkdir "$MNT/small"
@@ -23,11 +26,12 @@ for i in $(seq 100); do printf "%02d" $((i % 100)) >"$MNT/small/f$i"; done
 head -c $((64 << 10)) /dev/urandom >"$MNT/small/big"
 sync
 sleep 1
-c0=$(metric 'weft_meta_db_commits_total' meta)
-s0=$(metric 'weft_meta_db_syncs_total' meta)
-o0=$(metric 'weft_served_requests_total.*op="OPEN"' meta)
-r0=$(metric 'weft_served_requests_total.*op="RELEASE"' meta)
-w0=$(metric 'weft_served_requests_total.*op="(TARGET_HEARTBEAT|SESSION_OPEN|SESSION_CLOSE|EXTEND|CREATE|CREATE_OPEN|SETATTR)"' meta)
+snap "$T/m0"
+c0=$(metric 'weft_meta_db_commits_total' meta "$T/m0")
+s0=$(metric 'weft_meta_db_syncs_total' meta "$T/m0")
+o0=$(metric 'weft_served_requests_total.*op="OPEN"' meta "$T/m0")
+r0=$(metric 'weft_served_requests_total.*op="RELEASE"' meta "$T/m0")
+w0=$(metric "$WRITERS" meta "$T/m0")
 for round in $(seq 10); do
 	echo 3 >/proc/sys/vm/drop_caches
 	for i in $(seq 100); do
@@ -35,19 +39,21 @@ for round in $(seq 10); do
 	done
 done
 sleep 1 # releases are not waited for: let the last ones arrive
-c1=$(metric 'weft_meta_db_commits_total' meta)
-s1=$(metric 'weft_meta_db_syncs_total' meta)
-o1=$(metric 'weft_served_requests_total.*op="OPEN"' meta)
-r1=$(metric 'weft_served_requests_total.*op="RELEASE"' meta)
-w1=$(metric 'weft_served_requests_total.*op="(TARGET_HEARTBEAT|SESSION_OPEN|SESSION_CLOSE|EXTEND|CREATE|CREATE_OPEN|SETATTR)"' meta)
+snap "$T/m1"
+c1=$(metric 'weft_meta_db_commits_total' meta "$T/m1")
+s1=$(metric 'weft_meta_db_syncs_total' meta "$T/m1")
+o1=$(metric 'weft_served_requests_total.*op="OPEN"' meta "$T/m1")
+r1=$(metric 'weft_served_requests_total.*op="RELEASE"' meta "$T/m1")
+w1=$(metric "$WRITERS" meta "$T/m1")
 opens=$((o1 - o0)) releases=$((r1 - r0)) commits=$((c1 - c0)) syncs=$((s1 - s0)) writers=$((w1 - w0))
 [ "$opens" -ge 1000 ] || fail "expected >= 1000 OPENs at meta, counted $opens"
 [ "$releases" -ge 1000 ] || fail "expected >= 1000 RELEASEs at meta, counted $releases"
 # every commit and sync in the window must come from another request that writes (the
-# stores' heartbeats): none from the opens
-[ "$commits" -le "$writers" ] || fail "$opens opens: $commits meta commits, only $writers from other requests"
-[ "$syncs" -le "$writers" ] || fail "$opens opens: $syncs meta syncs, only $writers from other requests"
-ok "$opens opens+reads+releases: $commits meta commits and $syncs syncs, all from $writers heartbeats"
+# stores' heartbeats): none from the opens. Slack 2 (one per store): a heartbeat
+# committed at the second snapshot but not yet answered (counted at its reply).
+[ "$commits" -le $((writers + 2)) ] || fail "$opens opens: $commits meta commits, only $writers from other requests"
+[ "$syncs" -le $((writers + 2)) ] || fail "$opens opens: $syncs meta syncs, only $writers from other requests"
+ok "$opens opens+reads+releases: $commits meta commits and $syncs syncs; $writers heartbeats"
 
 # --- the page cache kept across opens while the file is unchanged
 echo 3 >/proc/sys/vm/drop_caches
