@@ -41,6 +41,12 @@ struct weft_client {
 	bool checksums;
 	uint32_t readahead_units;
 	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
+	/* The session at meta. Meta keeps open state in memory only: after a restart it
+	 * answers our id with ENOENT, and we open a new session and send REOPEN for every
+	 * file we hold open (client_session_renew). Held for reading around an open or a
+	 * release (the session id they use and the winode open counts they change), for
+	 * writing by a renewal. */
+	pthread_rwlock_t sess_lock;
 	uint64_t session;
 	uint32_t lease_ms;
 
@@ -83,6 +89,7 @@ struct winode {
 	struct weft_client *c;
 	uint64_t ino;
 	int refs;                 /* open handles, inodes_lock */
+	int opens;                /* opens counted at meta in our session, inodes_lock */
 	struct weft_layout layout;
 
 	pthread_mutex_t lock;     /* guards everything below */
@@ -176,6 +183,15 @@ struct meta_wait {
 	uint16_t op;
 	struct wbuf again;  /* the request, to send again if meta was away */
 };
+/* After ENOENT from meta for a request carrying session id old: true if meta no longer
+ * knows that session (asks it with a heartbeat). */
+bool client_session_lost(struct weft_client *c, uint64_t old);
+/* Opens a new session in place of old (unless another thread already did) and sends
+ * REOPEN for every file held open. Takes sess_lock for writing. 0 or -errno. */
+int client_session_renew(struct weft_client *c, uint64_t old);
+/* Sends a request to meta and does not wait for the reply (payload taken); an error is
+ * logged at debug level. Requests sent this way reach meta in order with later ones. */
+void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload);
 /* Sends a request to meta without waiting (payload taken). */
 void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		       struct meta_wait *w);

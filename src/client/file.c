@@ -631,11 +631,21 @@ int weft_file_fsync(struct weft_file *f)
 int weft_file_release(struct weft_file *f)
 {
 	int err = weft_file_flush(f);
+	struct weft_client *c = f->c;
+	/* not waited for: meta only drops a count in memory, and the request goes on the
+	 * same connection as (so before) any later request about the file. A release lost
+	 * with the connection to a restarting meta is not needed: the renewed session
+	 * reclaims only the opens still counted here. */
+	pthread_rwlock_rdlock(&c->sess_lock);
+	pthread_mutex_lock(&c->inodes_lock);
+	f->wi->opens--;
+	pthread_mutex_unlock(&c->inodes_lock);
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0, .session = f->c->session};
+	struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0, .session = c->session};
 	weft_release_encode(&w, &m);
-	client_meta_call(f->c, WEFT_OP_RELEASE, &w, NULL, 0, NULL);
+	client_meta_post(c, WEFT_OP_RELEASE, &w);
+	pthread_rwlock_unlock(&c->sess_lock);
 	if (weft_file_writable(f)) {
 		pthread_mutex_lock(&f->wi->lock);
 		f->wi->writers--;
@@ -691,12 +701,50 @@ void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
 	winode_put(c, wi);
 }
 
-/* Sends OPEN or CREATE_OPEN (payload w) and makes the open file from the OPENED reply. */
+/* Encodes an OPEN or CREATE_OPEN request (msg) for session sid. */
+typedef void (*open_enc_fn)(struct wbuf *w, void *msg, uint64_t sid);
+
+static void enc_open(struct wbuf *w, void *msg, uint64_t sid)
+{
+	struct weft_msg_open *m = msg;
+	m->session = sid;
+	weft_open_encode(w, m);
+}
+
+static void enc_create_open(struct wbuf *w, void *msg, uint64_t sid)
+{
+	struct weft_msg_create_open *m = msg;
+	m->session = sid;
+	weft_create_open_encode(w, m);
+}
+
+/* Sends OPEN or CREATE_OPEN (msg, encoded by enc) and makes the open file from the OPENED
+ * reply. The open is counted at meta in our session and in the winode (sess_lock held
+ * for reading across both, so that a session renewal reclaims exactly what meta
+ * counted). ENOENT from a session meta no longer knows (a restart): renew and retry. */
 static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t op,
-		     struct wbuf *w, int flags, struct weft_file **out, struct weft_msg_opened *o)
+		     open_enc_fn enc, void *msg, int flags, struct weft_file **out,
+		     struct weft_msg_opened *o)
 {
 	struct frame *fr;
-	int err = client_meta_call(c, op, w, NULL, 0, &fr);
+	int err;
+	for (int attempt = 0;; attempt++) {
+		pthread_rwlock_rdlock(&c->sess_lock);
+		uint64_t sid = c->session;
+		struct wbuf w;
+		wbuf_init(&w);
+		enc(&w, msg, sid);
+		err = client_meta_call(c, op, &w, NULL, 0, &fr);
+		if (err == -ENOENT && attempt == 0) {
+			pthread_rwlock_unlock(&c->sess_lock);
+			if (client_session_lost(c, sid) && client_session_renew(c, sid) == 0) {
+				frame_free(fr);
+				continue;
+			}
+			pthread_rwlock_rdlock(&c->sess_lock);
+		}
+		break;
+	}
 	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
 	/* o->written borrows from the frame: keep a copy */
@@ -706,21 +754,33 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		memcpy(written, o->written.p, wlen);
 	o->written = (struct weft_str){NULL, 0};
 	frame_free(fr);
-	if (err)
-		return err;
-	if (o->layout.stripe_unit == 0)
+	struct weft_file *f = NULL;
+	if (!err && !(f = calloc(1, sizeof(*f))))
+		err = -ENOMEM;
+	if (!err && o->layout.stripe_unit == 0)
 		o->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
-	struct weft_file *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
+	if (!err && !(f->wi = winode_get(c, &o->attr, &o->layout)))
+		err = -ENOMEM;
+	if (err) {
+		pthread_rwlock_unlock(&c->sess_lock);
+		free(f);
+		/* an open meta counted but we cannot use: give it back */
+		if (err == -ENOMEM) {
+			struct wbuf w;
+			wbuf_init(&w);
+			struct weft_msg_release m = {.ino = o->attr.ino, .session = c->session};
+			weft_release_encode(&w, &m);
+			client_meta_post(c, WEFT_OP_RELEASE, &w);
+		}
+		return err;
+	}
+	pthread_mutex_lock(&c->inodes_lock);
+	f->wi->opens++;
+	pthread_mutex_unlock(&c->inodes_lock);
+	pthread_rwlock_unlock(&c->sess_lock);
 	f->c = c;
 	f->cred = *cr;
 	f->flags = flags;
-	f->wi = winode_get(c, &o->attr, &o->layout);
-	if (!f->wi) {
-		free(f);
-		return -ENOMEM;
-	}
 	if ((flags & O_ACCMODE) != O_RDONLY) {
 		pthread_mutex_lock(&f->wi->lock);
 		f->wi->writers++;
@@ -737,16 +797,13 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		struct weft_attr *attr)
 {
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
-	struct wbuf w;
-	wbuf_init(&w);
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
 					 .name = weft_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
 					 .flags = excl ? WEFT_CREATE_EXCL : 0,
-					 .open_flags = (uint32_t)flags, .session = c->session};
-	weft_create_open_encode(&w, &m);
+					 .open_flags = (uint32_t)flags};
 	struct weft_msg_opened o;
-	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, &w, flags, out, &o);
+	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
 	if (err)
 		return err;
 	if (o.created)
@@ -760,14 +817,10 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr)
 {
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags,
-				  .session = c->session};
-	weft_open_encode(&w, &m);
+	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;
 	struct weft_file *f;
-	int err = open_call(c, cr, WEFT_OP_OPEN, &w, flags, &f, &o);
+	int err = open_call(c, cr, WEFT_OP_OPEN, enc_open, &m, flags, &f, &o);
 	if (err)
 		return err;
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(o.attr.mode)) {

@@ -265,6 +265,105 @@ static int open_session(struct weft_client *c)
 	return err;
 }
 
+bool client_session_lost(struct weft_client *c, uint64_t old)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = old};
+	weft_session_id_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL);
+	return err == -ENOENT || err == -ESTALE;
+}
+
+/* The files held open: (ino, count) pairs, malloc'ed; *n of them. */
+static struct weft_msg_reopen *held_opens(struct weft_client *c, size_t *n)
+{
+	struct weft_msg_reopen *v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	pthread_mutex_lock(&c->inodes_lock);
+	for (size_t i = 0; i < c->inodes_cap; i++)
+		for (struct winode *w = c->inodes[i]; w; w = w->next) {
+			if (w->opens <= 0)
+				continue;
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct weft_msg_reopen *q = realloc(v, nc * sizeof(*v));
+				if (!q)
+					goto out;
+				v = q;
+				cap = nc;
+			}
+			v[(*n)++] = (struct weft_msg_reopen){.ino = w->ino,
+							     .count = (uint32_t)w->opens};
+		}
+out:
+	pthread_mutex_unlock(&c->inodes_lock);
+	return v;
+}
+
+int client_session_renew(struct weft_client *c, uint64_t old)
+{
+	pthread_rwlock_wrlock(&c->sess_lock);
+	if (c->session != old) { /* another thread renewed it */
+		pthread_rwlock_unlock(&c->sess_lock);
+		return 0;
+	}
+	int err = open_session(c);
+	if (err) {
+		pthread_rwlock_unlock(&c->sess_lock);
+		log_warn("opening a new session at meta: %s", weft_strerror(err));
+		return err;
+	}
+	size_t n, taken = 0;
+	struct weft_msg_reopen *v = held_opens(c, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct wbuf w;
+		wbuf_init(&w);
+		v[i].session = c->session;
+		weft_reopen_encode(&w, &v[i]);
+		int e = client_meta_call(c, WEFT_OP_REOPEN, &w, NULL, 0, NULL);
+		if (e == 0)
+			taken++;
+		else
+			log_warn("reclaiming open inode %llu in session %llu: %s",
+				 (unsigned long long)v[i].ino, (unsigned long long)c->session,
+				 weft_strerror(e));
+	}
+	free(v);
+	/* the beat thread recomputes its schedule from the new lease */
+	pthread_mutex_lock(&c->beat_lock);
+	pthread_cond_signal(&c->beat_cond);
+	pthread_mutex_unlock(&c->beat_lock);
+	log_info("session %llu replaces %llu at meta; %zu open file(s) reclaimed",
+		 (unsigned long long)c->session, (unsigned long long)old, taken);
+	pthread_rwlock_unlock(&c->sess_lock);
+	return 0;
+}
+
+static void post_done(void *arg, int status, struct frame *reply)
+{
+	uint16_t op = (uint16_t)(uintptr_t)arg;
+	frame_free(reply);
+	if (status)
+		log_debug("%s (not waited for): %s", weft_op_name(op), weft_strerror(status));
+}
+
+void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)
+{
+	struct conn *cn;
+	int err = rpc_conn(c->meta, &cn);
+	if (err == 0) {
+		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, post_done,
+				(void *)(uintptr_t)op);
+		conn_put(cn);
+	} else {
+		wbuf_free(payload);
+	}
+	if (err)
+		post_done((void *)(uintptr_t)op, err, NULL);
+}
+
 static void add_ms(struct timespec *t, uint32_t ms)
 {
 	t->tv_sec += ms / 1000;
@@ -291,9 +390,9 @@ static void beat(struct weft_client *c)
 		chaincache_announce(c->cc, r.chains_version);
 	frame_free(f);
 	if (err == -ENOENT || err == -ESTALE) {
-		log_warn("session %llu expired at meta; opening a new one",
-			 (unsigned long long)c->session);
-		open_session(c);
+		log_warn("session %llu unknown at meta (expired, or meta restarted); opening a "
+			 "new one", (unsigned long long)m.session);
+		client_session_renew(c, m.session);
 	} else if (err) {
 		log_debug("session heartbeat: %s", weft_strerror(err));
 	}
@@ -310,8 +409,14 @@ static void *beat_main(void *arg)
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
 		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
-		struct timespec now;
+		struct timespec now, soonest;
 		clock_gettime(CLOCK_REALTIME, &now);
+		/* a new session may come with a shorter lease: beat within its period */
+		soonest = now;
+		add_ms(&soonest, period);
+		if (next.tv_sec > soonest.tv_sec ||
+		    (next.tv_sec == soonest.tv_sec && next.tv_nsec > soonest.tv_nsec))
+			next = soonest;
 		bool due = now.tv_sec > next.tv_sec ||
 			   (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
 		if (!due && !c->refresh_now) {
@@ -381,6 +486,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->inodes_lock, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
+	pthread_rwlock_init(&c->sess_lock, NULL);
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));

@@ -162,6 +162,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_PAGEPOOL_WAITS] = "pagepool_waits",
 		[STATS_DISK_READ_ERRORS] = "disk_read_errors",
 		[STATS_DISK_WRITE_ERRORS] = "disk_write_errors",
+		[STATS_META_DB_COMMITS] = "meta_db_commits",
+		[STATS_META_DB_SYNCS] = "meta_db_syncs",
 	};
 	return names[c];
 }

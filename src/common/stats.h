@@ -29,6 +29,8 @@ enum stats_counter {
 	STATS_PAGEPOOL_WAITS,   /* writers that waited for pagepool room (write-behind full) */
 	STATS_DISK_READ_ERRORS, /* a store's disk failed a read (EIO, EROFS, EUCLEAN) */
 	STATS_DISK_WRITE_ERRORS, /* and a write, truncate or fsync: the target fails */
+	STATS_META_DB_COMMITS,  /* meta: write txns that changed the database (pages written) */
+	STATS_META_DB_SYNCS,    /* meta: syncs of the database to disk */
 	STATS_COUNTERS
 };
 

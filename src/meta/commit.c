@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/stats.h"
 #include "meta/space.h"
 
 /* The mutations of one write txn. */
@@ -153,6 +154,7 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	if (b->err == 0 && need_sync) {
 		b->err = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
 		synced = true;
+		stats_add(STATS_META_DB_SYNCS, 1);
 	}
 	if (b->err)
 		log_error("meta group commit of %u ops: %s", b->n, strerror(-b->err));
@@ -213,6 +215,7 @@ static void *writer(void *arg)
 		if (!gc->head)
 			break; /* stopping, and everything taken is committed */
 		struct batch b = {0};
+		uint64_t writes0 = meta_mdb_writes;
 		pthread_mutex_unlock(&gc->lock);
 		if (gc->sp)
 			meta_space_check(gc->sp); /* no write txn live: the map may grow */
@@ -278,6 +281,9 @@ static void *writer(void *arg)
 		} else if (b.txn) {
 			mdb_txn_abort(b.txn);
 		}
+		/* LMDB writes nothing for a txn that changed nothing */
+		if (!b.err && meta_mdb_writes != writes0)
+			stats_add(STATS_META_DB_COMMITS, 1);
 		b.txn = NULL;
 		pthread_mutex_lock(&gc->lock);
 		/* With ops waiting, the syncer syncs while the writer applies them. With none

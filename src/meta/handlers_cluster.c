@@ -42,7 +42,8 @@ static void rep_session(struct mreq *r, struct wbuf *w)
 	weft_session_encode(w, &m);
 }
 
-/* SESSION_BEAT {session} -> HEARTBEAT_REPLY {lease_ms, chains_version}: the chain-table
+/* SESSION_BEAT {session} -> HEARTBEAT_REPLY {lease_ms, chains_version}. A read: sessions
+ * live in memory (session.h), so a beat writes nothing. The chain-table
  * epoch rides on the beat so that every mount learns of a new one within a beat.
  * Errors: ENOENT unknown or expired session. */
 static int h_session_beat(struct mreq *r, const struct meta_ctx *c)
@@ -347,7 +348,7 @@ static void rep_targets(struct mreq *r, struct wbuf *w)
 
 const struct meta_handler meta_cluster_handlers[] = {
 	H(SESSION_OPEN, true, false, h_session_open, rep_session),
-	H(SESSION_BEAT, true, false, h_session_beat, rep_session_beat),
+	H(SESSION_BEAT, false, false, h_session_beat, rep_session_beat),
 	H(SESSION_CLOSE, true, true, h_session_close, NULL),
 	H(RECALL, false, false, h_recall, NULL),
 	H(TARGET_REGISTER, true, false, h_target_register, rep_target_registered),

@@ -334,10 +334,11 @@ static int h_access(struct mreq *r, const struct meta_ctx *c)
 	return meta_ns_access(c, ref_of(MSG(access)->ino, 0), MSG(access)->mask);
 }
 
-/* OPEN {cred, ino, flags, session} -> OPENED {attr, layout, handle, lease}. Checks
- * access for the open mode (O_TRUNC needs write; a directory opened for writing is
- * EISDIR) and counts the open in the session (session 0: not recorded), so an unlinked
- * file keeps its data until its last release. Errors: EACCES, EISDIR, ESTALE, ENOENT
+/* OPEN {cred, ino, flags, session} -> OPENED {attr, layout, handle, lease}. A read (loop
+ * thread, nothing written to disk). Checks access for the open mode (O_TRUNC needs write;
+ * a directory opened for writing is EISDIR) and counts the open in the session's memory
+ * (session 0: not recorded), so an unlinked file keeps its data until its last release.
+ * Errors: EACCES, EISDIR, ESTALE, ENOENT
  * (unknown session), EINVAL (bad access mode). */
 /* The access an open(2) with these flags needs (4 read, 2 write), or -EINVAL. */
 static int open_mask(uint32_t flags)
@@ -365,13 +366,16 @@ static int h_open(struct mreq *r, const struct meta_ctx *c)
 		return -EISDIR;
 	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), (uint32_t)mask)))
 		return rc;
-	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
-		return rc;
-	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
 	if (S_ISREG(r->attr.mode) &&
 	    (rc = meta_ns_written(c, ref_of(m->ino, 0), r->written, &r->written_len)))
 		return rc;
-	return fill_layout(r, c);
+	if ((rc = fill_layout(r, c)))
+		return rc;
+	/* last: nothing fails after it, so there is nothing to take back */
+	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
+		return rc;
+	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
+	return 0;
 }
 
 /* CREATE_OPEN {cred, parent, name, mode, flags, open_flags, session} -> OPENED. CREATE of
@@ -394,11 +398,19 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 		return rc;
 	if (!r->flag && (rc = meta_ns_access(c, ref_of(r->attr.ino, 0), (uint32_t)mask)))
 		return rc;
+	if (!r->flag &&
+	    (rc = meta_ns_written(c, ref_of(r->attr.ino, 0), r->written, &r->written_len)))
+		return rc;
+	/* the open is counted in memory, once: a second run of this op (commit.h) takes
+	 * back the first run's count; mut_done takes it back if the batch fails */
+	if (r->opened_ino) {
+		meta_session_release(c->db, NULL, m->session, r->opened_ino);
+		r->opened_ino = 0;
+	}
 	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, r->attr.ino)))
 		return rc;
+	r->opened_ino = m->session ? r->attr.ino : 0;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
-	if (!r->flag)
-		return meta_ns_written(c, ref_of(r->attr.ino, 0), r->written, &r->written_len);
 	return 0;
 }
 
@@ -410,19 +422,35 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	weft_opened_encode(w, &m);
 }
 
-/* RELEASE {ino, handle, session} -> EMPTY. The last release of an orphan frees it and
- * queues its objects. Errors: ENOENT the session does not hold ino open. */
+/* RELEASE {ino, handle, session} -> EMPTY. Memory only (loop thread); r->flag is set
+ * when an orphan's last open went: the server then frees it in a mutation (the reaper)
+ * before it replies. Clients do not wait for the reply. Errors: ENOENT the session does
+ * not hold ino open. */
 static int h_release(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_release *m = MSG(release);
+	r->flag = false;
 	if (m->session == 0)
 		return 0; /* opens without a session were not recorded */
-	return meta_session_release(c->db, c->txn, m->session, m->ino);
+	int rc = meta_session_release(c->db, NULL, m->session, m->ino);
+	if (rc < 0)
+		return rc;
+	r->flag = rc == 1;
+	return 0;
+}
+
+/* REOPEN {ino, count, session} -> EMPTY. A client whose session meta lost (a restart)
+ * takes back the opens it holds, in its new session: no access check. Errors: ENOENT
+ * unknown session, ESTALE the inode is gone, EINVAL count 0. */
+static int h_reopen(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_reopen *m = MSG(reopen);
+	return meta_session_reopen(c->db, c->txn, m->session, m->ino, m->count);
 }
 
 /* FSYNC {cred, ino} -> EMPTY. Writes nothing, but goes through the group commit as a
- * durable op: its reply waits for a sync, which makes what lazy ops (EXTEND, OPEN,
- * RELEASE) committed before it durable too. ESTALE if gone. */
+ * durable op: its reply waits for a sync, which makes what lazy ops (EXTEND) committed
+ * before it durable too. ESTALE if gone. */
 static int h_fsync(struct mreq *r, const struct meta_ctx *c)
 {
 	return meta_ns_getattr(c, ref_of(MSG(ino)->ino, MSG(ino)->gen), &r->attr);
@@ -506,9 +534,10 @@ const struct meta_handler meta_ns_handlers[] = {
 	RD(LISTXATTR, h_listxattr, rep_size),
 	WR(REMOVEXATTR, h_removexattr, NULL, false),
 	RD(ACCESS, h_access, NULL),
-	WR(OPEN, h_open, rep_open, false),
+	RD(OPEN, h_open, rep_open),
 	WR(CREATE_OPEN, h_create_open, rep_open, false),
-	{WEFT_OP_RELEASE, true, false, true, false, h_release, NULL},
+	{WEFT_OP_RELEASE, false, false, false, false, h_release, NULL},
+	{WEFT_OP_REOPEN, false, false, false, false, h_reopen, NULL},
 	WR(FSYNC, h_fsync, NULL, false),
 	WR(EXTEND, h_extend, NULL, false),
 	WR(SETSTRIPE, h_setstripe, NULL, false),

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "meta/inode.h"
+#include "meta/session.h"
 #include "meta/super.h"
 
 _Thread_local uint64_t meta_mdb_writes;
@@ -120,6 +121,10 @@ static int env_open(const char *dir, uint64_t mapsize, struct meta_db **out)
 	rc = mdb_txn_commit(txn);
 	if (rc)
 		goto fail_env;
+	if (!(db->live = meta_live_new())) {
+		rc = ENOMEM;
+		goto fail_env;
+	}
 	*out = db;
 	return 0;
 fail_txn:
@@ -138,6 +143,7 @@ void meta_db_close(struct meta_db *db)
 		return;
 	mdb_env_close(db->env);
 	pthread_rwlock_destroy(&db->map_lock);
+	meta_live_free(db->live);
 	free(db);
 }
 

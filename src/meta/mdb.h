@@ -8,7 +8,7 @@
  * that LMDB's byte order is numeric order; values are versioned little-endian records,
  * never raw structs.
  *
- * Threads: a struct meta_db is immutable after meta_db_open and may be shared by every
+ * Threads: a struct meta_db is immutable after meta_db_open (live has its own lock) and may be shared by every
  * thread; transactions follow LMDB's rules (one write txn at a time, env-wide). */
 #ifndef WEFT_META_MDB_H
 #define WEFT_META_MDB_H
@@ -36,10 +36,11 @@ struct meta_db {
 	MDB_dbi xattrs;     /* ino BE64 + name -> value bytes */
 	MDB_dbi targets;    /* target id BE32 -> target record (chains.h) */
 	MDB_dbi chains;     /* replicas u8 + chain id BE32 -> chain record */
-	MDB_dbi sessions;   /* session id BE64 -> session record (session.h) */
-	MDB_dbi opens;      /* ino BE64 + session BE64 -> open count LE32 */
-	MDB_dbi sess_opens; /* session BE64 + ino BE64 -> open count LE32 (mirror of opens) */
+	MDB_dbi sessions;   /* unused since sessions live in memory (emptied at start) */
+	MDB_dbi opens;      /* orphans: ino BE64 -> empty, an unlinked file still open */
+	MDB_dbi sess_opens; /* unused (emptied at start) */
 	MDB_dbi pending;    /* seq BE64 -> pending object work record (pending.h) */
+	struct meta_live *live; /* sessions and open counts, in memory (session.h) */
 };
 
 /* Options of a new file system (meta_mkfs) and the superblock's options. */

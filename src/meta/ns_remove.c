@@ -15,7 +15,7 @@ int meta_ns_drop_link(const struct meta_ctx *c, struct meta_inode *in)
 	in->attr.ctime_ns = meta_ns_now(c);
 	if (in->attr.nlink > 0)
 		return meta_inode_put(c->db, c->txn, in);
-	int open = meta_session_ino_open(c->db, c->txn, in->attr.ino);
+	int open = meta_session_unlinked(c->db, c->txn, in->attr.ino);
 	if (open < 0)
 		return open;
 	if (open) {

@@ -88,9 +88,28 @@ static int mut_apply(MDB_txn *txn, void *arg)
 static void mut_done(void *arg, int result)
 {
 	struct mreq *r = arg;
+	if (result && r->opened_ino) /* the batch failed: the open did not happen */
+		meta_session_release(r->s->db, NULL,
+				     ((struct weft_msg_create_open *)(void *)r->msg)->session,
+				     r->opened_ino);
 	if (result == 0 && r->h->wakes_deleter)
 		meta_deleter_wake(r->s->del);
 	mreq_finish(r, result);
+}
+
+static int reap_apply(MDB_txn *txn, void *arg)
+{
+	struct mreq *r = arg;
+	return meta_session_reap(r->s->db, txn, NULL);
+}
+
+/* The release itself succeeded; a failed reap leaves the orphan for the next tick. */
+static void reap_done(void *arg, int result)
+{
+	struct mreq *r = arg;
+	if (result == 0)
+		meta_deleter_wake(r->s->del);
+	mreq_finish(r, 0);
 }
 
 /* ---- reads on the loop thread ---- */
@@ -181,22 +200,27 @@ static void on_request(struct conn *c, struct frame *f)
 			meta_perm_squash(&r->cred);
 	}
 	conn_get(c);
-	bool write = h->write;
-	if (op == WEFT_OP_OPEN && ((struct weft_msg_open *)(void *)r->msg)->session == 0)
-		write = false; /* nothing to record */
-	if (!write) {
-		mreq_finish(r, run_read(r));
+	if (!h->write) {
+		int rc = run_read(r);
+		if (rc == 0 && op == WEFT_OP_RELEASE && r->flag) {
+			/* an orphan's last open went: free it now, reply once that is committed */
+			r->mut = (struct meta_mutation){.apply = reap_apply, .done = reap_done,
+							.arg = r, .lazy = true};
+			if (meta_commit_submit(s->gc, &r->mut) == 0)
+				return;
+		}
+		mreq_finish(r, rc);
 		return;
 	}
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
 	r->mut.arg = r;
 	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
-	 * with the next sync): open bookkeeping, where a power cut can lose the record that
-	 * keeps an unlinked file's data while it is open somewhere; and EXTEND, the size a
-	 * writer reports at close, which like a local file system's is durable once fsync
-	 * returns (the client's fsync sends FSYNC, a durable op, after it), not at close. */
-	r->mut.lazy = op == WEFT_OP_OPEN || op == WEFT_OP_RELEASE || op == WEFT_OP_EXTEND;
+	 * with the next sync): EXTEND, the size a writer reports at close, which like a
+	 * local file system's is durable once fsync returns (the client's fsync sends FSYNC,
+	 * a durable op, after it), not at close. (OPEN and RELEASE are not mutations: open
+	 * state lives in memory, session.h.) */
+	r->mut.lazy = op == WEFT_OP_EXTEND;
 	r->mut.grows = meta_op_grows(op);
 	if (r->mut.grows && meta_space_low(s->space)) {
 		snprintf(r->detail, sizeof(r->detail),
@@ -252,7 +276,7 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request};
 /* ---- expiry of silent targets and sessions ---- */
 
 struct expire_result {
-	unsigned targets, sessions, replaced;
+	unsigned targets, sessions, replaced, reaped;
 	bool isolated;
 };
 /* written by the writer thread (one expiry at a time), read by the completion thread */
@@ -289,6 +313,10 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	if (!rc && up > s->session_timeout_ms)
 		rc = meta_session_expire(s->db, txn, now, (int64_t)s->session_timeout_ms * 1000000,
 					 &expire_res.sessions);
+	/* orphans whose last open went (a release, an expired session), after the grace
+	 * period that lets clients reclaim their opens after a restart */
+	if (!rc)
+		rc = meta_session_reap(s->db, txn, &expire_res.reaped);
 	return rc;
 }
 
@@ -306,9 +334,9 @@ static void expire_done(void *arg, int result)
 	if (!result && (expire_res.targets || expire_res.sessions)) {
 		log_info("expired %u silent target(s), %u silent session(s)", expire_res.targets,
 			 expire_res.sessions);
-		if (expire_res.sessions)
-			meta_deleter_wake(s->del);
 	}
+	if (!result && (expire_res.sessions || expire_res.reaped))
+		meta_deleter_wake(s->del);
 	atomic_store(&s->expiring, false);
 }
 
@@ -317,7 +345,10 @@ static void expire_tick(void *arg)
 	struct meta_server *s = arg;
 	if (s->stopping || atomic_exchange(&s->expiring, true))
 		return;
-	s->expire_mut = (struct meta_mutation){.apply = expire_apply, .done = expire_done, .arg = s};
+	/* lazy: it writes nothing unless something expires, and an expiry a power cut loses
+	 * happens again after the restart */
+	s->expire_mut = (struct meta_mutation){.apply = expire_apply, .done = expire_done, .arg = s,
+					       .lazy = true};
 	if (meta_commit_submit(s->gc, &s->expire_mut))
 		atomic_store(&s->expiring, false);
 }
@@ -365,6 +396,17 @@ static int read_super(struct meta_server *s)
 	return 0;
 }
 
+struct load_arg {
+	struct meta_db *db;
+	int64_t grace_until_ns;
+};
+
+static int load_sessions(MDB_txn *txn, void *arg)
+{
+	struct load_arg *a = arg;
+	return meta_session_load(a->db, txn, a->grace_until_ns);
+}
+
 int meta_server_start(const struct meta_server_opts *o, struct meta_server **out, char *err,
 		      size_t errlen)
 {
@@ -399,6 +441,13 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 				     .no_reserve = o->no_reserve};
 	if ((rc = meta_space_open(s->db, o->dir, &so, &s->space, err, errlen)))
 		goto fail_db;
+	/* open state is rebuilt from the clients: orphans wait one session timeout for
+	 * them before they are freed */
+	struct load_arg la = {s->db, meta_now_ns() + (int64_t)s->session_timeout_ms * 1000000};
+	if ((rc = meta_db_write(s->db, load_sessions, &la))) {
+		snprintf(err, errlen, "%s: open files: %s", o->dir, weft_strerror(rc));
+		goto fail_space;
+	}
 	if ((rc = meta_commit_start(s->db, o->sync_each ? 1 : 0, &s->gc))) {
 		snprintf(err, errlen, "start group commit: %s", weft_strerror(rc));
 		goto fail_space;

@@ -83,6 +83,7 @@ struct mreq {
 	uint32_t u32;
 	bool flag;
 	struct wbuf bulk;           /* reply bulk, if any */
+	uint64_t opened_ino;        /* CREATE_OPEN: the open this request counted, if any */
 	uint16_t written_len;       /* OPENED: the file's written-stripes mask */
 	uint8_t written[META_WRITTEN_MAX];
 	uint32_t err_target;        /* ERROR.target of a failed reply */

@@ -4,9 +4,10 @@
  * handler makes blocking libweft calls (libweft's own loop thread carries the network).
  * FUSE inode numbers are weft inode numbers (the root is 1 in both), so no table is
  * kept here and forget is a no-op. Attributes and entries may be cached by the kernel
- * for attr_timeout seconds; file data is cached by the kernel's page cache while a file
- * is open and dropped at open (keep_cache off), which gives close-to-open consistency
- * between mounts. Permissions: the kernel checks them first (default_permissions, with
+ * for attr_timeout seconds; file data is cached by the kernel's page cache, and kept
+ * across opens (keep_cache) only while meta's answer to the open shows the file
+ * unchanged (mtime, ctime, size) since the previous open here; otherwise dropped at open,
+ * which gives close-to-open consistency between mounts. Permissions: the kernel checks them first (default_permissions, with
  * the caller's exact credentials), then meta with the uid, gid, umask and groups each
  * request carries (docs/ARCHITECTURE.md, "Permissions and trust"). */
 #define FUSE_USE_VERSION 312
@@ -500,6 +501,29 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	reply_entry(req, err, &a);
 }
 
+/* What meta said about a file at its last open here (a direct-mapped table: a slot
+ * taken by another inode only costs that file its cached pages). */
+#define KC_SLOTS 16384
+static struct kc_slot {
+	uint64_t ino;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t size;
+} kc[KC_SLOTS];
+static pthread_mutex_t kc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* True if the kernel's cached pages of a->ino are still the file's: meta's attributes
+ * are those of the last open here. Records a for the next open. */
+static bool kc_unchanged(const struct weft_attr *a)
+{
+	pthread_mutex_lock(&kc_lock);
+	struct kc_slot *k = &kc[a->ino % KC_SLOTS];
+	bool same = k->ino == a->ino && k->mtime_ns == a->mtime_ns &&
+		    k->ctime_ns == a->ctime_ns && k->size == a->size;
+	*k = (struct kc_slot){a->ino, a->mtime_ns, a->ctime_ns, a->size};
+	pthread_mutex_unlock(&kc_lock);
+	return same;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (read_only && (fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -508,15 +532,18 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	struct weft_cred cr;
 	struct weft_file *f;
+	struct weft_attr a;
 	cred_of(req, &cr);
 	int err;
-	ASK(req, cr, err, weft_file_open(wc, &cr, ino, fi->flags, &f, NULL));
+	ASK(req, cr, err, weft_file_open(wc, &cr, ino, fi->flags, &f, &a));
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = 0; /* close-to-open: another mount may have changed the file */
+	/* close-to-open: another mount may have changed the file; if meta shows it as it
+	 * was at the last open here, the pages read since are still good */
+	fi->keep_cache = kc_unchanged(&a) && !(fi->flags & O_TRUNC);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		weft_file_release(f); /* the opener was interrupted */
 }

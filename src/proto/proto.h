@@ -136,6 +136,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
 	F(STR, written, WEFT_WRITTEN_MAX)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
+/* reopen: after meta lost the session (a restart), the client's new session takes back
+ * the count opens it holds of ino; no access check (they were checked at open) */
+#define MSG_REOPEN(F) F(U64, ino, 0) F(U32, count, 0) F(U64, session, 0)
 /* create_open: create a regular file (flags: WEFT_CREATE_EXCL) and open it (open_flags as
  * open(2)) in one op; reply MSG_OPENED. As open(2) with O_CREAT: a file this op created
  * is opened whatever its new mode allows; an existing one is checked as OPEN checks. */
@@ -294,7 +297,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(link, MSG_LINK) X(symlink, MSG_SYMLINK) X(path, MSG_PATH) X(readdir, MSG_READDIR) \
 	X(dirlist, MSG_DIRLIST) X(statfs_reply, MSG_STATFS_REPLY) X(xattr, MSG_XATTR) \
 	X(size, MSG_SIZE) X(access, MSG_ACCESS) X(open, MSG_OPEN) X(opened, MSG_OPENED) \
-	X(release, MSG_RELEASE) X(create_open, MSG_CREATE_OPEN) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
+	X(release, MSG_RELEASE) X(reopen, MSG_REOPEN) X(create_open, MSG_CREATE_OPEN) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
 	X(layout, MSG_LAYOUT) X(session_open, MSG_SESSION_OPEN) X(session, MSG_SESSION) \
 	X(session_id, MSG_SESSION_ID) X(recall, MSG_RECALL) \
 	X(target_register, MSG_TARGET_REGISTER) X(target_registered, MSG_TARGET_REGISTERED) \
@@ -345,6 +348,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(SETSTRIPE,    0x0117, setstripe, empty) \
 	X(GETSTRIPE,    0x0118, ino, layout) \
 	X(CREATE_OPEN,  0x0119, create_open, opened) \
+	X(REOPEN,       0x011a, reopen, empty) \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
 	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \

@@ -103,6 +103,63 @@ int main(void)
 	}
 	CHECK_OK(OP(meta_session_expire(db, C.txn, 1000000, 10, &n)));
 	CHECK_INT(n, ==, 150);
+
+	/* open state is memory: a "restart" (a new table) loads only the orphan records */
+	uint64_t s5, s6;
+	struct weft_attr k, m;
+	unsigned ns_, no_, nor_;
+	CHECK_OK(OP(meta_session_create(db, C.txn, "mnt-e", meta_now_ns(), &s5)));
+	CHECK_OK(OP(meta_ns_create(&C, ROOT, S("k"), 0644, 0, &k, NULL, NULL)));
+	CHECK_OK(OP(meta_session_open(db, C.txn, s5, k.ino)));
+	CHECK_OK(OP(meta_ns_unlink(&C, ROOT, S("k"))));
+	size_t p1 = npending(db);
+	TX_END();
+	meta_live_free(db->live);
+	db->live = meta_live_new();
+	TX_BEGIN(db);
+	CHECK_OK(OP(meta_session_load(db, C.txn, meta_now_ns() + 3600 * 1000000000LL)));
+	meta_session_counts(db, &ns_, &no_, &nor_);
+	CHECK_INT(ns_, ==, 0);
+	CHECK_INT(nor_, ==, 1);
+	CHECK_INT(OP(meta_session_heartbeat(db, C.txn, s5, 1)), ==, -ENOENT);
+	/* in the grace period nothing is freed; a client's new session reclaims its open */
+	CHECK_OK(OP(meta_session_reap(db, C.txn, &n)));
+	CHECK_INT(n, ==, 0);
+	CHECK_OK(meta_ns_getattr(&C, REF(k), &a));
+	CHECK_OK(OP(meta_session_create(db, C.txn, "mnt-e", meta_now_ns(), &s6)));
+	CHECK_INT(OP(meta_session_reopen(db, C.txn, s5, k.ino, 1)), ==, -ENOENT);
+	CHECK_INT(OP(meta_session_reopen(db, C.txn, s6, k.ino, 0)), ==, -EINVAL);
+	CHECK_OK(OP(meta_session_reopen(db, C.txn, s6, k.ino, 2)));
+	CHECK_OK(OP(meta_session_release(db, C.txn, s6, k.ino)));
+	CHECK_OK(meta_ns_getattr(&C, REF(k), &a));
+	TX_END();
+	/* another restart, no grace, nobody reclaims: the orphan is freed */
+	meta_live_free(db->live);
+	db->live = meta_live_new();
+	TX_BEGIN(db);
+	CHECK_OK(OP(meta_session_load(db, C.txn, 0)));
+	CHECK_OK(OP(meta_session_reap(db, C.txn, &n)));
+	CHECK_INT(n, ==, 1);
+	CHECK_INT(meta_ns_getattr(&C, REF(k), &a), ==, -ESTALE);
+	CHECK_INT(npending(db), ==, p1 + 1);
+	meta_session_counts(db, &ns_, &no_, &nor_);
+	CHECK_INT(nor_, ==, 0);
+	CHECK_OK(OP(meta_session_create(db, C.txn, "mnt-f", meta_now_ns(), &s6)));
+	CHECK_OK(OP(meta_ns_create(&C, ROOT, S("m"), 0644, 0, &m, NULL, NULL)));
+	TX_END();
+
+	/* an open whose snapshot predates an unlink that freed the inode: ESTALE */
+	MDB_txn *old;
+	CHECK_OK(meta_db_read_begin(db, &old));
+	TX_BEGIN(db);
+	CHECK_OK(OP(meta_ns_unlink(&C, ROOT, S("m"))));
+	TX_END();
+	CHECK_INT(meta_session_open(db, old, s6, m.ino), ==, -ESTALE);
+	mdb_txn_abort(old);
+	CHECK_OK(meta_db_read_begin(db, &old));
+	CHECK_INT(meta_session_open(db, old, s6, m.ino), ==, -ESTALE); /* gone in it too */
+	mdb_txn_abort(old);
+	TX_BEGIN(db);
 	TX_END();
 	tmeta_close(db, dir);
 	printf("meta_session: ok\n");
