@@ -733,7 +733,8 @@ static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, u
 /* Scrub, second pass: objects meta's layouts place on this target, in each replicated
  * chain where it serves, that are not here (lost with a file, or an rm in objects/) are
  * copied from another serving member. An object the other member lacks too was never
- * written (a hole): nothing to do. */
+ * written (a hole): nothing to do. Each one is checked at meta again first (its file
+ * may have been deleted since the listing). */
 static void scrub_missing_chain(struct store_server *s, struct rpc *src, const struct job *j,
 				uint64_t *nrestored)
 {
@@ -763,6 +764,13 @@ static void scrub_missing_chain(struct store_server *s, struct rpc *src, const s
 			uint64_t oi = get_le64(rep->bulk + 12 * i);
 			uint32_t os = get_le32(rep->bulk + 12 * i + 8);
 			if (store_obj_on_disk(s->objs, oi, os) != -ENOENT)
+				continue;
+			/* the file may have been deleted since the listing (the deleter may have
+			 * reached this member first): ask meta again, so that no copy of a
+			 * deleted file is brought back */
+			uint8_t or;
+			uint32_t oc;
+			if (object_chain(s, oi, os, &or, &oc) || or != j->replicas || oc != j->chain)
 				continue;
 			rc = copy_object(s, src, j, oi, os);
 			if (rc || store_obj_on_disk(s->objs, oi, os) != 0)
