@@ -504,6 +504,25 @@ static int list_call(struct rpc *src, struct store_server *s, const struct job *
 	return 0;
 }
 
+/* CHAIN_OBJECTS from ino: the (ino u64, stripe u32) pairs meta's layouts place in the
+ * job's chain, in (*rep)->bulk; r->next and r->eof say where the next page starts. */
+static int chain_objects_page(struct store_server *s, const struct job *j, uint64_t ino,
+			      struct frame **rep, struct weft_msg_chain_objects_reply *r)
+{
+	struct weft_msg_chain_objects m = {.replicas = j->replicas, .chain = j->chain,
+					   .ino = ino, .max = 1024};
+	struct wbuf w;
+	wbuf_init(&w);
+	weft_chain_objects_encode(&w, &m);
+	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS, rep);
+	const char *why = NULL;
+	if (rc == 0 && (weft_chain_objects_reply_decode((*rep)->payload, (*rep)->h.payload_len, r,
+							&why) ||
+			(*rep)->h.bulk_len != 12 * (uint64_t)r->count))
+		rc = -WEFT_EPROTO;
+	return rc;
+}
+
 /* A replacement member: every object meta's layouts place in the chain, one pass
  * (writes since the member joined are forwarded to it), then CHAIN_SYNCED. */
 static int rebuild_chain(struct store_server *s, struct rpc *src, const struct job *j)
@@ -511,20 +530,9 @@ static int rebuild_chain(struct store_server *s, struct rpc *src, const struct j
 	struct store_resync *rs = s->rs;
 	uint64_t ino = 0, total = 0;
 	for (;;) {
-		struct weft_msg_chain_objects m = {.replicas = j->replicas, .chain = j->chain,
-						   .ino = ino, .max = 1024};
-		struct wbuf w;
-		wbuf_init(&w);
-		weft_chain_objects_encode(&w, &m);
 		struct frame *rep = NULL;
-		int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS,
-				  &rep);
 		struct weft_msg_chain_objects_reply r;
-		const char *why = NULL;
-		if (rc == 0 && (weft_chain_objects_reply_decode(rep->payload, rep->h.payload_len, &r,
-								&why) ||
-				rep->h.bulk_len != 12 * (uint64_t)r.count))
-			rc = -WEFT_EPROTO;
+		int rc = chain_objects_page(s, j, ino, &rep, &r);
 		if (rc) {
 			frame_free(rep);
 			return rc;
@@ -740,20 +748,9 @@ static void scrub_missing_chain(struct store_server *s, struct rpc *src, const s
 {
 	uint64_t ino = 0;
 	for (;;) {
-		struct weft_msg_chain_objects m = {.replicas = j->replicas, .chain = j->chain,
-						   .ino = ino, .max = 1024};
-		struct wbuf w;
-		wbuf_init(&w);
-		weft_chain_objects_encode(&w, &m);
 		struct frame *rep = NULL;
-		int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS,
-				  &rep);
 		struct weft_msg_chain_objects_reply r;
-		const char *why = NULL;
-		if (rc == 0 && (weft_chain_objects_reply_decode(rep->payload, rep->h.payload_len, &r,
-								&why) ||
-				rep->h.bulk_len != 12 * (uint64_t)r.count))
-			rc = -WEFT_EPROTO;
+		int rc = chain_objects_page(s, j, ino, &rep, &r);
 		if (rc) {
 			frame_free(rep);
 			log_warn("scrub: listing chain %u/%u at meta: %s", j->replicas, j->chain,
