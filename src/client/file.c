@@ -441,19 +441,31 @@ static bool read_sequential(struct weft_client *c, struct winode *wi, uint64_t o
 	return false;
 }
 
+/* Start of a read: takes wi->lock, cuts *len at the file's size, waits for this file's
+ * buffered writes in the range, and notes whether the read continues a sequential run.
+ * False (lock released) when there is nothing to read. */
+static bool read_begin(struct weft_client *c, struct winode *wi, uint64_t off, size_t *len,
+		       bool *sequential)
+{
+	pthread_mutex_lock(&wi->lock);
+	if (off >= wi->size || *len == 0) {
+		pthread_mutex_unlock(&wi->lock);
+		return false;
+	}
+	if (*len > wi->size - off)
+		*len = (size_t)(wi->size - off);
+	drain_range(c, wi, off, *len);
+	*sequential = read_sequential(c, wi, off, *len);
+	return true;
+}
+
 ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct weft_client *c = f->c;
 	struct winode *wi = f->wi;
-	pthread_mutex_lock(&wi->lock);
-	if (off >= wi->size || len == 0) {
-		pthread_mutex_unlock(&wi->lock);
+	bool sequential;
+	if (!read_begin(c, wi, off, &len, &sequential))
 		return 0;
-	}
-	if (len > wi->size - off)
-		len = (size_t)(wi->size - off);
-	drain_range(c, wi, off, len);
-	bool sequential = read_sequential(c, wi, off, len);
 	if (ra_take(c, wi, off, len, buf)) {
 		if (sequential)
 			ra_ahead(c, wi, off + len);
@@ -482,16 +494,10 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 	v->niov = 0;
 	v->npins = 0;
 	v->buf = NULL;
-	pthread_mutex_lock(&wi->lock);
-	if (off >= wi->size || len == 0) {
-		pthread_mutex_unlock(&wi->lock);
+	bool sequential;
+	if (!read_begin(c, wi, off, &len, &sequential))
 		return 0;
-	}
-	if (len > wi->size - off)
-		len = (size_t)(wi->size - off);
-	drain_range(c, wi, off, len);
 	uint64_t su = wi->layout.stripe_unit;
-	bool sequential = read_sequential(c, wi, off, len);
 	bool pinned = ra_pin(c, wi, off, len, bs, checked, WEFT_VIEW_IOV);
 	if (sequential)
 		ra_ahead(c, wi, off + len); /* pinned blocks stay while it drops the lock */

@@ -203,6 +203,16 @@ static void reapply(struct meta_commit *gc, struct batch *b, bool no_grow)
 	batch_add(gc, b, first, last, n);
 }
 
+/* Commits a batch txn. LMDB reports a write that the full disk cut short as EIO: on a
+ * full disk that is ENOSPC, which the writer answers with the reserve. */
+static int commit_txn(struct meta_commit *gc, MDB_txn *txn)
+{
+	int rc = meta_mdb_err(mdb_txn_commit(txn));
+	if (rc == -EIO && meta_space_disk_full(gc->sp))
+		rc = -ENOSPC;
+	return rc;
+}
+
 static void *writer(void *arg)
 {
 	struct meta_commit *gc = arg;
@@ -263,20 +273,15 @@ static void *writer(void *arg)
 			reapply(gc, &b, no_grow);
 		}
 		if (!b.err && b.txn) {
-			b.err = meta_mdb_err(mdb_txn_commit(b.txn));
+			b.err = commit_txn(gc, b.txn);
 			b.txn = NULL;
-			/* LMDB reports a write the full disk cut short as EIO */
-			if (b.err == -EIO && meta_space_disk_full(gc->sp))
-				b.err = -ENOSPC;
 			/* the disk filled under the commit's writes: the same, once */
 			bool no_grow = false;
 			if (b.err == -ENOSPC && gc->sp && !b.retried &&
 			    meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow)) {
 				reapply(gc, &b, no_grow);
 				if (!b.err)
-					b.err = meta_mdb_err(mdb_txn_commit(b.txn));
-				if (b.err == -EIO && meta_space_disk_full(gc->sp))
-					b.err = -ENOSPC;
+					b.err = commit_txn(gc, b.txn);
 			}
 		} else if (b.txn) {
 			mdb_txn_abort(b.txn);

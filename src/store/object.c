@@ -880,6 +880,17 @@ int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	return rc;
 }
 
+/* Size, allocation and, with the index's record, committed version of an open object. */
+static void stat_entry(struct store_objs *s, struct store_fdc_entry *e, bool version,
+		       struct store_obj_stat *st)
+{
+	struct store_index_rec rec;
+	st->size = e->size;
+	st->allocated = obj_seg_allocated(s, e);
+	st->version = version && store_index_get(s->idx, e->ino, e->stripe, &rec) == 0 ?
+		      rec.committed : 0;
+}
+
 int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		   struct store_obj_stat *st)
 {
@@ -888,10 +899,7 @@ int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		st->size = e->size;
-		st->allocated = obj_seg_allocated(s, e);
-		struct store_index_rec rec;
-		st->version = store_index_get(s->idx, ino, stripe, &rec) == 0 ? rec.committed : 0;
+		stat_entry(s, e, true, st);
 		store_fdc_put(s->fdc, e);
 	}
 	pthread_rwlock_unlock(lk);
@@ -920,9 +928,7 @@ int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		st->size = e->size;
-		st->allocated = obj_seg_allocated(s, e);
-		st->version = 0;
+		stat_entry(s, e, false, st);
 		*data = off < e->size ? (uint64_t)obj_seg_next_data(s, e, off) : e->size;
 		*hole = *data < e->size ? (uint64_t)obj_seg_next_hole(s, e, *data) : e->size;
 		store_fdc_put(s->fdc, e);

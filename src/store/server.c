@@ -59,17 +59,25 @@ static void reply_msg(struct sreq *q, int status, struct wbuf *w)
 
 /* ---- handlers without replication (worker threads) ---- */
 
+/* Whether this target serves reads in the request's chain at its version; if not, the
+ * request is answered with why (ESTALECHAIN, ENOTSERVING...). */
+static bool serves_reads(struct sreq *q, uint8_t replicas, uint32_t chain, uint64_t ver)
+{
+	struct meta_chain ch;
+	int me;
+	int rc = chains_check(q->s, replicas, chain, ver, true, &ch, &me);
+	if (rc)
+		srv_reply_status(q, rc);
+	return rc == 0;
+}
+
 static void do_read(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	struct weft_msg_obj_read *m = &q->m.r;
-	struct meta_chain ch;
-	int me;
-	int rc = chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
-	if (rc) {
-		srv_reply_status(q, rc);
+	if (!serves_reads(q, m->replicas, m->chain, m->chain_ver))
 		return;
-	}
+	int rc;
 	if (m->len > WEFT_BULK_MAX) {
 		conn_reply_error(q->c, q->f, -EINVAL, 0, "read of %" PRIu32 " bytes: more than %u",
 				 m->len, WEFT_BULK_MAX);
@@ -179,13 +187,9 @@ static void do_extent(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	struct weft_msg_obj_extent *m = &q->m.x;
-	struct meta_chain ch;
-	int me;
-	int rc = chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
-	if (rc) {
-		srv_reply_status(q, rc);
+	if (!serves_reads(q, m->replicas, m->chain, m->chain_ver))
 		return;
-	}
+	int rc;
 	struct store_obj_stat st;
 	struct weft_msg_obj_extent_reply r = {0};
 	rc = store_obj_extent(s->objs, m->ino, m->stripe, m->offset, &st, &r.data, &r.hole);
