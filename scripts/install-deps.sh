@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 liblmdb-dev libisal-dev libsodium-dev libsystemd-dev scdoc
             libjansson-dev libmicrohttpd-dev)
-test_pkgs=(clang libclang-rt-14-dev attr libcap2-bin fio psmisc iproute2 lmdb-utils
+test_pkgs=(clang jq libclang-rt-14-dev attr libcap2-bin fio psmisc iproute2 lmdb-utils
            debhelper dpkg-dev fakeroot man-db systemd
            dstat prometheus python3 gnuplot-nox linux-perf)
 # The kernel source tarball is only for the tar/diff test and the seed-004 benchmark.

@@ -7,20 +7,30 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh all || { echo "dependency installation failed"; echo "0 passed, 1 failed"; exit 1; }
 
-passed=0 failed=0
+passed=0 failed=0 flaky=""
 suite() { # suite NAME BUILD_DIR MESON_TEST_ARGS...
 	local name=$1 dir=$2; shift 2
 	echo "=== $name"
 	meson test -C "$dir" --print-errorlogs --num-processes 1 "$@"
 	local j="$dir/meson-logs/testlog.json"
-	if [ -f "$j" ]; then
-		local p f
-		p=$(grep -c '"result": "OK"' "$j" || true)
-		f=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$j" || true)
-		passed=$((passed + p)); failed=$((failed + f))
-	else
-		failed=$((failed + 1))
-	fi
+	if [ ! -f "$j" ]; then failed=$((failed + 1)); return; fi
+	local p bad
+	p=$(jq -s '[.[] | select(.result == "OK")] | length' "$j")
+	bad=$(jq -r 'select(.result != "OK" and .result != "SKIP") | .name' "$j")
+	passed=$((passed + p))
+	[ -n "$bad" ] || return 0
+	# A test that failed runs once more, alone, so that a machine hiccup (these tests
+	# start clusters and time recoveries) is told apart from a bug: a second failure
+	# counts. Tests that passed only on the retry are listed as flaky, to be fixed.
+	echo "=== $name: running again what failed: $(echo $bad)"
+	rm -f "$j"
+	# shellcheck disable=SC2086
+	meson test -C "$dir" --print-errorlogs --num-processes 1 $bad
+	if [ ! -f "$j" ]; then failed=$((failed + 1)); return; fi
+	p=$(jq -s '[.[] | select(.result == "OK")] | length' "$j")
+	local f; f=$(jq -s '[.[] | select(.result != "OK" and .result != "SKIP")] | length' "$j")
+	passed=$((passed + p)); failed=$((failed + f))
+	[ "$p" -eq 0 ] || flaky="$flaky $(jq -r 'select(.result == "OK") | .name' "$j" | tr '\n' ' ')"
 }
 
 build() { # build DIR [MESON_OPTIONS...]
@@ -49,5 +59,6 @@ if [ "${WEFT_SKIP_ASAN:-0}" != 1 ]; then
 		echo "ASan build failed"; failed=$((failed + 1))
 	fi
 fi
+[ -z "$flaky" ] || echo "flaky (failed once, passed when run again):$flaky"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
