@@ -37,6 +37,11 @@ int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, s
  * else through the page cache. 0 or -errno; *done as obj_io. */
 int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 		const struct iovec *iov, int cnt, uint64_t off, size_t *done);
+/* The stamp of an object's files: its data file's ctime in ns (0 if fstat fails). The
+ * kernel sets ctime on every change to a file and nothing can set it back, so a file
+ * restored from a copy (cp, rsync, tar, a snapshot) never has the stamp the index
+ * recorded at the object's last mutation here. */
+uint64_t obj_stamp(int fd);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
 int obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so

@@ -4,9 +4,11 @@
 #include "store/object_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/crc.h"
 #include "common/log.h"
@@ -130,24 +132,63 @@ out:
 	return rc;
 }
 
-/* A lost object: the index has its record but its file is gone, or its file's size is
- * not the length the index committed (replaced by another copy). Object lock held. */
-static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bool exists,
-			 uint64_t size)
+/* A lost object: the index has its record but its file is gone, its file's size is not
+ * the length the index committed, or its file's stamp is not the one the index recorded
+ * (replaced by another copy, e.g. restored from a backup). e: the open object, NULL if
+ * missing. Object lock held. */
+static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe,
+			 struct store_fdc_entry *e)
 {
 	struct store_index_rec rec;
 	if (store_index_get(s->idx, ino, stripe, &rec) != 0)
 		return false;
-	if (exists && (rec.committed != rec.pending || rec.length == size))
+	uint64_t stamp = 0;
+	if (e && (rec.committed != rec.pending ||
+		  (rec.length == e->size &&
+		   (rec.stamp == 0 || (stamp = obj_stamp(e->fd)) == rec.stamp))))
 		return false;
 	char path[OBJ_PATH_LEN];
 	obj_path(path, ino, stripe, false);
-	if (exists)
-		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
-			 ": not served", path, size, rec.length);
-	else
+	if (!e)
 		log_warn("read objects/%s: listed in the index but missing: not served", path);
+	else if (rec.length != e->size)
+		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
+			 ": not served", path, e->size, rec.length);
+	else
+		log_warn("read objects/%s: stamp %" PRIu64 ", the index says %" PRIu64 " (version %"
+			 PRIu64 "): an older copy, not served", path, stamp, rec.stamp, rec.committed);
 	return true;
+}
+
+int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	char path[OBJ_PATH_LEN];
+	obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	struct store_index_rec rec;
+	struct stat st;
+	int rc = store_index_get(s->idx, ino, stripe, &rec);
+	if (rc == 0 && fstatat(s->root_fd, path, &st, 0) != 0)
+		rc = -errno;
+	if (rc == 0) {
+		/* a descriptor of a file replaced behind us (rename over it) reads the old
+		 * inode: drop it, so that the file on disk is what is judged and served */
+		struct store_fdc_entry *e;
+		if (store_fdc_get(s->fdc, ino, stripe, false, &e) == 0) {
+			struct stat fst;
+			bool same = fstat(e->fd, &fst) == 0 && fst.st_ino == st.st_ino &&
+				    fst.st_dev == st.st_dev;
+			store_fdc_put(s->fdc, e);
+			if (!same)
+				store_fdc_drop(s->fdc, ino, stripe);
+		}
+		uint64_t stamp = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
+				 (uint64_t)st.st_ctim.tv_nsec;
+		rc = rec.committed == rec.pending && rec.stamp != 0 && rec.stamp != stamp ? 1 : 0;
+	}
+	pthread_rwlock_unlock(lk);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /* The data of [from, to): from its first data byte *d to the end *end of its last data
@@ -203,7 +244,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 	struct store_fdc_entry *e = NULL;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == -ENOENT) { /* never written (a hole), unless it was */
-		rc = (flags & STORE_READ_WRITTEN) || stale_object(s, ino, stripe, false, 0) ?
+		rc = (flags & STORE_READ_WRITTEN) || stale_object(s, ino, stripe, NULL) ?
 			     -WEFT_EMISSING : 0;
 		goto out;
 	}
@@ -211,7 +252,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		goto out;
 	uint64_t S = e->size;
 	r.size = S;
-	if (stale_object(s, ino, stripe, true, S)) {
+	if (stale_object(s, ino, stripe, e)) {
 		rc = -WEFT_EMISSING;
 		goto out;
 	}

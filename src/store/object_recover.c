@@ -183,7 +183,7 @@ int obj_recover(struct store_objs *s)
 			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
 				 "): files missing, record removed", path, t->rec.committed,
 				 t->rec.pending);
-			rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, 0, true);
+			rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, 0, 0, true);
 			if (rc)
 				return rc;
 			continue;
@@ -195,6 +195,7 @@ int obj_recover(struct store_objs *s)
 		t->size = e->size;
 		if (rc == 0)
 			rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
+		uint64_t stamp = obj_stamp(e->fd);
 		store_fdc_put(s->fdc, e);
 		if (rc) {
 			log_error("recover objects/%s: %s", path, strerror(-rc));
@@ -209,7 +210,7 @@ int obj_recover(struct store_objs *s)
 		log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64 "): size %" PRIu64
 			 "%s%s, %" PRIu64 " CRCs repaired", path, t->rec.committed, t->rec.pending,
 			 t->size, cut, bad, t->nrepaired);
-		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, false);
+		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, stamp, false);
 		if (rc)
 			return rc;
 	}
