@@ -669,6 +669,33 @@ int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 	return rc == -ENOENT ? 0 : rc;
 }
 
+int store_index_restamp(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t stamp)
+{
+	pthread_mutex_lock(&idx->mu);
+	struct ient *e;
+	int rc = entry_load(idx, ino, stripe, &e);
+	if (rc == 0 && (e->inflight || e->removed || e->failed || e->committed != e->pending))
+		rc = -EBUSY;
+	MDB_txn *txn = NULL;
+	if (rc == 0) {
+		/* the entry as a flush would write it, with the new stamp: the record on disk
+		 * is then no longer in flux, and the next begin must say so again */
+		e->stamp = stamp;
+		struct store_index_rec r = {ino, stripe, e->committed, e->committed, e->length, stamp};
+		int mrc = mdb_txn_begin(idx->env, NULL, 0, &txn);
+		if (mrc == 0)
+			mrc = db_put(txn, idx->dbi, &r);
+		mrc = mrc ? (txn ? (mdb_txn_abort(txn), mrc) : mrc) : mdb_txn_commit(txn);
+		if (mrc == 0) {
+			idx->epoch++;
+			e->persisted = false;
+		}
+		rc = mdb_err(mrc);
+	}
+	pthread_mutex_unlock(&idx->mu);
+	return rc;
+}
+
 uint64_t store_index_wseq(struct store_index *idx)
 {
 	MDB_envinfo info;

@@ -112,6 +112,12 @@ struct store_torn *store_index_torn_mut(struct store_index *idx, size_t *n);
 int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 		       uint64_t length, uint64_t stamp, bool remove);
 
+/* Records stamp as the files' stamp of (ino, stripe) now, outside a mutation (one
+ * write transaction): for files found changed in place whose damage the chunks' CRCs
+ * report (object_recover.c obj_old_copy). The object's lock must be held; -EBUSY if
+ * the record is in flux. Returns 0 or -errno. */
+int store_index_restamp(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t stamp);
+
 /* Write sequence of the index: the id of its last committed LMDB transaction. It only
  * grows while the index lives; an index restored from an older copy, or created anew,
  * reports less than it did (meta compares, see meta_chains_vouch). */

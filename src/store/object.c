@@ -492,16 +492,14 @@ uint64_t obj_stamp(int fd)
 }
 
 /* Before a mutation of e: 0 if its data file is the one the index vouches for (or the
- * index has no stamp for it), else the record's stamp, which the mutation keeps, so
- * that a file restored behind the store's back stays stale however it is written to
- * afterwards: a write changes some bytes, and the others would still be old. */
+ * index has no stamp for it, or it was damaged in place: see obj_old_copy), else the
+ * record's stamp, which the mutation keeps, so that a file put back from an older copy
+ * stays stale however it is written to afterwards: a write changes some bytes, and the
+ * others would still be old. */
 static uint64_t stale_stamp(struct store_objs *s, struct store_fdc_entry *e)
 {
-	struct store_index_rec rec;
-	if (store_index_get(s->idx, e->ino, e->stripe, &rec) != 0 || rec.stamp == 0 ||
-	    rec.committed != rec.pending)
-		return 0;
-	return obj_stamp(e->fd) == rec.stamp ? 0 : rec.stamp;
+	uint64_t recorded = 0;
+	return obj_old_copy(s, e, &recorded) ? recorded : 0;
 }
 
 static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,

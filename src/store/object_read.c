@@ -132,31 +132,24 @@ out:
 	return rc;
 }
 
-/* A lost object: the index has its record but its file is gone, its file's size is not
- * the length the index committed, or its file's stamp is not the one the index recorded
- * (replaced by another copy, e.g. restored from a backup). e: the open object, NULL if
- * missing. Object lock held. */
+/* A lost object: the index has its record but its file is gone, or its file's size is
+ * not the length the index committed (replaced by another copy). e: the open object,
+ * NULL if missing. Object lock held. */
 static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe,
-			 struct store_fdc_entry *e)
+			 const struct store_fdc_entry *e)
 {
 	struct store_index_rec rec;
 	if (store_index_get(s->idx, ino, stripe, &rec) != 0)
 		return false;
-	uint64_t stamp = 0;
-	if (e && (rec.committed != rec.pending ||
-		  (rec.length == e->size &&
-		   (rec.stamp == 0 || (stamp = obj_stamp(e->fd)) == rec.stamp))))
+	if (e && (rec.committed != rec.pending || rec.length == e->size))
 		return false;
 	char path[OBJ_PATH_LEN];
 	obj_path(path, ino, stripe, false);
-	if (!e)
-		log_warn("read objects/%s: listed in the index but missing: not served", path);
-	else if (rec.length != e->size)
+	if (e)
 		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
 			 ": not served", path, e->size, rec.length);
 	else
-		log_warn("read objects/%s: stamp %" PRIu64 ", the index says %" PRIu64 " (version %"
-			 PRIu64 "): an older copy, not served", path, stamp, rec.stamp, rec.committed);
+		log_warn("read objects/%s: listed in the index but missing: not served", path);
 	return true;
 }
 
@@ -166,27 +159,25 @@ int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	obj_path(path, ino, stripe, false);
 	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
-	struct store_index_rec rec;
 	struct stat st;
-	int rc = store_index_get(s->idx, ino, stripe, &rec);
-	if (rc == 0 && fstatat(s->root_fd, path, &st, 0) != 0)
-		rc = -errno;
+	struct store_fdc_entry *e = NULL;
+	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
+	if (rc == 0)
+		rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		/* a descriptor of a file replaced behind us (rename over it) reads the old
+		/* a descriptor of a file replaced behind us (renamed over) reads the old
 		 * inode: drop it, so that the file on disk is what is judged and served */
-		struct store_fdc_entry *e;
-		if (store_fdc_get(s->fdc, ino, stripe, false, &e) == 0) {
-			struct stat fst;
-			bool same = fstat(e->fd, &fst) == 0 && fst.st_ino == st.st_ino &&
-				    fst.st_dev == st.st_dev;
+		struct stat fst;
+		if (fstat(e->fd, &fst) != 0 || fst.st_ino != st.st_ino || fst.st_dev != st.st_dev) {
 			store_fdc_put(s->fdc, e);
-			if (!same)
-				store_fdc_drop(s->fdc, ino, stripe);
+			e = NULL;
+			store_fdc_drop(s->fdc, ino, stripe);
+			rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 		}
-		uint64_t stamp = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
-				 (uint64_t)st.st_ctim.tv_nsec;
-		rc = rec.committed == rec.pending && rec.stamp != 0 && rec.stamp != stamp ? 1 : 0;
 	}
+	if (rc == 0)
+		rc = obj_old_copy(s, e, NULL) ? 1 : 0;
+	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -257,7 +248,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		goto out;
 	}
 	if (off >= S)
-		goto out;
+		goto out_whole;
 	size_t n = (size_t)min64(len, S - off);
 	if (flags & STORE_READ_HOLES) {
 		uint64_t d, end;
@@ -266,16 +257,22 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		off = d;
 		n = (size_t)(end - d);
 		if (n == 0)
-			goto out;
+			goto out_whole;
 	}
 	if (s->checksums)
 		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
 	else
 		rc = read_plain(s, e, off, iov, iovcnt, n, crcs, ncrcs);
-	if (rc == 0) {
+	if (rc == 0 && !obj_old_copy(s, e, NULL)) {
 		*nread = n;
 		store_target_count_read(s->t, n);
+	} else if (rc == 0) {
+		rc = -WEFT_EMISSING;
 	}
+	goto out;
+out_whole: /* nothing to read past the checks: the copy must still be current */
+	if (obj_old_copy(s, e, NULL))
+		rc = -WEFT_EMISSING;
 out:
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);

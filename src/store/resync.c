@@ -864,17 +864,14 @@ static void scrub(struct store_server *s, uint64_t rate)
 	while (!stopping(rs) && store_obj_list(s->objs, ino, stripe, recs, 256, &n) == 0 && n) {
 		for (size_t i = 0; i < n && !stopping(rs); i++) {
 			uint64_t bad = 0, first = 0;
-			if (scrub_stale(s, recs[i].ino, recs[i].stripe)) {
-				nobj++;
-				nstale++;
-				continue;
-			}
 			if (store_obj_verify(s->objs, recs[i].ino, recs[i].stripe, &bad, &first) != 0)
 				continue;
 			nobj++;
 			throttle(s, recs[i].length, rate == UINT64_MAX ? 0 : rate);
-			if (!bad)
+			if (!bad) { /* CRCs agree: still maybe a whole older copy */
+				nstale += scrub_stale(s, recs[i].ino, recs[i].stripe);
 				continue;
+			}
 			nbad++;
 			uint8_t r;
 			uint32_t c;

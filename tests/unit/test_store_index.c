@@ -44,7 +44,7 @@ static void test_protocol_and_torn(void)
 	CHECK_INT(v, ==, 3);
 	store_index_get_stats(idx, &st0);
 	CHECK_INT(st0.begin_txns, ==, st1.begin_txns + 1);
-	store_index_end(idx, 1, 0, v, 100, 0, true, false);
+	store_index_end(idx, 1, 0, v, 100, 1234567890123, true, false);
 
 	/* failed mutation keeps the record in flux; an unfinished one too */
 	CHECK_OK(store_index_begin(idx, 2, 5, &v));
@@ -69,14 +69,16 @@ static void test_protocol_and_torn(void)
 	CHECK_INT(r.committed, ==, 3);
 	CHECK_INT(r.pending, ==, 3);
 	CHECK_INT(r.length, ==, 100);
+	CHECK_INT(r.stamp, ==, 1234567890123); /* the files' stamp survives a reopen */
 	CHECK_INT(store_index_get(idx, 4, 0, &r), ==, -ENOENT);
-	CHECK_OK(store_index_settle(idx, 2, 5, 77, 0, false));
+	CHECK_OK(store_index_settle(idx, 2, 5, 77, 42, false));
 	CHECK_OK(store_index_settle(idx, 3, 1, 0, 0, true));
 	struct store_index_rec recs[8];
 	CHECK_OK(store_index_list(idx, 0, 0, recs, 8, &n));
 	CHECK_INT(n, ==, 2);
 	CHECK_INT(recs[1].ino, ==, 2);
 	CHECK_INT(recs[1].length, ==, 77);
+	CHECK_INT(recs[1].stamp, ==, 42);
 	CHECK_INT(recs[1].committed, ==, recs[1].pending);
 	store_index_close(idx);
 	CHECK_OK(store_index_open(dir, &o, &idx));
