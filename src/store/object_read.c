@@ -133,21 +133,20 @@ out:
 }
 
 /* A lost object: the index has its record but its file is gone, or its file's size is
- * not the length the index committed (replaced by another copy). e: the open object,
- * NULL if missing. Object lock held. */
-static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe,
-			 const struct store_fdc_entry *e)
+ * not the length the index committed (replaced by another copy). Object lock held. */
+static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bool exists,
+			 uint64_t size)
 {
 	struct store_index_rec rec;
 	if (store_index_get(s->idx, ino, stripe, &rec) != 0)
 		return false;
-	if (e && (rec.committed != rec.pending || rec.length == e->size))
+	if (exists && (rec.committed != rec.pending || rec.length == size))
 		return false;
 	char path[OBJ_PATH_LEN];
 	obj_path(path, ino, stripe, false);
-	if (e)
+	if (exists)
 		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
-			 ": not served", path, e->size, rec.length);
+			 ": not served", path, size, rec.length);
 	else
 		log_warn("read objects/%s: listed in the index but missing: not served", path);
 	return true;
@@ -235,7 +234,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 	struct store_fdc_entry *e = NULL;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == -ENOENT) { /* never written (a hole), unless it was */
-		rc = (flags & STORE_READ_WRITTEN) || stale_object(s, ino, stripe, NULL) ?
+		rc = (flags & STORE_READ_WRITTEN) || stale_object(s, ino, stripe, false, 0) ?
 			     -WEFT_EMISSING : 0;
 		goto out;
 	}
@@ -243,7 +242,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		goto out;
 	uint64_t S = e->size;
 	r.size = S;
-	if (stale_object(s, ino, stripe, e)) {
+	if (stale_object(s, ino, stripe, true, S)) {
 		rc = -WEFT_EMISSING;
 		goto out;
 	}
