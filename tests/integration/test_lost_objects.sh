@@ -4,6 +4,9 @@
 #   empty    SIGKILL, its objects/ emptied, started again at once
 #   restore  SIGKILL, its directory replaced by a copy taken before the last writes
 #   delete   OBJ_DELETE of the file's objects sent to it
+#   stale    one object's data file and sidecar copied back from a copy taken before the
+#            last writes, the store running and trusted: weft scrub reports it stale and
+#            repairs it (replicas >= 2), then the same restore is found by a read
 # Files of 1, 2 and 3 replicas are placed so that the victim is, in turn, every member
 # of their chain (first; first and last; first, middle and last). Then:
 #   replicas 1: the read fails with EIO (never zeros, never old bytes);
