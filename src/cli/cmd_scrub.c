@@ -107,6 +107,8 @@ const struct cli_verb cmd_scrub = {
 		 "Asks every storage target that is up to read all its objects in the\n"
 		 "background, at most --rate MiB/s each (default: the store's --resync-rate),\n"
 		 "and check every chunk against its CRC32C. A damaged object is copied again\n"
-		 "from another replica of its chain. Each store logs what it found.",
+		 "from another replica of its chain, and so is a stale one (files older than\n"
+		 "the store's index recorded: an old copy put back). Each store logs what it\n"
+		 "found.",
 	.run = run,
 };

@@ -24,12 +24,14 @@
 
 #define NBUCKETS 4096u
 #define KEY_LEN 12
-#define VAL_LEN 24
+#define VAL_LEN_V1 24 /* records written before the stamp */
+#define VAL_LEN 32
 
 struct ient {
 	uint64_t ino;
 	uint32_t stripe;
 	uint64_t committed, pending, length; /* latest values, in memory */
+	uint64_t stamp;    /* files' stamp at the last committed mutation */
 	int inflight;      /* mutations between begin and end */
 	int err;           /* set by a failed begin batch */
 	bool persisted;    /* the record in LMDB is in flux (pending != committed) */
@@ -99,13 +101,14 @@ static void key_get(const uint8_t *k, uint64_t *ino, uint32_t *stripe)
 
 static bool val_get(const MDB_val *k, const MDB_val *v, struct store_index_rec *r)
 {
-	if (k->mv_size != KEY_LEN || v->mv_size < VAL_LEN)
+	if (k->mv_size != KEY_LEN || v->mv_size < VAL_LEN_V1)
 		return false;
 	key_get(k->mv_data, &r->ino, &r->stripe);
 	const uint8_t *p = v->mv_data;
 	r->committed = get_le64(p);
 	r->pending = get_le64(p + 8);
 	r->length = get_le64(p + 16);
+	r->stamp = v->mv_size >= VAL_LEN ? get_le64(p + 24) : 0;
 	return true;
 }
 
@@ -157,6 +160,7 @@ static int db_put(MDB_txn *txn, MDB_dbi dbi, const struct store_index_rec *r)
 	put_le64(vb, r->committed);
 	put_le64(vb + 8, r->pending);
 	put_le64(vb + 16, r->length);
+	put_le64(vb + 24, r->stamp);
 	MDB_val k = {KEY_LEN, kb}, v = {VAL_LEN, vb};
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
@@ -191,6 +195,7 @@ static int entry_load(struct store_index *idx, uint64_t ino, uint32_t stripe, st
 		e->committed = r.committed;
 		e->pending = r.pending;
 		e->length = r.length;
+		e->stamp = r.stamp;
 		e->persisted = r.pending != r.committed;
 	}
 	unsigned b = bucket(ino, stripe);
@@ -213,7 +218,8 @@ static void commit_queue(struct store_index *idx)
 	int rc = recs ? 0 : -ENOMEM;
 	size_t i = 0;
 	for (struct ient *e = batch; e && recs; e = e->qnext, i++)
-		recs[i] = (struct store_index_rec){e->ino, e->stripe, e->committed, e->pending, e->length};
+		recs[i] = (struct store_index_rec){e->ino, e->stripe, e->committed, e->pending, e->length,
+						   e->stamp};
 	pthread_mutex_unlock(&idx->mu);
 
 	MDB_txn *txn = NULL;
@@ -295,7 +301,7 @@ int store_index_begin(struct store_index *idx, uint64_t ino, uint32_t stripe, ui
 }
 
 void store_index_end(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t version,
-		     uint64_t length, bool ok, bool remove)
+		     uint64_t length, uint64_t stamp, bool ok, bool remove)
 {
 	pthread_mutex_lock(&idx->mu);
 	struct ient *e = find(idx, ino, stripe);
@@ -304,6 +310,7 @@ void store_index_end(struct store_index *idx, uint64_t ino, uint32_t stripe, uin
 		if (ok) {
 			e->committed = version;
 			e->length = remove ? 0 : length;
+			e->stamp = remove ? 0 : stamp;
 			e->removed = remove;
 			e->failed = false;
 		} else {
@@ -334,7 +341,7 @@ static int flush_locked(struct store_index *idx)
 				rc = db_del(txn, idx->dbi, e->ino, e->stripe);
 			} else {
 				struct store_index_rec r = {e->ino, e->stripe, e->committed,
-							    e->committed, e->length};
+							    e->committed, e->length, e->stamp};
 				rc = db_put(txn, idx->dbi, &r);
 			}
 			wrote = true;
@@ -577,7 +584,8 @@ int store_index_get(struct store_index *idx, uint64_t ino, uint32_t stripe,
 	pthread_mutex_lock(&idx->mu);
 	struct ient *e = find(idx, ino, stripe);
 	if (e) {
-		*out = (struct store_index_rec){ino, stripe, e->committed, e->pending, e->length};
+		*out = (struct store_index_rec){ino, stripe, e->committed, e->pending, e->length,
+						e->stamp};
 		bool gone = e->removed && e->inflight == 0;
 		pthread_mutex_unlock(&idx->mu);
 		return gone ? -ENOENT : 0;
@@ -634,7 +642,7 @@ struct store_torn *store_index_torn_mut(struct store_index *idx, size_t *n)
 }
 
 int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
-		       uint64_t length, bool remove)
+		       uint64_t length, uint64_t stamp, bool remove)
 {
 	struct store_index_rec r;
 	pthread_mutex_lock(&idx->mu);
@@ -648,6 +656,7 @@ int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 			} else {
 				r.committed = r.pending;
 				r.length = length;
+				r.stamp = stamp;
 				rc = db_put(txn, idx->dbi, &r);
 			}
 			rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
@@ -658,6 +667,33 @@ int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 	}
 	pthread_mutex_unlock(&idx->mu);
 	return rc == -ENOENT ? 0 : rc;
+}
+
+int store_index_restamp(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t stamp)
+{
+	pthread_mutex_lock(&idx->mu);
+	struct ient *e;
+	int rc = entry_load(idx, ino, stripe, &e);
+	if (rc == 0 && (e->inflight || e->removed || e->failed || e->committed != e->pending))
+		rc = -EBUSY;
+	MDB_txn *txn = NULL;
+	if (rc == 0) {
+		/* the entry as a flush would write it, with the new stamp: the record on disk
+		 * is then no longer in flux, and the next begin must say so again */
+		e->stamp = stamp;
+		struct store_index_rec r = {ino, stripe, e->committed, e->committed, e->length, stamp};
+		int mrc = mdb_txn_begin(idx->env, NULL, 0, &txn);
+		if (mrc == 0)
+			mrc = db_put(txn, idx->dbi, &r);
+		mrc = mrc ? (txn ? (mdb_txn_abort(txn), mrc) : mrc) : mdb_txn_commit(txn);
+		if (mrc == 0) {
+			idx->epoch++;
+			e->persisted = false;
+		}
+		rc = mdb_err(mrc);
+	}
+	pthread_mutex_unlock(&idx->mu);
+	return rc;
 }
 
 uint64_t store_index_wseq(struct store_index *idx)

@@ -46,6 +46,9 @@ struct store_index_rec {
 	uint32_t stripe;
 	uint64_t committed, pending; /* versions: +1 per successful mutation */
 	uint64_t length;             /* object size at the last committed mutation */
+	uint64_t stamp;              /* stamp of the object's files at that mutation (the
+	                              * data file's ctime in ns, see object.h); 0: unknown
+	                              * (a record written before stamps existed) */
 };
 
 /* An object found torn at open, and what recovery found (filled by object.c). */
@@ -80,11 +83,11 @@ void store_index_close(struct store_index *idx);
  * mutation will commit. Blocks until the record is in the LMDB file (page cache).
  * Errors: -ENOSPC (map full), -EIO, -ENOMEM; on error the files must not be touched. */
 int store_index_begin(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t *version);
-/* Ends the mutation begun with store_index_begin. ok: committed = version, length
- * recorded; !ok: the record stays in flux on disk (the object will be re-verified at
+/* Ends the mutation begun with store_index_begin. ok: committed = version, length and
+ * stamp recorded; !ok: the record stays in flux on disk (the object will be re-verified at
  * restart). remove: the object was deleted; its record is dropped. Never fails. */
 void store_index_end(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t version,
-		     uint64_t length, bool ok, bool remove);
+		     uint64_t length, uint64_t stamp, bool ok, bool remove);
 
 /* Current record of (ino, stripe), including unflushed changes. -ENOENT if none. */
 int store_index_get(struct store_index *idx, uint64_t ino, uint32_t stripe,
@@ -104,10 +107,16 @@ int store_index_sync(struct store_index *idx);
  * recovery (object.c) may update the entries' results via store_index_torn_mut. */
 const struct store_torn *store_index_torn(struct store_index *idx, size_t *n);
 struct store_torn *store_index_torn_mut(struct store_index *idx, size_t *n);
-/* Settles a torn record after recovery: committed = pending, length; or removes it
- * (remove). Returns 0 or -errno. Recovery only. */
+/* Settles a torn record after recovery: committed = pending, length, stamp; or removes
+ * it (remove). Returns 0 or -errno. Recovery only. */
 int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
-		       uint64_t length, bool remove);
+		       uint64_t length, uint64_t stamp, bool remove);
+
+/* Records stamp as the files' stamp of (ino, stripe) now, outside a mutation (one
+ * write transaction): for files found changed in place whose damage the chunks' CRCs
+ * report (object_recover.c obj_old_copy). The object's lock must be held; -EBUSY if
+ * the record is in flux. Returns 0 or -errno. */
+int store_index_restamp(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t stamp);
 
 /* Write sequence of the index: the id of its last committed LMDB transaction. It only
  * grows while the index lives; an index restored from an older copy, or created anew,

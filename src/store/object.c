@@ -483,6 +483,25 @@ static int expect_ok(struct store_objs *s, uint64_t ino, uint32_t stripe, const 
 	return (rc ? 0 : rec.committed) == *expect ? 0 : -EAGAIN;
 }
 
+uint64_t obj_stamp(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+}
+
+/* Before a mutation of e: 0 if its data file is the one the index vouches for (or the
+ * index has no stamp for it, or it was damaged in place: see obj_old_copy), else the
+ * record's stamp, which the mutation keeps, so that a file put back from an older copy
+ * stays stale however it is written to afterwards: a write changes some bytes, and the
+ * others would still be old. */
+static uint64_t stale_stamp(struct store_objs *s, struct store_fdc_entry *e)
+{
+	uint64_t recorded = 0;
+	return obj_old_copy(s, e, &recorded) ? recorded : 0;
+}
+
 static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		      const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
 		      const uint64_t *expect, struct store_obj_result *res)
@@ -520,7 +539,7 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct store_fdc_entry *e = NULL;
-	uint64_t ver = 0, S = 0, S2 = 0, end = off + len;
+	uint64_t ver = 0, S = 0, S2 = 0, end = off + len, keep = 0;
 	bool began = false, ok = true;
 	rc = expect_ok(s, ino, stripe, expect);
 	if (rc == 0)
@@ -529,6 +548,7 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 		goto out;
 	S = e->size;
 	S2 = max64(S, end);
+	keep = stale_stamp(s, e);
 	rc = store_index_begin(s->idx, ino, stripe, &ver);
 	if (rc)
 		goto out;
@@ -602,7 +622,8 @@ out:
 		}
 	}
 	if (began)
-		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
+		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : obj_stamp(e->fd),
+				ok, false);
 	r.size = e ? e->size : 0;
 	r.version = rc == 0 ? ver : 0;
 	r.allocated = rc == 0 && e ? obj_seg_allocated(s, e) : 0;
@@ -697,7 +718,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct store_fdc_entry *e = NULL;
-	uint64_t ver = 0, S = 0;
+	uint64_t ver = 0, S = 0, keep = 0;
 	bool began = false, ok = true;
 	int rc = expect_ok(s, ino, stripe, expect);
 	if (rc == 0)
@@ -705,6 +726,8 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	if (rc)
 		goto out;
 	S = e->size;
+	if (size > 0) /* to 0: nothing old is left */
+		keep = stale_stamp(s, e);
 	rc = store_index_begin(s->idx, ino, stripe, &ver);
 	if (rc)
 		goto out;
@@ -754,7 +777,8 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	}
 out:
 	if (began)
-		store_index_end(s->idx, ino, stripe, ver, e->size, ok, false);
+		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : obj_stamp(e->fd),
+				ok, false);
 	r.size = e ? e->size : 0;
 	r.version = began ? ver : 0;
 	store_fdc_put(s->fdc, e);
@@ -806,7 +830,7 @@ static int obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe, const
 		rc = -errno;
 	if (rc)
 		log_error("unlink objects/%s: %s", path, strerror(-rc));
-	store_index_end(s->idx, ino, stripe, ver, 0, rc == 0, true);
+	store_index_end(s->idx, ino, stripe, ver, 0, 0, rc == 0, true);
 out:
 	pthread_rwlock_unlock(lk);
 	return rc;

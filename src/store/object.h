@@ -175,6 +175,12 @@ int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
  * file removed from under the store is dropped), else -errno. For scrub. */
 int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe);
 
+/* 1 if the object's data file in objects/ is not the one its index record vouches for
+ * (its stamp differs: restored from an older copy, or replaced, behind the store's
+ * back), 0 if it is, or if either is missing or the record is unstamped or in flux;
+ * else -errno. A cached descriptor of a file replaced on disk is dropped. For scrub. */
+int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe);
+
 /* Lists up to max objects with (ino, stripe) >= the given key in (ino, stripe) order
  * (from the index: length is as of the last committed mutation). Resume from the last
  * key returned with stripe + 1 (or ino + 1, stripe 0 on overflow). 0 or -errno. */

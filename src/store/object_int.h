@@ -37,6 +37,18 @@ int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, s
  * else through the page cache. 0 or -errno; *done as obj_io. */
 int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 		const struct iovec *iov, int cnt, uint64_t off, size_t *done);
+/* The stamp of an object's files: its data file's ctime in ns (0 if fstat fails). The
+ * kernel sets ctime on every change to a file and nothing can set it back, so a file
+ * restored from a copy (cp, rsync, tar, a snapshot) never has the stamp the index
+ * recorded at the object's last mutation here. */
+uint64_t obj_stamp(int fd);
+/* Whether the open object e is an older copy than its index record vouches for: its
+ * stamp differs and every chunk agrees with its CRC (a whole older copy put back). A
+ * file whose stamp differs and whose chunks do not all agree was damaged in place: its
+ * record is re-stamped and the CRCs govern it (false). Verifies the whole object, but
+ * only when the stamp differs. *recorded (may be NULL): the record's stamp, when true.
+ * Object lock held (read or write). Logs what it found. */
+bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
 int obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so

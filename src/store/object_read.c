@@ -4,9 +4,11 @@
 #include "store/object_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/crc.h"
 #include "common/log.h"
@@ -150,6 +152,35 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 	return true;
 }
 
+int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	char path[OBJ_PATH_LEN];
+	obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	struct stat st;
+	struct store_fdc_entry *e = NULL;
+	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
+	if (rc == 0)
+		rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		/* a descriptor of a file replaced behind us (renamed over) reads the old
+		 * inode: drop it, so that the file on disk is what is judged and served */
+		struct stat fst;
+		if (fstat(e->fd, &fst) != 0 || fst.st_ino != st.st_ino || fst.st_dev != st.st_dev) {
+			store_fdc_put(s->fdc, e);
+			e = NULL;
+			store_fdc_drop(s->fdc, ino, stripe);
+			rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+		}
+	}
+	if (rc == 0)
+		rc = obj_old_copy(s, e, NULL) ? 1 : 0;
+	store_fdc_put(s->fdc, e);
+	pthread_rwlock_unlock(lk);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 /* The data of [from, to): from its first data byte *d to the end *end of its last data
  * extent ([to, to) if the range is all hole), found with SEEK_DATA/SEEK_HOLE, so that a
  * hole is neither read from disk nor sent. */
@@ -216,7 +247,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		goto out;
 	}
 	if (off >= S)
-		goto out;
+		goto out_whole;
 	size_t n = (size_t)min64(len, S - off);
 	if (flags & STORE_READ_HOLES) {
 		uint64_t d, end;
@@ -225,16 +256,22 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		off = d;
 		n = (size_t)(end - d);
 		if (n == 0)
-			goto out;
+			goto out_whole;
 	}
 	if (s->checksums)
 		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
 	else
 		rc = read_plain(s, e, off, iov, iovcnt, n, crcs, ncrcs);
-	if (rc == 0) {
+	if (rc == 0 && !obj_old_copy(s, e, NULL)) {
 		*nread = n;
 		store_target_count_read(s->t, n);
+	} else if (rc == 0) {
+		rc = -WEFT_EMISSING;
 	}
+	goto out;
+out_whole: /* nothing to read past the checks: the copy must still be current */
+	if (obj_old_copy(s, e, NULL))
+		rc = -WEFT_EMISSING;
 out:
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);

@@ -150,6 +150,35 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 	return rc;
 }
 
+bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded)
+{
+	struct store_index_rec rec;
+	if (store_index_get(s->idx, e->ino, e->stripe, &rec) != 0 || rec.stamp == 0 ||
+	    rec.committed != rec.pending)
+		return false;
+	uint64_t stamp = obj_stamp(e->fd);
+	if (stamp == rec.stamp)
+		return false;
+	uint64_t nbad = 0, first = 0;
+	char path[OBJ_PATH_LEN];
+	obj_path(path, e->ino, e->stripe, false);
+	if (verify_entry(s, e, false, &nbad, &first, NULL) == 0 && nbad == 0) {
+		if (recorded)
+			*recorded = rec.stamp;
+		log_warn("objects/%s: stamp %" PRIu64 ", the index says %" PRIu64 " (version %"
+			 PRIu64 "): an older copy, not served", path, stamp, rec.stamp,
+			 rec.committed);
+		return true;
+	}
+	/* changed in place and some chunks fail their CRC: damage, which the chunks' CRCs
+	 * report from now on, exactly as for a disk that corrupted it */
+	int rc = store_index_restamp(s->idx, e->ino, e->stripe, stamp);
+	log_warn("objects/%s changed behind the store: %" PRIu64 " chunks fail their CRC (first %"
+		 PRIu64 "): damaged, not an older copy%s", path, nbad, first,
+		 rc ? "; the index could not record it" : "");
+	return false;
+}
+
 int store_obj_verify(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t *nbad,
 		     uint64_t *first_bad)
 {
@@ -183,7 +212,7 @@ int obj_recover(struct store_objs *s)
 			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64
 				 "): files missing, record removed", path, t->rec.committed,
 				 t->rec.pending);
-			rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, 0, true);
+			rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, 0, 0, true);
 			if (rc)
 				return rc;
 			continue;
@@ -195,6 +224,7 @@ int obj_recover(struct store_objs *s)
 		t->size = e->size;
 		if (rc == 0)
 			rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
+		uint64_t stamp = obj_stamp(e->fd);
 		store_fdc_put(s->fdc, e);
 		if (rc) {
 			log_error("recover objects/%s: %s", path, strerror(-rc));
@@ -209,7 +239,7 @@ int obj_recover(struct store_objs *s)
 		log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64 "): size %" PRIu64
 			 "%s%s, %" PRIu64 " CRCs repaired", path, t->rec.committed, t->rec.pending,
 			 t->size, cut, bad, t->nrepaired);
-		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, false);
+		rc = store_index_settle(s->idx, t->rec.ino, t->rec.stripe, t->size, stamp, false);
 		if (rc)
 			return rc;
 	}

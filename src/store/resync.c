@@ -831,11 +831,31 @@ static void scrub_missing(struct store_server *s)
 		 nrestored);
 }
 
+/* Scrub, stale check: an object whose file is not the one the index vouches for (an
+ * older copy restored behind the store's back) is repaired as a read that found it
+ * would repair it: copied whole from a serving member, reads of it refused meanwhile.
+ * With one replica there is nothing to copy from: reads of it fail until rewritten. */
+static bool scrub_stale(struct store_server *s, uint64_t ino, uint32_t stripe)
+{
+	if (store_obj_stale(s->objs, ino, stripe) != 1)
+		return false;
+	uint8_t r;
+	uint32_t c;
+	int rc = object_chain(s, ino, stripe, &r, &c);
+	if (rc == 0 && r > 1)
+		repair_start(s, ino, stripe, r, c);
+	log_warn("scrub: ino %" PRIu64 " stripe %" PRIu32 ": stale (its files are an older copy "
+		 "than the index vouches for)%s%s", ino, stripe,
+		 rc ? "; its chain is unknown: " : r > 1 ? "; repairing from another member" :
+		 "; one replica: not repairable, reads of it fail", rc ? weft_strerror(rc) : "");
+	return true;
+}
+
 /* Scrub: verifies every object (at the scrub rate), queues bad ones for repair. */
 static void scrub(struct store_server *s, uint64_t rate)
 {
 	struct store_resync *rs = s->rs;
-	uint64_t ino = 0, nobj = 0, nbad = 0;
+	uint64_t ino = 0, nobj = 0, nbad = 0, nstale = 0;
 	uint32_t stripe = 0;
 	struct store_index_rec recs[256];
 	size_t n;
@@ -848,8 +868,10 @@ static void scrub(struct store_server *s, uint64_t rate)
 				continue;
 			nobj++;
 			throttle(s, recs[i].length, rate == UINT64_MAX ? 0 : rate);
-			if (!bad)
+			if (!bad) { /* CRCs agree: still maybe a whole older copy */
+				nstale += scrub_stale(s, recs[i].ino, recs[i].stripe);
 				continue;
+			}
 			nbad++;
 			uint8_t r;
 			uint32_t c;
@@ -867,7 +889,8 @@ static void scrub(struct store_server *s, uint64_t rate)
 		if (stripe == 0)
 			ino++;
 	}
-	log_info("scrub: %" PRIu64 " objects verified, %" PRIu64 " damaged", nobj, nbad);
+	log_info("scrub: %" PRIu64 " objects verified, %" PRIu64 " damaged, %" PRIu64 " stale",
+		 nobj, nbad, nstale);
 	scrub_missing(s);
 }
 

@@ -24,7 +24,7 @@ static void test_protocol_and_torn(void)
 	CHECK_OK(store_index_get(idx, 1, 0, &r));
 	CHECK_INT(r.pending, ==, 1);
 	CHECK_INT(r.committed, ==, 0);
-	store_index_end(idx, 1, 0, v, 4096, true, false);
+	store_index_end(idx, 1, 0, v, 4096, 0, true, false);
 	CHECK_OK(store_index_get(idx, 1, 0, &r));
 	CHECK_INT(r.committed, ==, 1);
 	CHECK_INT(r.length, ==, 4096);
@@ -34,7 +34,7 @@ static void test_protocol_and_torn(void)
 	store_index_get_stats(idx, &st0);
 	CHECK_OK(store_index_begin(idx, 1, 0, &v));
 	CHECK_INT(v, ==, 2);
-	store_index_end(idx, 1, 0, v, 8192, true, false);
+	store_index_end(idx, 1, 0, v, 8192, 0, true, false);
 	store_index_get_stats(idx, &st1);
 	CHECK_INT(st1.begin_txns, ==, st0.begin_txns);
 
@@ -44,18 +44,18 @@ static void test_protocol_and_torn(void)
 	CHECK_INT(v, ==, 3);
 	store_index_get_stats(idx, &st0);
 	CHECK_INT(st0.begin_txns, ==, st1.begin_txns + 1);
-	store_index_end(idx, 1, 0, v, 100, true, false);
+	store_index_end(idx, 1, 0, v, 100, 1234567890123, true, false);
 
 	/* failed mutation keeps the record in flux; an unfinished one too */
 	CHECK_OK(store_index_begin(idx, 2, 5, &v));
-	store_index_end(idx, 2, 5, v, 0, false, false);
+	store_index_end(idx, 2, 5, v, 0, 0, false, false);
 	CHECK_OK(store_index_begin(idx, 3, 1, &v));
 	/* removal */
 	CHECK_OK(store_index_begin(idx, 4, 0, &v));
-	store_index_end(idx, 4, 0, v, 10, true, false);
+	store_index_end(idx, 4, 0, v, 10, 0, true, false);
 	CHECK_OK(store_index_sync(idx));
 	CHECK_OK(store_index_begin(idx, 4, 0, &v));
-	store_index_end(idx, 4, 0, v, 0, true, true);
+	store_index_end(idx, 4, 0, v, 0, 0, true, true);
 	CHECK_INT(store_index_get(idx, 4, 0, &r), ==, -ENOENT);
 	store_index_close(idx);
 
@@ -69,14 +69,16 @@ static void test_protocol_and_torn(void)
 	CHECK_INT(r.committed, ==, 3);
 	CHECK_INT(r.pending, ==, 3);
 	CHECK_INT(r.length, ==, 100);
+	CHECK_INT(r.stamp, ==, 1234567890123); /* the files' stamp survives a reopen */
 	CHECK_INT(store_index_get(idx, 4, 0, &r), ==, -ENOENT);
-	CHECK_OK(store_index_settle(idx, 2, 5, 77, false));
-	CHECK_OK(store_index_settle(idx, 3, 1, 0, true));
+	CHECK_OK(store_index_settle(idx, 2, 5, 77, 42, false));
+	CHECK_OK(store_index_settle(idx, 3, 1, 0, 0, true));
 	struct store_index_rec recs[8];
 	CHECK_OK(store_index_list(idx, 0, 0, recs, 8, &n));
 	CHECK_INT(n, ==, 2);
 	CHECK_INT(recs[1].ino, ==, 2);
 	CHECK_INT(recs[1].length, ==, 77);
+	CHECK_INT(recs[1].stamp, ==, 42);
 	CHECK_INT(recs[1].committed, ==, recs[1].pending);
 	store_index_close(idx);
 	CHECK_OK(store_index_open(dir, &o, &idx));
@@ -98,7 +100,7 @@ static void test_list_order(void)
 	for (int i = 0; i < 5; i++)
 		for (uint32_t s = 0; s < 3; s++) {
 			CHECK_OK(store_index_begin(idx, inos[i], 300 - s * 100, &v));
-			store_index_end(idx, inos[i], 300 - s * 100, v, 1, true, false);
+			store_index_end(idx, inos[i], 300 - s * 100, v, 1, 0, true, false);
 		}
 	struct store_index_rec recs[20];
 	size_t n;
@@ -123,7 +125,7 @@ static void *gc_worker(void *arg)
 	for (uint64_t i = 0; i < PER; i++) {
 		uint64_t v;
 		CHECK_OK(store_index_begin(gidx, base + i, 0, &v));
-		store_index_end(gidx, base + i, 0, v, i, true, false);
+		store_index_end(gidx, base + i, 0, v, i, 0, true, false);
 	}
 	return NULL;
 }

@@ -825,6 +825,90 @@ static void test_lost(void)
 	free(ts.dir);
 }
 
+/* Reads a whole file into a malloc'd buffer (*n bytes), or copies buf back over it in
+ * place (as `cp` onto an existing file does: same inode, new ctime). */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+	struct stat st;
+	CHECK_OK(stat(path, &st));
+	*n = (size_t)st.st_size;
+	uint8_t *buf = malloc(*n + 1);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_INT(pread(fd, buf, *n, 0), ==, (ssize_t)*n);
+	close(fd);
+	return buf;
+}
+static void put_back(const char *path, const uint8_t *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0);
+	CHECK_INT(pwrite(fd, buf, n, 0), ==, (ssize_t)n);
+	close(fd);
+}
+
+/* Old is not current: an object's files put back from a copy taken before its last
+ * write (same size, CRCs consistent) are found by their stamp, on read and by
+ * store_obj_stale, with the store running and across a restart; a write into the stale
+ * object does not make it current, a truncate to 0 and rewrite does. */
+static void test_stale(void)
+{
+	struct tstore ts = {.dir = tmp_dir("stale")};
+	ts_open(&ts);
+	uint8_t *a = malloc(2 * CH), *b = malloc(2 * CH), *got = malloc(2 * CH);
+	fill(a, 2 * CH, 5);
+	fill(b, 2 * CH, 6);
+	uint32_t crcs[4];
+	size_t n, nd, nc;
+	struct iovec v = {got, 2 * CH};
+	char dpath[512], cpath[512];
+	obj_file(&ts, 11, 0, dpath, false);
+	obj_file(&ts, 11, 0, cpath, true);
+	CHECK_OK(ts_write(&ts, 11, 0, 0, a, 2 * CH));
+	uint8_t *od = slurp(dpath, &nd), *oc = slurp(cpath, &nc);
+	CHECK_OK(ts_write(&ts, 11, 0, 0, b, 2 * CH));
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 0);
+	usleep(20000); /* past the file system's timestamp granularity */
+	put_back(dpath, od, nd);
+	put_back(cpath, oc, nc);
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 1);
+	CHECK_INT(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
+		  -WEFT_EMISSING);
+	/* a write into part of it: the rest is still old, so it stays stale */
+	CHECK_OK(ts_write(&ts, 11, 0, 0, b, CH));
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 1);
+	CHECK_INT(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
+		  -WEFT_EMISSING);
+	/* repair: truncate to 0, then the current bytes */
+	CHECK_OK(store_obj_truncate(ts.s, 11, 0, 0, NULL));
+	CHECK_OK(ts_write(&ts, 11, 0, 0, b, 2 * CH));
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 0);
+	CHECK_OK(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0));
+	CHECK(n == 2 * CH && memcmp(got, b, 2 * CH) == 0);
+	ts_close(&ts);
+	/* the stamp is in the index: still current after a reopen; an old copy put back
+	 * while the store is down is found at the first read */
+	ts_open(&ts);
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 0);
+	CHECK_OK(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0));
+	ts_close(&ts);
+	usleep(20000);
+	put_back(dpath, od, nd);
+	put_back(cpath, oc, nc);
+	ts_open(&ts);
+	CHECK_INT(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
+		  -WEFT_EMISSING);
+	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 1);
+	ts_close(&ts);
+	free(od);
+	free(oc);
+	free(a);
+	free(b);
+	free(got);
+	rm_rf(ts.dir);
+	free(ts.dir);
+}
+
 /* Resync's conditional mutations: applied only while the version is unchanged. */
 static void test_conditional(void)
 {
@@ -976,6 +1060,7 @@ int main(void)
 	test_basic_holes_short();
 	test_holes_skipped();
 	test_lost();
+	test_stale();
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	test_model_in(base);
 	/* ramfs refuses O_DIRECT: the buffered fallback (mounting it needs root) */
