@@ -195,6 +195,8 @@ int resync_open(struct store_server *s)
 		free(rs);
 		return rc;
 	}
+	if (sweep_open(s))
+		log_warn("sweep: no memory: copies of chains this target leaves stay here");
 	s->rs = rs;
 	return 0;
 }
@@ -238,6 +240,7 @@ void resync_tables_changed(struct store_server *s)
 	struct store_resync *rs = s->rs;
 	if (!rs)
 		return;
+	sweep_tables_changed(s);
 	struct meta_chain_set set;
 	if (chaincache_snapshot(s->cc, &set))
 		return; /* no table yet, or no memory: keep every note */
@@ -879,6 +882,7 @@ static void *copier_main(void *arg)
 	uint64_t last_bytes = 0, last_ms = loop_now_ms();
 	while (!stopping(rs)) {
 		do_repairs(s);
+		sweep_run(s);
 		pthread_mutex_lock(&rs->wake_lock);
 		uint64_t scrub_rate = rs->scrub_rate;
 		rs->scrub_rate = 0;
@@ -954,6 +958,7 @@ void resync_close(struct store_server *s)
 	pthread_mutex_unlock(&rs->wake_lock);
 	if (rs->started)
 		pthread_join(rs->thread, NULL);
+	sweep_close(s);
 	if (rs->fd >= 0)
 		close(rs->fd);
 	pthread_mutex_destroy(&rs->lock);
