@@ -185,7 +185,9 @@ static int print_targets(struct admin *a, json_t *out)
 			printf("        draining: %u chain membership%s left%s\n", t.memberships,
 			       t.memberships == 1 ? "" : "s",
 			       t.memberships ? "" : " (drained: weft target remove)");
-		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity) {
+		/* a draining target is emptied on purpose: not part of the balance */
+		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity &&
+		    !(t.flags & WEFT_TARGET_DRAINING)) {
 			double used = 100.0 * (double)(t.capacity - t.free) / (double)t.capacity;
 			if (used > most)
 				most = used, most_id = t.id;
