@@ -191,6 +191,8 @@ static int step_rebalance(struct meta_db *db, MDB_txn *txn, struct view *v,
 	uint64_t gap2 = hi2 > lo2 ? hi2 - lo2 : lo2 - hi2;
 	if (gap2 >= gap)
 		return 0; /* one membership is more than the gap: it would only swap them */
+	if (L->free < 2 * est)
+		return 0; /* no room to take it with a margin for what is written meanwhile */
 	for (int r = 0; r < WEFT_REPLICAS_MAX; r++)
 		for (uint32_t i = 0; i < v->n[r] && i < used_chains[r]; i++) {
 			struct meta_chain *c = &v->ch[r][i];

@@ -569,7 +569,9 @@ static int sync_chain(struct store_server *s, const struct job *j)
 {
 	struct store_resync *rs = s->rs;
 	if (j->source == 0)
-		return j->replicas == 1 ? chain_synced(s, j, 0, 0) : -EAGAIN;
+		/* a lone member that rejoins holds its data: synced at once; a newcomer
+		 * (a move's extra member) with nobody to copy from waits */
+		return j->replicas == 1 && !j->rebuild ? chain_synced(s, j, 0, 0) : -EAGAIN;
 	struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = j->addr,
 				.default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,
 				.connect_timeout_ms = 3000};
