@@ -10,7 +10,9 @@
  * object when its chain does not have this target and serves with at least its
  * replica count (no move in progress there), or when its file is gone. A target in no
  * chain at all sweeps again every SWEEP_IDLE_MS while it holds objects (files deleted
- * after it left are not sent to it by meta's deleter), so a drained target ends empty.
+ * after it left are not sent to it by meta's deleter), so a drained target ends empty;
+ * so does a target that kept an object for another reason than being a member of its
+ * chain (a move in progress there, meta not answering).
  * Deletes are conditional on the object's version (store_obj_delete_if): a copy a
  * write touched in between is left for the next sweep.
  *
@@ -28,6 +30,7 @@
 
 #define SWEEP_DELAY_MS 3000
 #define SWEEP_IDLE_MS 10000
+#define MEMBER_WHY "a member of its chain"
 
 struct store_sweep {
 	pthread_mutex_t lock;
@@ -135,7 +138,7 @@ static bool not_needed(const struct store_server *s, const struct meta_chain_set
 	if (!c || c->nmembers != c->replicas)
 		return false; /* ask again later */
 	int serving = 0;
-	*why = "a member of its chain";
+	*why = MEMBER_WHY;
 	for (int m = 0; m < c->nmembers; m++) {
 		if (c->members[m].target == s->target_id)
 			return false;
@@ -154,6 +157,7 @@ static void sweep_pass(struct store_server *s)
 	struct store_index_rec recs[256];
 	size_t n;
 	uint64_t ino = 0, deleted = 0, kept = 0, cur_ino = UINT64_MAX;
+	bool again = false; /* something to look at again later (a move, meta away) */
 	uint32_t stripe = 0;
 	struct weft_layout l = {0};
 	int lrc = 0;
@@ -179,6 +183,7 @@ static void sweep_pass(struct store_server *s)
 			}
 			if (go || lrc)
 				why = weft_strerror(go ? rc : lrc);
+			again |= go || lrc || strcmp(why, MEMBER_WHY) != 0;
 			if (kept++ < 3) /* a sample, for whoever wonders why a target is not empty */
 				log_info("sweep: ino %" PRIu64 " stripe %" PRIu32 " kept: %s",
 					 recs[i].ino, recs[i].stripe, why);
@@ -194,7 +199,7 @@ static void sweep_pass(struct store_server *s)
 			 "chains hold their copies elsewhere); %" PRIu64 " kept", deleted, kept);
 	struct store_sweep *sw = s->sweep;
 	pthread_mutex_lock(&sw->lock);
-	if (kept && sw->member_nowhere && !sw->due_ms)
+	if ((again || (kept && sw->member_nowhere)) && !sw->due_ms)
 		sw->due_ms = loop_now_ms() + SWEEP_IDLE_MS;
 	pthread_mutex_unlock(&sw->lock);
 }

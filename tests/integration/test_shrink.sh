@@ -152,19 +152,31 @@ done
 ok "all files read back right through both mounts"
 
 # replica count: every chain has 2 serving members, none of them target 2; every
-# stripe object of every file is on exactly 2 stores
-status
+# stripe object of every file is on exactly 2 stores (automatic rebalancing off first,
+# and any move it started finished and swept)
+"$WEFT" rebalance --dir "$STATE" --auto off >/dev/null || fail "weft rebalance --auto off"
+for _ in $(seq 120); do
+	status
+	grep -q "moves: 0 in progress" "$T/status.out" && break
+	sleep 0.5
+done
+grep -q "moves: 0 in progress" "$T/status.out" || fail "moves still in progress: $(cat "$T/status.out")"
 sed -n '/^  2 replicas/,/^  3 replica/p' "$T/status.out" | grep "chain " >"$T/chains2"
 [ -s "$T/chains2" ] || fail "no 2-replica chains: $(cat "$T/status.out")"
 while read -r line; do
 	[ "$(grep -o '(serving)' <<<"$line" | wc -l)" = 2 ] || fail "chain not at 2 serving copies: $line"
 	! grep -qE '(^| )2\(' <<<"$line" || fail "target 2 still in a chain: $line"
 done <"$T/chains2"
+copies() { # copies FILE: how many stores hold each of its stripe objects (sorted, unique)
+	local hex
+	hex=$(printf '%016x' "$(stat -c %i "$MNT/$1")")
+	find "$STATE"/store*/objects -type f -name "$hex.[0-9]*" ! -name '*.crc' | sed 's|.*/||' |
+		sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' '
+}
 for f in "${!WANT[@]}"; do
-	ino=$(stat -c %i "$MNT/$f")
-	hex=$(printf '%016x' "$ino")
-	cnt=$(find "$STATE"/store*/objects -type f -name "$hex.[0-9]*" ! -name '*.crc' | sed 's|.*/||' | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' ')
-	[ "$cnt" = "2 " ] || fail "$f (ino $ino): stripe objects are not on exactly 2 stores: counts $cnt"
+	# a copy left by the last move goes within seconds (the sweep)
+	for _ in $(seq 40); do [ "$(copies "$f")" = "2 " ] && break; sleep 0.5; done
+	[ "$(copies "$f")" = "2 " ] || fail "$f: stripe objects are not on exactly 2 stores: counts $(copies "$f")"
 done
 ok "every chain has 2 serving members; every stripe of the first 20 files is on exactly 2 stores"
 
