@@ -42,7 +42,8 @@ static int run(int argc, char **argv)
 		{"replace-after", required_argument, NULL, 'R'},
 		{"sync-each", no_argument, NULL, 'E'},
 		{"reserve", required_argument, NULL, 'r'},
-		{"space-warn", required_argument, NULL, 'W'}, {0}};
+		{"space-warn", required_argument, NULL, 'W'},
+		{"rebalance-threshold", required_argument, NULL, 'B'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -71,6 +72,16 @@ static int run(int argc, char **argv)
 						       "seconds", optarg);
 			break;
 		case 'E': o.sync_each = true; break;
+		case 'B': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 100)
+				return cli_usage_error("meta", "--rebalance-threshold %s: percent 0..100 "
+						       "expected (0: off)", optarg);
+			o.rebalance_threshold = (uint32_t)v;
+			o.no_rebalance = v == 0;
+			break;
+		}
 		case 'r':
 			if (cli_parse_size(optarg, &o.reserve))
 				return cli_usage_error("meta", "--reserve %s: not a size (bytes, or "
@@ -160,7 +171,8 @@ const struct cli_verb cmd_meta = {
 	.usage = "weft meta DIR [--listen HOST:PORT] [--key FILE] [-f|--foreground] [--log FILE]\n"
 		 "          [--log-level L] [--pid-file F] [--target-timeout SEC]\n"
 		 "          [--session-timeout SEC] [--replace-after SEC] [--sync-each]\n"
-		 "          [--reserve SIZE] [--space-warn SIZE] [--metrics HOST:PORT]\n\n"
+		 "          [--reserve SIZE] [--space-warn SIZE] [--metrics HOST:PORT]\n"
+		 "          [--rebalance-threshold PCT]\n\n"
 		 "Serves the file system whose metadata weft mkfs made in DIR. Listens on HOST:PORT\n"
 		 "(default 0.0.0.0:7070; IPv6 as [::1]:7070; port 0 picks a free port, logged as\n"
 		 "\"serving DIR on HOST:PORT\"). The key defaults to DIR/cluster.key.\n"
@@ -176,6 +188,9 @@ const struct cli_verb cmd_meta = {
 		 "  --space-warn SIZE      log a warning once when the room left for metadata falls\n"
 		 "                         under SIZE (default 2x (reserve + low-water), or 5%)\n"
 		 "  --metrics HOST:PORT    serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		 "  --rebalance-threshold PCT  move data from the fullest store to the emptiest\n"
+		 "                         while they differ by more than PCT percent of\n"
+		 "                         capacity (default 10; 0: no automatic rebalancing)\n"
 		 "Detaches unless -f; returns once serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

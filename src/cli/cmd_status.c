@@ -100,6 +100,31 @@ static const char *state_name(uint8_t s)
 	}
 }
 
+/* Moves in progress and the rebalancing settings (REBALANCE query; nothing if meta
+ * does not answer it). */
+static void rebalance_state(struct admin *a, json_t *out)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_rebalance q = {0};
+	weft_rebalance_encode(&w, &q);
+	struct frame *f = NULL;
+	struct weft_msg_rebalance_reply m;
+	if (rpc_call(a->rpc, WEFT_OP_REBALANCE, &w, NULL, 0, 10000, &f) == 0 &&
+	    weft_rebalance_reply_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+		if (out)
+			json_object_set_new(out, "rebalance", json_pack("{s:b,s:b,s:i,s:i,s:i}",
+				"active", m.active, "automatic", m.automatic,
+				"threshold_pct", (int)m.threshold, "spread_pct", (int)m.spread,
+				"moves", (int)m.moving));
+		else
+			printf("  moves: %u in progress; rebalance %s (automatic %s, threshold %u%%)\n",
+			       m.moving, m.active ? "running" : "idle", m.automatic ? "on" : "off",
+			       m.threshold);
+	}
+	frame_free(f);
+}
+
 static int print_targets(struct admin *a, json_t *out)
 {
 	struct frame *f = NULL;
@@ -127,7 +152,7 @@ static int print_targets(struct admin *a, json_t *out)
 	for (uint32_t i = 0; i < tm.count && weft_target_rec_read(&r, &t); i++) {
 		const char *state = t.state == WEFT_MEMBER_OFFLINE ? "down" : "up";
 		if (out) {
-			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I}}",
+			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:b,s:i}",
 				"id", (int)t.id, "node", t.node.p, (size_t)t.node.len, "address", t.addr.p,
 				(size_t)t.addr.len, "state", state, "size_bytes", (json_int_t)t.capacity,
 				"free_bytes", (json_int_t)t.free, "read_bytes", (json_int_t)t.bytes_read,
@@ -135,7 +160,9 @@ static int print_targets(struct admin *a, json_t *out)
 				"write_ops", (json_int_t)t.ops_written, "silent_ms", (json_int_t)t.silent_ms,
 				"resync", "objects_left", (json_int_t)t.resync_objects_left,
 				"bytes_left", (json_int_t)t.resync_bytes_left,
-				"bytes_per_s", (json_int_t)t.resync_rate));
+				"bytes_per_s", (json_int_t)t.resync_rate,
+				"draining", (t.flags & WEFT_TARGET_DRAINING) != 0,
+				"memberships", (int)t.memberships));
 			continue;
 		}
 		char cap[16], fr[16], rd[16], wr[16];
@@ -154,7 +181,13 @@ static int print_targets(struct admin *a, json_t *out)
 			printf("        resync: %llu objects, %s left, %s/s\n",
 			       (unsigned long long)t.resync_objects_left, left, rate);
 		}
-		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity) {
+		if (t.flags & WEFT_TARGET_DRAINING)
+			printf("        draining: %u chain membership%s left%s\n", t.memberships,
+			       t.memberships == 1 ? "" : "s",
+			       t.memberships ? "" : " (drained: weft target remove)");
+		/* a draining target is emptied on purpose: not part of the balance */
+		if (t.state != WEFT_MEMBER_OFFLINE && t.capacity && t.free <= t.capacity &&
+		    !(t.flags & WEFT_TARGET_DRAINING)) {
 			double used = 100.0 * (double)(t.capacity - t.free) / (double)t.capacity;
 			if (used > most)
 				most = used, most_id = t.id;
@@ -165,6 +198,7 @@ static int print_targets(struct admin *a, json_t *out)
 	if (most >= 0)
 		printf("  balance: most used %.1f%% (target %u), least used %.1f%% (target %u), "
 		       "spread %.1f points\n", most, most_id, least, least_id, most - least);
+	rebalance_state(a, out);
 	rc = rbuf_ok(&r) ? 0 : -WEFT_EPROTO;
 	frame_free(f);
 	if (out)
@@ -186,10 +220,10 @@ static int print_chains(struct admin *a, json_t *out)
 	for (int rep = 1; rep <= WEFT_REPLICAS_MAX; rep++) {
 		uint32_t n = set.nchains[rep - 1], below = 0;
 		for (uint32_t i = 0; i < n; i++) {
-			bool b = false;
+			int serving = 0; /* a moving chain has one member more */
 			for (int m = 0; m < set.chains[rep - 1][i].nmembers; m++)
-				b |= set.chains[rep - 1][i].members[m].state != WEFT_MEMBER_SERVING;
-			below += b;
+				serving += set.chains[rep - 1][i].members[m].state == WEFT_MEMBER_SERVING;
+			below += serving < rep;
 		}
 		json_t *chains = json_array();
 		if (!out) {
@@ -218,7 +252,7 @@ static int print_chains(struct admin *a, json_t *out)
 					"version", (json_int_t)c->version, "members", members));
 			else {
 				json_decref(members);
-				printf("\n");
+				printf("%s\n", c->nmembers > rep ? "  (moving)" : "");
 			}
 		}
 		char key[4];

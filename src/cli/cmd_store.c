@@ -44,7 +44,8 @@ static int run(int argc, char **argv)
 		{"metrics", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'}, {"buffered", no_argument, NULL, 'B'},
 		{"pid-file", required_argument, NULL, 'p'},
-		{"resync-rate", required_argument, NULL, 'R'}, {0}};
+		{"resync-rate", required_argument, NULL, 'R'},
+		{"capacity", required_argument, NULL, 'C'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -72,6 +73,11 @@ static int run(int argc, char **argv)
 			o.resync_rate = mb ? (uint64_t)mb << 20 : UINT64_MAX;
 			break;
 		}
+		case 'C':
+			if (cli_parse_size(optarg, &o.capacity) || o.capacity == 0)
+				return cli_usage_error("store", "--capacity %s: not a size (bytes, or "
+						       "with K, M, G)", optarg);
+			break;
 		case 'L': d.log_file = optarg; break;
 		case 'v': d.log_level = optarg; break;
 		case 'p': d.pid_file = optarg; break;
@@ -150,7 +156,7 @@ const struct cli_verb cmd_store = {
 	.usage = "weft store DIR --meta HOST:PORT [--listen HOST:PORT] [--advertise HOST:PORT]\n"
 		 "          [--node NAME] [--key FILE] [--workers N] [-f|--foreground] [--log FILE]\n"
 		 "          [--log-level L] [--pid-file F] [--buffered] [--resync-rate MB]\n"
-		 "          [--metrics HOST:PORT]\n\n"
+		 "          [--metrics HOST:PORT] [--capacity SIZE]\n\n"
 		 "Serves the storage target in DIR (formatted on first start, with the file\n"
 		 "system's checksum mode) and registers it with meta at HOST:PORT. Listens on\n"
 		 "--listen (default 0.0.0.0:7071; port 0 picks a free one). Clients are told the\n"
@@ -162,7 +168,10 @@ const struct cli_verb cmd_store = {
 		 "that off. --resync-rate caps what bringing this target up to date (resync,\n"
 		 "rebuild) copies, in MiB/s (default 64; 0: no cap), so applications keep the\n"
 		 "rest of the disks and links. --metrics serves Prometheus metrics at\n"
-		 "http://HOST:PORT/metrics. Detaches unless -f; returns once registered and\n"
+		 "http://HOST:PORT/metrics. --capacity reports SIZE (K, M, G) as the target's\n"
+		 "size and SIZE less the bytes of its objects as its free space, for stores\n"
+		 "that share one file system (placement and rebalancing go by it); it is not\n"
+		 "a quota. Detaches unless -f; returns once registered and\n"
 		 "serving. SIGTERM or SIGINT stops it cleanly.",
 	.run = run,
 };

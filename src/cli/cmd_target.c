@@ -22,6 +22,7 @@
 #include "cli/cluster.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/conn.h"
 #include "common/rpc.h"
 #include "meta/chains_codec.h"
 #include "weft/err.h"
@@ -142,8 +143,10 @@ static int target_add(int argc, char **argv)
 	return show_new(state, node);
 }
 
-/* weft target out ID: re-replication now, for a target that will not come back. */
-static int target_out(int argc, char **argv)
+/* weft target out|drain|remove ID: re-replication now, for a target that will not
+ * come back; moving every membership off a target that stays up meanwhile; taking a
+ * drained target out for good. */
+static int target_admin(int argc, char **argv)
 {
 	struct cluster_opts co = {0};
 	static const struct option opts[] = {
@@ -160,8 +163,9 @@ static int target_out(int argc, char **argv)
 		default: return cli_usage_error("target", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (argc - optind != 2 || strcmp(argv[optind], "out") != 0)
-		return cli_usage_error("target", "expects: out ID");
+	if (argc - optind != 2)
+		return cli_usage_error("target", "expects: %s ID", argv[optind]);
+	const char *verb = argv[optind];
 	char *end;
 	unsigned long id = strtoul(argv[optind + 1], &end, 10);
 	if (*end || id == 0 || id > UINT32_MAX)
@@ -185,10 +189,21 @@ static int target_out(int argc, char **argv)
 	}
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_target_out m = {.target = (uint32_t)id};
-	weft_target_out_encode(&w, &m);
+	uint16_t op = WEFT_OP_TARGET_OUT;
+	if (strcmp(verb, "out") == 0) {
+		struct weft_msg_target_out m = {.target = (uint32_t)id};
+		weft_target_out_encode(&w, &m);
+	} else {
+		struct weft_msg_target_drain m = {.target = (uint32_t)id,
+						  .remove = strcmp(verb, "remove") == 0};
+		weft_target_drain_encode(&w, &m);
+		op = WEFT_OP_TARGET_DRAIN;
+	}
 	struct frame *f = NULL;
-	int rc = rpc_call(r, WEFT_OP_TARGET_OUT, &w, NULL, 0, 10000, &f);
+	char detail[256] = "";
+	int rc = rpc_call(r, op, &w, NULL, 0, 10000, &f);
+	if (rc && f)
+		conn_error_detail(f, detail, sizeof(detail));
 	struct weft_msg_target_out_reply rep = {0};
 	if (rc == 0 && weft_target_out_reply_decode(f->payload, f->h.payload_len, &rep, NULL))
 		rc = -WEFT_EPROTO;
@@ -196,27 +211,39 @@ static int target_out(int argc, char **argv)
 	rpc_free(r);
 	loop_free(loop);
 	if (rc)
-		return cli_fail("target", "target out %lu at meta %s: %s", id, addr,
-				rc == -ENOENT ? "no such target" : weft_strerror(rc));
-	printf("target %lu out: %u chains rebuild on other targets\n", id, rep.chains);
+		return cli_fail("target", "target %s %lu at meta %s: %s", verb, id, addr,
+				rc == -ENOENT ? "no such target" : detail[0] ? detail :
+				weft_strerror(rc));
+	if (strcmp(verb, "out") == 0)
+		printf("target %lu out: %u chains rebuild on other targets\n", id, rep.chains);
+	else if (strcmp(verb, "drain") == 0)
+		printf("target %lu draining: %u chain memberships move to other targets (progress: "
+		       "weft status; then weft target remove %lu)\n", id, rep.chains, id);
+	else
+		printf("target %lu removed: it holds nothing the file system needs; stop its "
+		       "store\n", id);
 	return 0;
 }
 
 static int target_run(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error("target", "expects a subcommand: add or out");
+		return cli_usage_error("target", "expects a subcommand: add, drain, remove or out");
 	if (strcmp(argv[1], "add") == 0)
 		return target_add(argc - 1, argv + 1);
-	if (strcmp(argv[1], "out") == 0)
-		return target_out(argc, argv);
-	return cli_usage_error("target", "unknown subcommand '%s' (add, out)", argv[1]);
+	if (strcmp(argv[1], "out") == 0 || strcmp(argv[1], "drain") == 0 ||
+	    strcmp(argv[1], "remove") == 0)
+		return target_admin(argc, argv);
+	return cli_usage_error("target", "unknown subcommand '%s' (add, drain, remove, out)",
+			       argv[1]);
 }
 
 const struct cli_verb cmd_target = {
 	.name = "target",
-	.summary = "add a storage target, or take one out of its chains",
+	.summary = "add, drain, remove a storage target, or take one out of its chains",
 	.usage = "weft target add [--dir STATE]\n"
+		 "       weft target drain ID [--dir STATE | --meta HOST:PORT] [--key FILE]\n"
+		 "       weft target remove ID [--dir STATE | --meta HOST:PORT] [--key FILE]\n"
 		 "       weft target out ID [--dir STATE | --meta HOST:PORT] [--key FILE]\n\n"
 		 "Adds a store to a cluster started by weft up (STATE, default ~/.weft): starts\n"
 		 "store<N> on node<N>, the next free index, waits until meta lists it up, and\n"
@@ -230,6 +257,14 @@ const struct cli_verb cmd_target = {
 		 "out: marks target ID offline and gives each of its chains another target on a\n"
 		 "node not already in the chain, which copies the chain's objects from the\n"
 		 "members left (as meta does by itself once a target has been offline for\n"
-		 "--replace-after). The target's own copies are no longer used.",
+		 "--replace-after). The target's own copies are no longer used.\n\n"
+		 "drain: moves every chain membership of target ID to other targets while it\n"
+		 "keeps serving: each chain gets the new member as an extra one, which copies\n"
+		 "the chain's objects and gets every new write; once it holds them all, meta\n"
+		 "drops ID from the chain in one step. The replica count never drops, readers\n"
+		 "and writers see no error. ID then deletes its copies. weft status shows the\n"
+		 "memberships left. remove: takes a drained target out of the file system for\n"
+		 "good (it may not register again); refused while it is still a member of a\n"
+		 "chain.",
 	.run = target_run,
 };

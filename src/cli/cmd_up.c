@@ -219,7 +219,9 @@ static int up_run(int argc, char **argv)
 	const char *state = NULL, *mnt = NULL;
 	long nstores = 4, replicas = 2;
 	bool no_mount = false, metrics = false;
+	const char *store_cap = NULL;
 	static const struct option opts[] = {
+		{"store-capacity", required_argument, NULL, 'C'},
 		{"stores", required_argument, NULL, 's'}, {"replicas", required_argument, NULL, 'r'},
 		{"dir", required_argument, NULL, 'd'}, {"mount", required_argument, NULL, 'm'},
 		{"no-mount", no_argument, NULL, 'n'}, {"metrics", no_argument, NULL, 'M'}, {0}};
@@ -233,6 +235,14 @@ static int up_run(int argc, char **argv)
 		case 'm': mnt = optarg; break;
 		case 'n': no_mount = true; break;
 		case 'M': metrics = true; break;
+		case 'C': {
+			uint64_t v;
+			if (cli_parse_size(optarg, &v) || v == 0)
+				return cli_usage_error("up", "--store-capacity %s: not a size (bytes, "
+						       "or with K, M, G)", optarg);
+			store_cap = optarg;
+			break;
+		}
 		default: return cli_usage_error("up", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -298,6 +308,22 @@ static int up_run(int argc, char **argv)
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft meta did not start; see %s", logf);
 	}
+	/* --store-capacity is kept in STATE/store.capacity: stores started later (weft up
+	 * again, weft target add) get it too */
+	char capbuf[32] = "";
+	path_of(path, sizeof(path), state, "store.capacity");
+	if (store_cap) {
+		FILE *cf = fopen(path, "w");
+		if (!cf || fprintf(cf, "%s\n", store_cap) < 0 || fclose(cf) != 0)
+			return cli_fail("up", "writing %s: %s", path, strerror(errno));
+	}
+	FILE *cf = fopen(path, "r");
+	if (cf) {
+		if (!fgets(capbuf, sizeof(capbuf), cf))
+			capbuf[0] = '\0';
+		capbuf[strcspn(capbuf, "\n")] = '\0';
+		fclose(cf);
+	}
 	/* stores: start those that are not running, and every store<i> the state holds
 	 * beyond --stores (added by weft target add): leaving one down would take a
 	 * replica of its chains offline */
@@ -329,9 +355,18 @@ static int up_run(int argc, char **argv)
 		snprintf(mname, sizeof(mname), "%s.metrics", name);
 		if (metrics && (rc = daemon_addr(state, mname, 0, maddr2, sizeof(maddr2))))
 			return cli_fail("up", "no port for %s's metrics: %s", name, strerror(-rc));
-		char *cmd[] = {self, "store", dir, "--meta", meta, "--listen", addr, "--node", node,
-			       "--key", key, "--pid-file", path, "--log", logf,
-			       metrics ? "--metrics" : NULL, maddr2, NULL};
+		char *cmd[20] = {self, "store", dir, "--meta", meta, "--listen", addr, "--node", node,
+				 "--key", key, "--pid-file", path, "--log", logf};
+		int nc = 15;
+		if (capbuf[0]) {
+			cmd[nc++] = "--capacity";
+			cmd[nc++] = capbuf;
+		}
+		if (metrics) {
+			cmd[nc++] = "--metrics";
+			cmd[nc++] = maddr2;
+		}
+		cmd[nc] = NULL;
 		if (run_cmd(cmd) != 0)
 			return cli_fail("up", "weft store %s did not start; see %s", dir, logf);
 	}
@@ -438,7 +473,7 @@ const struct cli_verb cmd_up = {
 	.name = "up",
 	.summary = "start a whole cluster on this machine and mount it",
 	.usage = "weft up [--stores N] [--replicas R] [--dir STATE] [--mount MNT] [--no-mount]\n"
-		 "        [--metrics]\n\n"
+		 "        [--metrics] [--store-capacity SIZE]\n\n"
 		 "Creates the file system in STATE (default ~/.weft) if needed, starts weft meta\n"
 		 "and N weft store daemons (default 4, node names node0..) on loopback ports,\n"
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
@@ -447,7 +482,10 @@ const struct cli_verb cmd_up = {
 		 "replica count of a new file system. On an existing STATE it starts only what is\n"
 		 "not running (every store<i> there, also those beyond --stores that weft target\n"
 		 "add made) and mounts if not mounted. --metrics gives every daemon and the mount\n"
-		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.",
+		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.\n"
+		 "--store-capacity gives every store (also those started later) weft store's\n"
+		 "--capacity SIZE: the stores share this machine's file system, and placement\n"
+		 "and rebalancing then see each one's own use.",
 	.run = up_run,
 };
 

@@ -19,7 +19,8 @@
 	X(stat) \
 	X(store) \
 	X(target) \
-	X(scrub)
+	X(scrub) \
+	X(rebalance)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -12,13 +12,17 @@
 /* targets value v1 (LE): u8 version, u8[16] uuid, u8 state, u64 capacity, u64 free,
  * u64 read_bytes, u64 write_bytes, u64 read_ops, u64 write_ops, i64 last_seen_ns,
  * i64 registered_ns, u16 len + node, u16 len + addr, then (absent in older records)
- * u64 incarnation, u64 wseq.
+ * u64 incarnation, u64 wseq, then (absent in older records) u8 flags (META_TARGET_*).
  * chains value v1 (LE): u8 version, u32 owner, u64 version, u8 nmembers,
- * per member u32 target + u8 state. Key: u8 replicas, u32 BE chain id. */
+ * per member u32 target + u8 state (with the flag bits below). nmembers is replicas,
+ * or replicas + 1 while a membership moves. Key: u8 replicas, u32 BE chain id. */
 #define TARGET_VERSION 1
 #define CHAIN_VERSION 1
 /* in a member's stored state byte: rebuild_pending */
 #define MEMBER_REBUILD_PENDING 0x80
+/* in a member's stored state byte: leaving (a move drops it once the newcomer serves) */
+#define MEMBER_LEAVING 0x40
+#define MEMBER_FLAGS (MEMBER_REBUILD_PENDING | MEMBER_LEAVING)
 
 static int target_encode(const struct meta_target *t, struct wbuf *w)
 {
@@ -37,6 +41,7 @@ static int target_encode(const struct meta_target *t, struct wbuf *w)
 	wbuf_str(w, t->addr, strlen(t->addr));
 	wbuf_u64(w, t->incarnation);
 	wbuf_u64(w, t->wseq);
+	wbuf_u8(w, t->flags);
 	return w->err;
 }
 
@@ -73,10 +78,12 @@ static int target_decode(const MDB_val *k, const MDB_val *v, struct meta_target 
 	t->registered_ns = (int64_t)rbuf_u64(&r);
 	get_str(&r, t->node, WEFT_NODE_MAX);
 	get_str(&r, t->addr, WEFT_ADDR_MAX);
-	if (rbuf_ok(&r) && rbuf_left(&r) == 16) {
+	if (rbuf_ok(&r) && rbuf_left(&r) >= 16) {
 		t->incarnation = rbuf_u64(&r);
 		t->wseq = rbuf_u64(&r);
 	}
+	if (rbuf_ok(&r) && rbuf_left(&r) == 1)
+		t->flags = rbuf_u8(&r);
 	return rbuf_ok(&r) && rbuf_left(&r) == 0 ? 0 : -EIO;
 }
 
@@ -107,8 +114,9 @@ int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
 	return target_decode(&k, &v, out);
 }
 
-/* Loads all targets in id order into a malloc'd array. */
-static int targets_load(struct meta_db *db, MDB_txn *txn, struct meta_target **out, uint32_t *n)
+/* Loads all targets in id order into a malloc'd array; removed ones only if asked. */
+static int targets_load_all(struct meta_db *db, MDB_txn *txn, bool removed,
+			    struct meta_target **out, uint32_t *n)
 {
 	MDB_cursor *cur;
 	MDB_stat st;
@@ -131,8 +139,10 @@ static int targets_load(struct meta_db *db, MDB_txn *txn, struct meta_target **o
 	int err = 0;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && i < st.ms_entries;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-		if ((err = target_decode(&k, &v, &a[i++])))
+		if ((err = target_decode(&k, &v, &a[i])))
 			break;
+		else if (removed || !(a[i].flags & META_TARGET_REMOVED))
+			i++;
 	mdb_cursor_close(cur);
 	if (!err && rc && rc != MDB_NOTFOUND)
 		err = meta_mdb_err(rc);
@@ -143,6 +153,12 @@ static int targets_load(struct meta_db *db, MDB_txn *txn, struct meta_target **o
 	*out = a;
 	*n = i;
 	return 0;
+}
+
+/* The targets that are part of the file system (not removed), in id order. */
+static int targets_load(struct meta_db *db, MDB_txn *txn, struct meta_target **out, uint32_t *n)
+{
+	return targets_load_all(db, txn, false, out, n);
 }
 
 static void chain_key(uint8_t kb[5], uint8_t replicas, uint32_t id)
@@ -162,20 +178,22 @@ static int chain_decode(const MDB_val *k, const MDB_val *v, struct meta_chain *c
 	c->owner = get_le32(p + 1);
 	c->version = get_le64(p + 5);
 	c->nmembers = p[13];
-	if (c->nmembers != c->replicas || c->nmembers > WEFT_REPLICAS_MAX ||
+	if ((c->nmembers != c->replicas && c->nmembers != c->replicas + 1) ||
+	    c->nmembers > WEFT_CHAIN_MEMBERS_MAX ||
 	    v->mv_size != 14 + 5 * (size_t)c->nmembers)
 		return -EIO;
 	for (int m = 0; m < c->nmembers; m++) {
 		c->members[m].target = get_le32(p + 14 + 5 * m);
-		c->members[m].state = p[14 + 5 * m + 4] & ~MEMBER_REBUILD_PENDING;
+		c->members[m].state = p[14 + 5 * m + 4] & ~MEMBER_FLAGS;
 		c->members[m].rebuild_pending = p[14 + 5 * m + 4] & MEMBER_REBUILD_PENDING;
+		c->members[m].leaving = p[14 + 5 * m + 4] & MEMBER_LEAVING;
 	}
 	return 0;
 }
 
 static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c)
 {
-	uint8_t kb[5], vb[14 + 5 * WEFT_REPLICAS_MAX];
+	uint8_t kb[5], vb[14 + 5 * WEFT_CHAIN_MEMBERS_MAX];
 	chain_key(kb, c->replicas, c->id);
 	vb[0] = CHAIN_VERSION;
 	put_le32(vb + 1, c->owner);
@@ -184,7 +202,8 @@ static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *
 	for (int m = 0; m < c->nmembers; m++) {
 		put_le32(vb + 14 + 5 * m, c->members[m].target);
 		vb[14 + 5 * m + 4] = c->members[m].state |
-				      (c->members[m].rebuild_pending ? MEMBER_REBUILD_PENDING : 0);
+				      (c->members[m].rebuild_pending ? MEMBER_REBUILD_PENDING : 0) |
+				      (c->members[m].leaving ? MEMBER_LEAVING : 0);
 	}
 	MDB_val k = { 5, kb }, v = { 14 + 5 * (size_t)c->nmembers, vb };
 	return meta_mdb_err(meta_mdb_put(txn, db->chains, &k, &v, 0));
@@ -332,7 +351,8 @@ static int place(const struct meta_target *t, uint32_t n, const uint32_t *order,
 				clash |= strcmp(t[pick[j]].node, t[cand].node) == 0;
 			if (clash)
 				continue;
-			uint64_t score = (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 60 |
+			uint64_t score = (uint64_t)!!(t[cand].flags & META_TARGET_DRAINING) << 61 |
+					 (uint64_t)(t[cand].state == WEFT_MEMBER_OFFLINE) << 60 |
 					 (uint64_t)count[cand] << 40 | full_pct(&t[cand]) << 24 |
 					 step;
 			if (score < best_score) {
@@ -527,7 +547,7 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
 	int rc;
 	if (nl == 0 || nl > WEFT_NODE_MAX || al == 0 || al > WEFT_ADDR_MAX)
 		return -EINVAL;
-	if ((rc = targets_load(db, txn, &all, &n)))
+	if ((rc = targets_load_all(db, txn, true, &all, &n)))
 		return rc;
 	int found = -1;
 	for (uint32_t i = 0; i < n; i++)
@@ -536,6 +556,8 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
 	if (found >= 0) {
 		t = all[found];
 		free(all);
+		if (t.flags & META_TARGET_REMOVED)
+			return -EPERM; /* taken out for good (weft target remove) */
 		if (strcmp(t.node, node) != 0)
 			log_warn("target %u re-registered from node %s, was %s: node kept",
 				 t.id, node, t.node);
@@ -553,7 +575,7 @@ int meta_chains_register(struct meta_db *db, MDB_txn *txn, const uint8_t uuid[16
 		return grow(db, txn);
 	}
 	free(all);
-	if (n >= META_TARGETS_MAX)
+	if (n >= META_TARGETS_MAX) /* removed targets keep their ids: they count */
 		return -ENOSPC;
 	struct meta_super sb;
 	if ((rc = meta_super_get(db, txn, &sb)))
@@ -581,6 +603,8 @@ int meta_chains_heartbeat(struct meta_db *db, MDB_txn *txn, uint32_t id,
 	int rc = meta_chains_target_get(db, txn, id, &t);
 	if (rc)
 		return rc;
+	if (t.flags & META_TARGET_REMOVED)
+		return -EPERM;
 	t.capacity = st->capacity;
 	t.free = st->free;
 	t.read_bytes = st->read_bytes;
@@ -841,6 +865,28 @@ int meta_chains_replace_expired(struct meta_db *db, MDB_txn *txn, int64_t now_ns
 	return rc;
 }
 
+/* A chain with an extra member (a move): once replicas members serve without the one
+ * leaving, the leaving one is dropped, in the same version as the newcomer's promotion,
+ * so the chain never has fewer serving copies than before the move began. */
+static void move_finish(struct meta_chain *c)
+{
+	if (c->nmembers <= c->replicas)
+		return;
+	int serving = 0, leaving = -1;
+	for (int m = 0; m < c->nmembers; m++) {
+		if (c->members[m].leaving)
+			leaving = m;
+		else
+			serving += c->members[m].state == WEFT_MEMBER_SERVING;
+	}
+	if (leaving < 0 || serving < c->replicas)
+		return;
+	log_info("chain %u/%u: target %u moved out (its copy is now held by the others)",
+		 c->replicas, c->id, c->members[leaving].target);
+	move_member(c, leaving, c->nmembers - 1);
+	c->nmembers--;
+}
+
 int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 			       uint32_t chain, uint32_t target)
 {
@@ -858,6 +904,7 @@ int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replica
 		c.members[m].state = WEFT_MEMBER_SERVING;
 		c.members[m].rebuild_pending = false;
 		c.version++;
+		move_finish(&c);
 		if ((rc = chain_put(db, txn, &c)))
 			return rc;
 		return epoch_bump(db, txn);
@@ -940,4 +987,38 @@ int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set
 	if (rc)
 		meta_chain_set_free(out);
 	return rc;
+}
+
+/* ---- building blocks for moves.c (same txn rules as above) ---- */
+
+int meta_chains_target_put(struct meta_db *db, MDB_txn *txn, const struct meta_target *t)
+{
+	return target_put(db, txn, t);
+}
+
+int meta_chains_targets(struct meta_db *db, MDB_txn *txn, struct meta_target **out,
+			uint32_t *n)
+{
+	return targets_load(db, txn, out, n);
+}
+
+int meta_chains_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+		      struct meta_chain **out, uint32_t *n)
+{
+	return chains_load(db, txn, replicas, out, n);
+}
+
+int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c)
+{
+	return chain_put(db, txn, c);
+}
+
+int meta_chains_epoch_bump(struct meta_db *db, MDB_txn *txn)
+{
+	return epoch_bump(db, txn);
+}
+
+void meta_chains_move_member(struct meta_chain *c, int m, int to)
+{
+	move_member(c, m, to);
 }

@@ -26,8 +26,13 @@
 #include "meta/chains_codec.h"
 #include "meta/mdb.h"
 
+/* meta_target.flags */
+#define META_TARGET_DRAINING 0x01 /* weft target drain: its memberships move elsewhere */
+#define META_TARGET_REMOVED 0x02  /* weft target remove: out for good, may not register */
+
 struct meta_target {
 	uint32_t id;
+	uint8_t flags; /* META_TARGET_* */
 	uint8_t uuid[16];
 	uint8_t state; /* WEFT_MEMBER_SERVING (up) or WEFT_MEMBER_OFFLINE (down) */
 	char node[WEFT_NODE_MAX + 1];
@@ -113,5 +118,17 @@ int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_
 		     uint64_t *room);
 /* Loads every target and table into *out (free with meta_chain_set_free). */
 int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out);
+
+/* Building blocks for moves.c, on the caller's txn: the targets not removed (id
+ * order), table replicas (indexed by id), one chain written back, the epoch bumped,
+ * member m moved to position to. */
+int meta_chains_target_put(struct meta_db *db, MDB_txn *txn, const struct meta_target *t);
+int meta_chains_targets(struct meta_db *db, MDB_txn *txn, struct meta_target **out,
+			uint32_t *n);
+int meta_chains_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
+		      struct meta_chain **out, uint32_t *n);
+int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c);
+int meta_chains_epoch_bump(struct meta_db *db, MDB_txn *txn);
+void meta_chains_move_member(struct meta_chain *c, int m, int to);
 
 #endif

@@ -38,7 +38,7 @@ void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w)
 			wbuf_u32(w, c->id);
 			wbuf_u64(w, c->version);
 			wbuf_u8(w, c->nmembers);
-			for (int m = 0; m < c->nmembers && m < WEFT_REPLICAS_MAX; m++) {
+			for (int m = 0; m < c->nmembers && m < WEFT_CHAIN_MEMBERS_MAX; m++) {
 				wbuf_u32(w, c->members[m].target);
 				wbuf_u8(w, c->members[m].state);
 			}
@@ -105,11 +105,11 @@ static int decode(struct rbuf *r, struct meta_chain_set *s)
 			c->replicas = reps;
 			c->version = rbuf_u64(r);
 			c->nmembers = rbuf_u8(r);
-			if (c->id != i || c->nmembers != reps) {
+			if (c->id != i || (c->nmembers != reps && c->nmembers != reps + 1)) {
 				rbuf_fail(r, "chain set: bad chain id or member count");
 				break;
 			}
-			for (int m = 0; m < reps; m++) {
+			for (int m = 0; m < c->nmembers; m++) {
 				c->members[m].target = rbuf_u32(r);
 				c->members[m].state = rbuf_u8(r);
 				if (c->members[m].state > WEFT_MEMBER_REBUILDING)

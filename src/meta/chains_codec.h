@@ -10,7 +10,8 @@
  *       u16 len + node bytes (<= WEFT_NODE_MAX), u16 len + addr bytes (<= WEFT_ADDR_MAX)
  *   then for replicas = 1, 2, 3:
  *       u32 nchains (<= META_CHAINS_MAX), then per chain, in id order 0..nchains-1:
- *           u32 id (== its index), u64 version, u8 nmembers (== replicas),
+ *           u32 id (== its index), u64 version, u8 nmembers (replicas, or replicas + 1
+ *           while a membership moves: the newcomer rebuilds behind the others),
  *           per member: u32 target id, u8 state (enum weft_member_state)
  *
  * Threads: pure functions; a set is owned by whoever filled it. */
@@ -25,6 +26,8 @@
 #define META_CHAINSET_VERSION 1
 #define META_TARGETS_MAX 4096u
 #define META_CHAINS_MAX 65536u
+/* a chain's members: its replicas, and one more while a membership moves */
+#define WEFT_CHAIN_MEMBERS_MAX (WEFT_REPLICAS_MAX + 1)
 
 struct meta_chain_member {
 	uint32_t target;
@@ -32,6 +35,8 @@ struct meta_chain_member {
 	/* meta only, not on the wire: went offline before it finished rebuilding (it must
 	 * rebuild, not just sync, when it returns) */
 	bool rebuild_pending;
+	/* meta only: the member a move takes out once the extra member serves */
+	bool leaving;
 };
 
 /* One chain: members in order, head first. Reads go to any SERVING member, writes to
@@ -39,10 +44,12 @@ struct meta_chain_member {
 struct meta_chain {
 	uint32_t id;      /* index in the table of its replica count; never changes meaning */
 	uint8_t replicas; /* table it belongs to (1..3) */
-	uint8_t nmembers; /* == replicas */
+	uint8_t nmembers; /* replicas, or replicas + 1 while a membership moves (drain,
+			   * rebalance): the extra member rebuilds, then the leaving one is
+			   * dropped at meta in one step */
 	uint32_t owner;   /* target the chain was built around (not encoded on the wire) */
 	uint64_t version; /* bumped on any change of members or their states */
-	struct meta_chain_member members[WEFT_REPLICAS_MAX];
+	struct meta_chain_member members[WEFT_CHAIN_MEMBERS_MAX];
 };
 
 struct meta_chain_target {

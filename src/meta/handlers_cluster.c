@@ -222,6 +222,67 @@ static int h_target_out(struct mreq *r, const struct meta_ctx *c)
 	return rc;
 }
 
+/* TARGET_DRAIN {target, remove} -> TARGET_OUT_REPLY {chains}: starts draining target
+ * (its memberships move in the next expiry steps), or removes a drained one. ENOENT
+ * unknown target; EBUSY remove while it is still a member of some chain; EINVAL remove
+ * of a target not drained, or drain of a removed one. */
+static int h_target_drain(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_target_drain *m = MSG(target_drain);
+	unsigned n = 0;
+	int rc;
+	if (!m->remove)
+		return (rc = meta_moves_drain(c->db, c->txn, m->target, &n), r->u32 = n, rc);
+	rc = meta_moves_remove(c->db, c->txn, m->target);
+	if (rc == -EBUSY && meta_moves_memberships(c->db, c->txn, m->target, &n) == 0)
+		snprintf(r->detail, sizeof(r->detail), "target %u is still a member of %u "
+			 "chains: its copies are needed (weft target drain %u, and wait)",
+			 m->target, n, m->target);
+	else if (rc == -EINVAL)
+		snprintf(r->detail, sizeof(r->detail), "target %u was not drained (weft target "
+			 "drain %u first)", m->target, m->target);
+	return rc;
+}
+
+/* REBALANCE {mode, threshold} -> REBALANCE_REPLY. Runs on the writer thread, as the
+ * expiry step that starts moves, so the settings need no lock. */
+static int h_rebalance(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_rebalance *m = MSG(rebalance);
+	struct meta_server *s = r->s;
+	(void)c;
+	if (m->mode > 3 || m->threshold > 100) {
+		snprintf(r->detail, sizeof(r->detail), "bad rebalance mode %u or threshold %u%%",
+			 m->mode, m->threshold);
+		return -EINVAL;
+	}
+	if (m->threshold)
+		s->moves.threshold = m->threshold;
+	if (m->mode == 1)
+		s->rebalance_once = true;
+	else if (m->mode == 2)
+		s->rebalance_auto = true;
+	else if (m->mode == 3)
+		s->rebalance_auto = s->rebalance_once = false;
+	if (m->mode == 1 || m->mode == 2)
+		s->moves_idle = false; /* until the next step says otherwise */
+	/* the reply is encoded on the loop thread: take the values here */
+	r->u32 = s->moves.threshold;
+	r->u64 = (uint64_t)s->moves_res.moving << 32 | s->moves_res.spread;
+	r->written[0] = s->moves_res.moving || ((s->rebalance_auto || s->rebalance_once) &&
+						 !s->moves_idle);
+	r->written[1] = s->rebalance_auto;
+	return 0;
+}
+
+static void rep_rebalance(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_rebalance_reply m = {.active = r->written[0], .automatic = r->written[1],
+					     .threshold = r->u32, .spread = (uint32_t)r->u64,
+					     .moving = (uint32_t)(r->u64 >> 32)};
+	weft_rebalance_reply_encode(w, &m);
+}
+
 static void rep_target_out(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_target_out_reply m = {.chains = r->u32};
@@ -310,8 +371,11 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 	for (uint32_t id = 1; id < sb.next_target; id++) {
 		struct meta_target t;
 		rc = meta_chains_target_get(c->db, c->txn, id, &t);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT || (rc == 0 && (t.flags & META_TARGET_REMOVED)))
 			continue;
+		unsigned memberships = 0;
+		if (rc == 0)
+			rc = meta_moves_memberships(c->db, c->txn, id, &memberships);
 		if (rc)
 			return rc;
 		wbuf_u32(&r->bulk, t.id);
@@ -332,6 +396,8 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 		wbuf_u64(&r->bulk, p.objects_left);
 		wbuf_u64(&r->bulk, p.bytes_left);
 		wbuf_u64(&r->bulk, p.rate);
+		wbuf_u8(&r->bulk, t.flags);
+		wbuf_u32(&r->bulk, memberships);
 		n++;
 	}
 	r->u32 = n;
@@ -359,6 +425,8 @@ const struct meta_handler meta_cluster_handlers[] = {
 	H(CHAIN_SYNCED, true, false, h_chain_synced, NULL),
 	H(RESYNC_PROGRESS, false, false, h_resync_progress, NULL),
 	H(TARGET_OUT, true, false, h_target_out, rep_target_out),
+	H(TARGET_DRAIN, true, false, h_target_drain, rep_target_out),
+	H(REBALANCE, true, false, h_rebalance, rep_rebalance),
 	H(CHAIN_OBJECTS, false, false, h_chain_objects, rep_chain_objects),
 	{0},
 };

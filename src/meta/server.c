@@ -317,6 +317,20 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	 * period that lets clients reclaim their opens after a restart */
 	if (!rc)
 		rc = meta_session_reap(s->db, txn, &expire_res.reaped);
+	/* drains and rebalancing: start the moves due (moves.h) */
+	if (!rc && up > s->target_timeout_ms) {
+		/* a rebalancing move waits until the last one's effect shows in the targets'
+		 * reports: the old copies swept (store/sweep.c) and a heartbeat since */
+		uint64_t now_ms = loop_now_ms();
+		bool settled = now_ms - s->moves_busy_ms > MOVES_SETTLE_MS;
+		s->moves.rebalance = (s->rebalance_auto || s->rebalance_once) && settled;
+		rc = meta_moves_step(s->db, txn, &s->moves, &s->moves_res);
+		if (!rc && s->moves_res.moving)
+			s->moves_busy_ms = now_ms;
+		s->moves_idle = !rc && settled && !s->moves_res.moving && !s->moves_res.started;
+		if (s->moves_idle)
+			s->rebalance_once = false; /* balanced, or no move would narrow the gap */
+	}
 	return rc;
 }
 
@@ -418,6 +432,8 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	s->key = *o->key;
 	s->target_timeout_ms = o->target_timeout_ms ? o->target_timeout_ms : 10000;
 	s->replace_after_ms = o->replace_after_ms ? o->replace_after_ms : 300000;
+	s->moves.threshold = o->rebalance_threshold ? o->rebalance_threshold : 10;
+	s->rebalance_auto = !o->no_rebalance;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
 	atomic_init(&s->next_handle, 1);
 	/* WEFT_META_MAPSIZE (bytes): the initial LMDB map (default 64 MiB); it grows online

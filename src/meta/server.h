@@ -35,6 +35,10 @@ struct meta_server_opts {
 	uint64_t reserve;           /* bytes kept for deletes; 0 = default (space.h) */
 	bool no_reserve;            /* --reserve 0 */
 	uint64_t space_warn;        /* warn under this much room; 0 = default */
+	/* automatic rebalancing: moves start when the fullest live target is this many
+	 * percent of capacity above the emptiest; 0 = 10; no_rebalance: off */
+	uint32_t rebalance_threshold;
+	bool no_rebalance;
 };
 
 /* Opens the file system, starts the committer, the deleter, the loop thread, and binds.

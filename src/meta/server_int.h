@@ -13,6 +13,7 @@
 #include "meta/mdb.h"
 #include "meta/ns.h"
 #include "meta/server.h"
+#include "meta/moves.h"
 #include "meta/super.h"
 
 struct meta_deleter;
@@ -38,6 +39,13 @@ struct meta_server {
 	uint64_t pushed_epoch;      /* loop thread: chains_epoch last pushed (push.c) */
 	atomic_int probes;          /* TARGET_FAILED probes running (probe.c) */
 	struct meta_resync_progress *progress; /* per target id; loop thread only */
+	/* moves (moves.h); writer thread only (the expiry step and REBALANCE) */
+	struct meta_moves_cfg moves;
+	bool rebalance_auto;        /* moves.rebalance on whenever over the threshold */
+	bool rebalance_once;        /* weft rebalance: until there is nothing to do */
+	bool moves_idle;            /* the last step: nothing moving, settled, none started */
+	uint64_t moves_busy_ms;     /* when a move was last seen in progress */
+	struct meta_moves_result moves_res; /* as of the last step */
 };
 
 /* Resync progress a syncing store reported last (RESYNC_PROGRESS), shown by status. */

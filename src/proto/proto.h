@@ -255,6 +255,23 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* admin -> store: verify every object's CRCs at up to rate MiB/s (0: the store's
  * --resync-rate), repairing bad ones from another replica; runs in the background */
 #define MSG_STORE_SCRUB(F) F(U32, rate, 0)
+/* ---- moves (issue 16: drain, remove, rebalance; src/meta/moves.h) ---- */
+
+/* admin -> meta: remove 0: drain target (its chain memberships move to other targets,
+ * the replica count kept throughout); remove 1: take the drained target out for good
+ * (EBUSY while it is still a member of some chain, EINVAL if it was not drained).
+ * Reply TARGET_OUT_REPLY {chains}: memberships it still has. */
+#define MSG_TARGET_DRAIN(F) F(U32, target, 0) F(U8, remove, 0)
+/* admin -> meta: mode 0 query, 1 rebalance now (until under the threshold), 2 automatic
+ * on, 3 automatic off; threshold: percent of capacity (0: unchanged). Reply: the
+ * settings, the gap between the fullest and emptiest live target (percent), moves in
+ * progress */
+#define MSG_REBALANCE(F) F(U8, mode, 0) F(U32, threshold, 0)
+#define MSG_REBALANCE_REPLY(F) F(U8, active, 0) F(U8, automatic, 0) F(U32, threshold, 0) \
+	F(U32, spread, 0) F(U32, moving, 0)
+/* admin -> store: copy (resync, rebuild, moves) at up to rate MiB/s (0: unlimited) */
+#define MSG_STORE_RATE(F) F(U32, rate, 0)
+
 /* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
 #define MSG_RESYNC_PROGRESS(F) \
 	F(U32, target, 0) F(U64, objects_left, 0) F(U64, bytes_left, 0) F(U64, rate, 0)
@@ -312,7 +329,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(resync_progress, MSG_RESYNC_PROGRESS) X(target_out, MSG_TARGET_OUT) \
 	X(target_out_reply, MSG_TARGET_OUT_REPLY) X(chain_objects, MSG_CHAIN_OBJECTS) \
 	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY) X(store_scrub, MSG_STORE_SCRUB) \
-	X(obj_extent, MSG_OBJ_EXTENT) X(obj_extent_reply, MSG_OBJ_EXTENT_REPLY)
+	X(obj_extent, MSG_OBJ_EXTENT) X(obj_extent_reply, MSG_OBJ_EXTENT_REPLY) \
+	X(target_drain, MSG_TARGET_DRAIN) X(rebalance, MSG_REBALANCE) \
+	X(rebalance_reply, MSG_REBALANCE_REPLY) X(store_rate, MSG_STORE_RATE)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -374,7 +393,10 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(TARGET_OUT,   0x0308, target_out, target_out_reply) \
 	X(CHAIN_OBJECTS, 0x0309, chain_objects, chain_objects_reply) \
 	X(STORE_SCRUB,  0x040b, store_scrub, empty) \
-	X(OBJ_EXTENT,   0x040c, obj_extent, obj_extent_reply) /* SEEK_DATA/HOLE, st_blocks */
+	X(OBJ_EXTENT,   0x040c, obj_extent, obj_extent_reply) /* SEEK_DATA/HOLE, st_blocks */ \
+	X(TARGET_DRAIN, 0x030b, target_drain, target_out_reply) /* drain or remove */ \
+	X(REBALANCE,    0x030c, rebalance, rebalance_reply) \
+	X(STORE_RATE,   0x040d, store_rate, empty)
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

@@ -19,5 +19,7 @@ bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t)
 	t->resync_objects_left = rbuf_u64(r);
 	t->resync_bytes_left = rbuf_u64(r);
 	t->resync_rate = rbuf_u64(r);
+	t->flags = rbuf_u8(r);
+	t->memberships = rbuf_u32(r);
 	return rbuf_ok(r);
 }

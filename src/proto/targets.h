@@ -3,7 +3,8 @@
  * them). Layout, little-endian: u32 id, u8 state, u16 node length, node, u16 address
  * length, address, u64 capacity, free, bytes_read, bytes_written, ops_read, ops_written,
  * silent_ms (time since the last heartbeat), resync_objects_left, resync_bytes_left,
- * resync_rate (bytes/s; all three 0 unless the target is catching up). */
+ * resync_rate (bytes/s; all three 0 unless the target is catching up), u8 flags
+ * (WEFT_TARGET_DRAINING), u32 memberships (chains it is a member of). */
 #ifndef WEFT_PROTO_TARGETS_H
 #define WEFT_PROTO_TARGETS_H
 
@@ -19,7 +20,11 @@ struct weft_target_rec {
 	struct weft_str node, addr;
 	uint64_t capacity, free, bytes_read, bytes_written, ops_read, ops_written, silent_ms;
 	uint64_t resync_objects_left, resync_bytes_left, resync_rate;
+	uint8_t flags;
+	uint32_t memberships;
 };
+
+#define WEFT_TARGET_DRAINING 0x01 /* weft target drain: its memberships move elsewhere */
 
 /* Reads the next record; strings borrow from r's buffer. False on a short or malformed
  * record (rbuf_ok(r) then says why). */

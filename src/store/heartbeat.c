@@ -64,6 +64,30 @@ static bool transient(int rc)
 	       rc == -EAGAIN || rc == -EINTR;
 }
 
+/* Bytes of the objects this target holds (their logical sizes), counted from the
+ * index at most every 2 s. Heartbeat thread (or start, before it runs). */
+static uint64_t held_bytes(struct store_server *s)
+{
+	uint64_t now = loop_now_ms();
+	if (s->held_ms && now - s->held_ms < 2000)
+		return s->held;
+	struct store_index_rec recs[256];
+	size_t n;
+	uint64_t ino = 0, sum = 0;
+	uint32_t stripe = 0;
+	while (s->objs && store_obj_list(s->objs, ino, stripe, recs, 256, &n) == 0 && n) {
+		for (size_t i = 0; i < n; i++)
+			sum += recs[i].length;
+		ino = recs[n - 1].ino;
+		stripe = recs[n - 1].stripe + 1;
+		if (stripe == 0)
+			ino++;
+	}
+	s->held = sum;
+	s->held_ms = now;
+	return sum;
+}
+
 static void space(struct store_server *s, uint64_t *cap, uint64_t *avail)
 {
 	*cap = *avail = 0;
@@ -73,6 +97,12 @@ static void space(struct store_server *s, uint64_t *cap, uint64_t *avail)
 	} else if (statvfs(s->dir, &v) == 0) {
 		*cap = (uint64_t)v.f_blocks * v.f_frsize;
 		*avail = (uint64_t)v.f_bavail * v.f_frsize;
+	}
+	if (s->capacity) { /* a share of a file system other stores use too */
+		uint64_t held = held_bytes(s);
+		uint64_t left = s->capacity > held ? s->capacity - held : 0;
+		*cap = s->capacity < *cap || !*cap ? s->capacity : *cap;
+		*avail = left < *avail ? left : *avail;
 	}
 	stats_set_gauge(STATS_TARGET_CAPACITY_BYTES, *cap);
 	stats_set_gauge(STATS_TARGET_FREE_BYTES, *avail);

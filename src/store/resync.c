@@ -195,6 +195,8 @@ int resync_open(struct store_server *s)
 		free(rs);
 		return rc;
 	}
+	if (sweep_open(s))
+		log_warn("sweep: no memory: copies of chains this target leaves stay here");
 	s->rs = rs;
 	return 0;
 }
@@ -238,6 +240,7 @@ void resync_tables_changed(struct store_server *s)
 	struct store_resync *rs = s->rs;
 	if (!rs)
 		return;
+	sweep_tables_changed(s);
 	struct meta_chain_set set;
 	if (chaincache_snapshot(s->cc, &set))
 		return; /* no table yet, or no memory: keep every note */
@@ -376,7 +379,8 @@ static size_t collect(struct store_server *s, struct job *out, size_t max)
 	return n;
 }
 
-static int chain_synced(struct store_server *s, const struct job *j, uint64_t copied)
+static int chain_synced(struct store_server *s, const struct job *j, uint64_t copied,
+			uint64_t bytes)
 {
 	struct weft_msg_chain_synced m = {.target = s->target_id, .replicas = j->replicas,
 					  .chain = j->chain, .chain_ver = j->version};
@@ -387,8 +391,8 @@ static int chain_synced(struct store_server *s, const struct job *j, uint64_t co
 	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_SYNCED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);
 	if (rc == 0)
-		log_info("chain %u/%u: in sync (%" PRIu64 " objects copied), serving", j->replicas,
-			 j->chain, copied);
+		log_info("chain %u/%u: in sync (%" PRIu64 " objects copied), %" PRIu64 " bytes, "
+			 "serving", j->replicas, j->chain, copied, bytes);
 	chains_refresh(s, true);
 	return rc;
 }
@@ -528,7 +532,7 @@ static int chain_objects_page(struct store_server *s, const struct job *j, uint6
 static int rebuild_chain(struct store_server *s, struct rpc *src, const struct job *j)
 {
 	struct store_resync *rs = s->rs;
-	uint64_t ino = 0, total = 0;
+	uint64_t ino = 0, total = 0, bytes0 = atomic_load(&rs->bytes_done);
 	for (;;) {
 		struct frame *rep = NULL;
 		struct weft_msg_chain_objects_reply r;
@@ -556,7 +560,7 @@ static int rebuild_chain(struct store_server *s, struct rpc *src, const struct j
 		if (rc || stopping(rs))
 			return rc ? rc : -EINTR;
 		if (eof)
-			return chain_synced(s, j, total);
+			return chain_synced(s, j, total, atomic_load(&rs->bytes_done) - bytes0);
 	}
 }
 
@@ -565,7 +569,9 @@ static int sync_chain(struct store_server *s, const struct job *j)
 {
 	struct store_resync *rs = s->rs;
 	if (j->source == 0)
-		return j->replicas == 1 ? chain_synced(s, j, 0) : -EAGAIN;
+		/* a lone member that rejoins holds its data: synced at once; a newcomer
+		 * (a move's extra member) with nobody to copy from waits */
+		return j->replicas == 1 && !j->rebuild ? chain_synced(s, j, 0, 0) : -EAGAIN;
 	struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = j->addr,
 				.default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,
 				.connect_timeout_ms = 3000};
@@ -580,7 +586,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 		rpc_free(src);
 		return rc;
 	}
-	uint64_t total = 0;
+	uint64_t total = 0, bytes0 = atomic_load(&rs->bytes_done);
 	for (int pass = 0; !stopping(rs); pass++) {
 		uint64_t ino = 0, copied = 0;
 		uint32_t stripe = 0;
@@ -625,7 +631,7 @@ static int sync_chain(struct store_server *s, const struct job *j)
 			}
 		}
 		if (copied == 0) {
-			rc = chain_synced(s, j, total);
+			rc = chain_synced(s, j, total, atomic_load(&rs->bytes_done) - bytes0);
 			goto out;
 		}
 	}
@@ -902,6 +908,7 @@ static void *copier_main(void *arg)
 	uint64_t last_bytes = 0, last_ms = loop_now_ms();
 	while (!stopping(rs)) {
 		do_repairs(s);
+		sweep_run(s);
 		pthread_mutex_lock(&rs->wake_lock);
 		uint64_t scrub_rate = rs->scrub_rate;
 		rs->scrub_rate = 0;
@@ -977,6 +984,7 @@ void resync_close(struct store_server *s)
 	pthread_mutex_unlock(&rs->wake_lock);
 	if (rs->started)
 		pthread_join(rs->thread, NULL);
+	sweep_close(s);
 	if (rs->fd >= 0)
 		close(rs->fd);
 	pthread_mutex_destroy(&rs->lock);

@@ -299,6 +299,12 @@ static void run_job(struct store_job *j)
 		resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
 		srv_reply_status(q, 0);
 		break;
+	case WEFT_OP_STORE_RATE:
+		atomic_store(&q->s->resync_rate, (uint64_t)q->m.rt.rate << 20);
+		log_info("copy rate (resync, rebuilds, moves) set to %s%u MiB/s",
+			 q->m.rt.rate ? "" : "unlimited, ", q->m.rt.rate);
+		srv_reply_status(q, 0);
+		break;
 	case WEFT_OP_OBJ_STAT: do_stat(q); break;
 	case WEFT_OP_OBJ_EXTENT: do_extent(q); break;
 	case WEFT_OP_OBJ_LIST: do_list(q); break;
@@ -367,6 +373,9 @@ static void on_request(struct conn *c, struct frame *f)
 		break;
 	case WEFT_OP_STORE_SCRUB:
 		rc = weft_store_scrub_decode(p, len, &q->m.sc, &why);
+		break;
+	case WEFT_OP_STORE_RATE:
+		rc = weft_store_rate_decode(p, len, &q->m.rt, &why);
 		break;
 	case WEFT_OP_OBJ_DELETE:
 		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);
@@ -560,6 +569,7 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->resync_rate = !o->resync_rate ? 64ull << 20 : o->resync_rate == UINT64_MAX ? 0 :
 		o->resync_rate;
 	s->stop = o->stop;
+	s->capacity = o->capacity;
 	pthread_mutex_init(&s->fwd_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
 	pthread_mutex_init(&s->repair_lock, NULL);

@@ -43,6 +43,9 @@ struct store_server_opts {
 	uint64_t resync_rate;       /* resync/rebuild copy limit, bytes/s; 0: 64 MiB/s;
 				     * UINT64_MAX: unlimited */
 	const volatile int *stop;   /* start gives up registering when *stop becomes set */
+	uint64_t capacity;          /* 0: the file system's; else the size reported to meta,
+				     * and free = capacity - bytes of the objects held (for
+				     * stores sharing one file system: placement, rebalance) */
 };
 
 /* Binds, registers with meta (retrying forever with backoff until it answers or *stop

@@ -38,6 +38,7 @@ struct sreq {
 		struct weft_msg_obj_list l;
 		struct weft_msg_obj_missed ms;
 		struct weft_msg_store_scrub sc;
+		struct weft_msg_store_rate rt;
 		struct weft_msg_obj_extent x;
 	} m;
 	/* replication */
@@ -64,8 +65,11 @@ struct store_server {
 	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
 	struct weft_key key;
 	uint32_t heartbeat_ms, forward_timeout_ms;
-	uint64_t resync_rate;          /* bytes/s the resync/rebuild copier may use; 0: any */
+	_Atomic uint64_t resync_rate;  /* bytes/s the resync/rebuild copier may use; 0: any
+					* (STORE_RATE changes it at run time) */
 	bool buffered;                 /* no O_DIRECT writes */
+	uint64_t capacity;             /* --capacity (0: the file system's) */
+	uint64_t held, held_ms;        /* bytes of objects held, when counted (heartbeat.c) */
 	const volatile int *stop;
 
 	struct loop *loop;
@@ -107,6 +111,7 @@ struct store_server {
 	pthread_mutex_t repair_lock;    /* guards repairing */
 	struct { uint64_t ino; uint32_t stripe; bool used; } repairing[STORE_REPAIRS_MAX];
 	struct store_resync *rs;        /* resync.c */
+	struct store_sweep *sweep;      /* sweep.c */
 
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
@@ -180,6 +185,13 @@ void resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t i
 		 uint32_t stripe);
 /* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
 void resync_tables_changed(struct store_server *s);
+/* sweep.c: copies of chains this target left (moves), deleted once not needed.
+ * sweep_open/close with resync's; sweep_tables_changed after a table install;
+ * sweep_run on the copier thread. */
+int sweep_open(struct store_server *s);
+void sweep_close(struct store_server *s);
+void sweep_tables_changed(struct store_server *s);
+void sweep_run(struct store_server *s);
 /* OBJ_MISSED (worker). Replies; the caller frees q. */
 void resync_missed_list(struct sreq *q);
 /* Copier progress, for the heartbeat; active: this target syncs some chain. */

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "meta/chains.h"
 #include "meta/layout.h"
+#include "meta/moves.h"
 #include "meta/ns.h"
 #include "meta/super.h"
 #include "test_meta_util.h"
@@ -719,6 +720,126 @@ static void test_placement_by_room(void)
 	tmeta_close(db, dir);
 }
 
+
+struct move_arg {
+	struct meta_db *db;
+	int step; /* 0 drain, 1 moves step, 2 remove, 3 member serving */
+	uint32_t id;
+	uint8_t replicas;
+	uint32_t chain;
+	unsigned n;
+	struct meta_moves_result res;
+};
+
+static int move_apply(MDB_txn *txn, void *arg)
+{
+	struct move_arg *a = arg;
+	struct meta_moves_cfg cfg = {.rebalance = false, .threshold = 10};
+	switch (a->step) {
+	case 0: return meta_moves_drain(a->db, txn, a->id, &a->n);
+	case 1: return meta_moves_step(a->db, txn, &cfg, &a->res);
+	case 2: return meta_moves_remove(a->db, txn, a->id);
+	default: return meta_chains_member_serving(a->db, txn, a->replicas, a->chain, a->id);
+	}
+}
+
+/* Drain: each chain of the target gets an extra rebuilding member (replicas + 1, the
+ * drained one still serving), which replaces it when it serves; remove is refused until
+ * the target is in no chain, and the removed target leaves the set for good. */
+static void test_drain(void)
+{
+	char dir[256];
+	MDB_txn *txn;
+	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
+	tmeta_targets(db, 4, 4);
+	struct move_arg a = {.db = db, .step = 2, .id = 2};
+	CHECK_INT(meta_db_write(db, move_apply, &a), ==, -EINVAL); /* not drained */
+	a.step = 0;
+	CHECK_OK(meta_db_write(db, move_apply, &a));
+	unsigned memberships = a.n;
+	CHECK_INT(memberships, >=, 3); /* at least one per table */
+	a.step = 2;
+	CHECK_INT(meta_db_write(db, move_apply, &a), ==, -EBUSY);
+	for (int round = 0; round < 4; round++) {
+		a.step = 1;
+		CHECK_OK(meta_db_write(db, move_apply, &a));
+		struct meta_chain_set set;
+		CHECK_OK(meta_db_read_begin(db, &txn));
+		CHECK_OK(meta_chains_snapshot(db, txn, &set));
+		meta_db_read_end(db, txn);
+		for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX; r++)
+			for (uint32_t i = 0; i < set.nchains[r - 1]; i++) {
+				const struct meta_chain *c = &set.chains[r - 1][i];
+				if (c->nmembers == r)
+					continue;
+				/* a move: the newcomer rebuilds behind the serving members, the
+				 * drained target still serves, and the codec carries it */
+				CHECK_INT(c->nmembers, ==, r + 1);
+				int serving = 0, newcomer = -1;
+				bool has2 = false;
+				for (int m = 0; m < c->nmembers; m++) {
+					serving += c->members[m].state == WEFT_MEMBER_SERVING;
+					has2 |= c->members[m].target == 2 &&
+						c->members[m].state == WEFT_MEMBER_SERVING;
+					if (c->members[m].state == WEFT_MEMBER_REBUILDING)
+						newcomer = m;
+				}
+				CHECK_INT(serving, ==, r);
+				CHECK(has2);
+				CHECK_INT(newcomer, ==, r);
+				CHECK(c->members[newcomer].target != 2);
+				struct wbuf w;
+				wbuf_init(&w);
+				meta_chain_set_encode(&set, &w);
+				struct rbuf rb;
+				rbuf_init(&rb, w.data, w.len);
+				struct meta_chain_set back;
+				CHECK_OK(meta_chain_set_decode(&rb, &back));
+				CHECK_INT(back.chains[r - 1][i].nmembers, ==, r + 1);
+				meta_chain_set_free(&back);
+				wbuf_free(&w);
+				/* it synced: the drained target leaves in the same version */
+				a.step = 3;
+				a.replicas = r;
+				a.chain = i;
+				a.id = c->members[newcomer].target;
+				CHECK_OK(meta_db_write(db, move_apply, &a));
+				a.id = 2;
+				struct meta_chain after;
+				CHECK_OK(meta_db_read_begin(db, &txn));
+				CHECK_OK(meta_chains_get(db, txn, r, i, &after));
+				meta_db_read_end(db, txn);
+				CHECK_INT(after.nmembers, ==, r);
+				CHECK_INT(after.version, ==, c->version + 1);
+				for (int m = 0; m < r; m++) {
+					CHECK(after.members[m].target != 2);
+					CHECK_INT(after.members[m].state, ==, WEFT_MEMBER_SERVING);
+				}
+			}
+		meta_chain_set_free(&set);
+	}
+	unsigned left = 99;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_moves_memberships(db, txn, 2, &left));
+	meta_db_read_end(db, txn);
+	CHECK_INT(left, ==, 0);
+	a.step = 2;
+	CHECK_OK(meta_db_write(db, move_apply, &a));
+	struct meta_chain_set set;
+	CHECK_OK(meta_db_read_begin(db, &txn));
+	CHECK_OK(meta_chains_snapshot(db, txn, &set));
+	meta_db_read_end(db, txn);
+	CHECK_INT(set.ntargets, ==, 3);
+	CHECK(find_target(&set, 2) == NULL);
+	meta_chain_set_free(&set);
+	/* the removed target may not register again */
+	uint8_t uuid[16] = {2, 0xaa}; /* as tmeta_targets made it */
+	uint32_t id = 0;
+	void *ra[] = {db, uuid, "n1", "127.0.0.1:1", &id};
+	CHECK_INT(meta_db_write(db, reg_one, ra), ==, -EPERM);
+	tmeta_close(db, dir);
+}
+
 int main(void)
 {
 	test_balance(4, 4);
@@ -734,6 +855,7 @@ int main(void)
 	test_vouch();
 	test_disk_failed();
 	test_replace();
+	test_drain();
 	test_codec();
 	printf("meta_chains: ok\n");
 	return 0;
