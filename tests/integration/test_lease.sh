@@ -68,9 +68,14 @@ PY
 # of it waits for B's answer, gets none, and goes through once lease + grace ran out
 # (3 + 1 s); B is evicted, and after SIGCONT its write through the old descriptor fails
 # and lands nowhere
+step() { echo "$(date +%T.%N | cut -c1-12) $*"; } # timestamps, to read a failure by
+# (B squashes root to nobody: the file and directory are open to all)
 printf 'original' >"$MNT/d/e"
+chmod 666 "$MNT/d/e"
+chmod 777 "$MNT/d"
 mkfifo "$T/go" "$T/done"
-python3 - "$B/d/e" "$T/go" "$T/done" >"$T/writer.log" 2>&1 <<'PY' &
+exec 8<>"$T/done" # opened read-write: never blocks, so a writer that died cannot hang us
+timeout 60 python3 - "$B/d/e" "$T/go" "$T/done" >"$T/writer.log" 2>&1 <<'PY' &
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
 open(sys.argv[3], "w").write("opened\n")
@@ -84,24 +89,31 @@ except OSError as e:
 PY
 WPID=$!
 PIDS+=($WPID)
-read -r _ <"$T/done"
+step "writer started"
+read -t 60 -r _ <&8 || fail "the writer on mount B could not open its file: $(cat "$T/writer.log")"
 M2PID=$(cat "$T/mount2.pid")
+resume() { kill -CONT "$M2PID" 2>/dev/null || true; }
+trap 'resume; cleanup' EXIT
 kill -STOP "$M2PID"
+step "mount B stopped"
 t0=$(date +%s%N)
-timeout 30 chmod 600 "$MNT/d/e" || { kill -CONT "$M2PID"; fail "chmod against a stopped mount's lease never completed"; }
+timeout 30 chmod 600 "$MNT/d/e" || fail "chmod against a stopped mount's lease never completed"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-[ "$ms" -ge 2000 ] || { kill -CONT "$M2PID"; fail "chmod took $ms ms: it did not wait for the stopped mount's lease"; }
-[ "$ms" -le 15000 ] || { kill -CONT "$M2PID"; fail "chmod took $ms ms, more than lease + grace (4 s) allows"; }
+step "chmod done"
+[ "$ms" -ge 2000 ] || fail "chmod took $ms ms: it did not wait for the stopped mount's lease"
+[ "$ms" -le 15000 ] || fail "chmod took $ms ms, more than lease + grace (4 s) allows"
 ok "chmod against a stopped mount's lease completed after $ms ms (lease 3 s + grace 1 s)"
 grep -q "evicted" "$STATE/logs/meta.log" || fail "meta did not log the eviction"
-kill -CONT "$M2PID"
+resume
+step "mount B resumed"
 echo go >"$T/go"
 wait "$WPID" || true
+step "writer done"
 grep -q "late write refused" "$T/writer.log" || fail "the evicted mount's late write: $(cat "$T/writer.log")"
 [ "$(cat "$MNT/d/e")" = original ] || fail "the evicted mount's write landed: $(cat "$MNT/d/e")"
 ok "the evicted mount's later write is refused ($(cat "$T/writer.log")), the file is unchanged"
 # and the mount itself goes on, in a new session
-echo fresh >"$B/d/after"
+timeout 30 sh -c 'echo fresh >"$1"' sh "$B/d/after" || fail "mount B cannot create after its eviction"
 [ "$(cat "$MNT/d/after")" = fresh ] || fail "mount B does not work after its eviction"
 ok "mount B works again after its eviction (new session)"
 
