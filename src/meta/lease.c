@@ -247,8 +247,8 @@ void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino)
 	struct holder *h = find(l, session, ino, &p);
 	if (h && h->pins)
 		h->pins--;
-	if (*p)
-		prune(l, p, 0 /* keep unexpired leases: now unknown here */ + 0);
+	if (*p && (*p)->ino == ino)
+		prune(l, p, 0); /* now 0: drops only what nothing keeps (no pin, no expiry) */
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -259,8 +259,8 @@ size_t meta_leases_holders(struct meta_leases *l, uint64_t ino, uint64_t except,
 	pthread_mutex_lock(&l->lock);
 	struct lnode **p = slot_of(l, ino);
 	if (*p) {
-		prune(l, p, now_ms);
-		for (uint32_t i = 0; *p && i < (*p)->n && k < max; i++)
+		prune(l, p, now_ms); /* may free the node: *p is then another inode's, or NULL */
+		for (uint32_t i = 0; *p && (*p)->ino == ino && i < (*p)->n && k < max; i++)
 			if ((*p)->h[i].session != except)
 				out[k++] = (*p)->h[i].session;
 	}

@@ -298,6 +298,8 @@ void meta_recall_done(struct meta_server *s, struct mreq *r)
 static void recall_tick(void *arg)
 {
 	struct meta_server *s = arg;
+	if (s->stopping || !s->leases)
+		return;
 	uint64_t now = loop_now_ms();
 	struct meta_park **p = &s->parks;
 	while (*p) {
