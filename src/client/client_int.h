@@ -70,6 +70,7 @@ struct weft_client {
 	/* leases and recalls (lease.c) */
 	struct client_recall *recall;
 	uint32_t lease_ms_seen;        /* longest lease meta granted (self-fencing period) */
+	atomic_uintptr_t meta_conn_seen;      /* the meta connection last bound (session.c) */
 	atomic_uint_fast64_t last_beat_ok_ms; /* loop_now_ms() of the last answered heartbeat */
 	/* sessions up to this id were evicted by meta: handles opened in them are fenced
 	 * (their writes fail with EIO) */

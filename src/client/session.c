@@ -50,6 +50,24 @@ static int64_t mono_ms(void)
  * or a Lustre client waits for its server, rather than failing the application at once;
  * see resend_safe for what is sent again. Not while the client opens (a mount should
  * say at once that meta is not there) or closes. */
+static void post_done(void *arg, int status, struct frame *reply);
+
+/* A new connection to meta (after it dropped): a heartbeat goes first on it, so that
+ * meta binds it to our session before this request (leases are granted and recalled by
+ * connection: meta's lease.h). */
+static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
+{
+	if (op == WEFT_OP_SESSION_OPEN || op == WEFT_OP_SESSION_BEAT ||
+	    atomic_exchange(&c->meta_conn_seen, (uintptr_t)cn) == (uintptr_t)cn || !c->session)
+		return;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = c->session};
+	weft_session_id_encode(&w, &m);
+	conn_call(cn, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL, NULL, post_done,
+		  (void *)(uintptr_t)WEFT_OP_SESSION_BEAT);
+}
+
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		     const struct iovec *bulk, int nbulk, struct frame **reply)
 {
@@ -65,6 +83,8 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			*reply = NULL;
 		err = rpc_conn(c->meta, &cn);
 		bool sent = err == 0;
+		if (sent)
+			bind_conn(c, cn, op);
 		if (sent) {
 			/* the request goes; a copy stays only if it may be sent again */
 			struct wbuf copy, *w = p;
@@ -130,6 +150,7 @@ void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
+		bind_conn(c, cn, op);
 		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, meta_wait_done, w);
 		conn_put(cn);
 		payload = NULL; /* taken by conn_call */
@@ -384,6 +405,7 @@ void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
+		bind_conn(c, cn, op);
 		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, post_done,
 				(void *)(uintptr_t)op);
 		conn_put(cn);
