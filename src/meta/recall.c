@@ -250,8 +250,10 @@ int meta_recall_submit(struct meta_server *s, struct mreq *r)
 	struct item it[2];
 	int n = items_of(r, it);
 	uint64_t now = loop_now_ms();
-	bool quiet = now < s->quiet_until_ms;
-	if (n == 0 && !quiet)
+	/* only what a client may cache waits out a restart: sessions, opens and the
+	 * reclaiming of opens (REOPEN) go on */
+	bool quiet = n > 0 && now < s->quiet_until_ms;
+	if (n == 0)
 		return meta_commit_submit(s->gc, &r->mut);
 	uint64_t self = meta_conn_session(s, r->c);
 	for (int i = 0; i < n; i++) {
