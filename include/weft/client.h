@@ -167,6 +167,18 @@ bool weft_open_for_write(struct weft_client *c, uint64_t ino);
 /* True when f was opened for writing. */
 bool weft_file_writable(struct weft_file *f);
 
+/* ---- leases (coherence between clients) ---- */
+
+/* How long this client may still cache ino's attributes (and, for a directory, the names
+ * under it), in ms: what is left of the lease meta granted with its last answer; 0 none. */
+uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino);
+/* Meta recalled a lease: the caller drops its cached copy (what: WEFT_RECALL_* bits of
+ * proto.h; name/namelen: with WEFT_RECALL_NAME, the entry under directory ino). Called
+ * on libweft's notifier thread, never from a caller's request. */
+typedef void (*weft_recall_fn)(void *arg, uint64_t ino, uint32_t what, const char *name,
+			       size_t namelen);
+void weft_client_on_recall(struct weft_client *c, weft_recall_fn fn, void *arg);
+
 /* Counters for `weft stat` style reporting. */
 struct weft_client_stats {
 	uint64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;

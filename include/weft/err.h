@@ -13,6 +13,7 @@ enum {
 	WEFT_EVERSION,               /* no protocol version in common */
 	WEFT_ENOTSERVING,            /* target is not serving (fenced, syncing, offline) */
 	WEFT_EMISSING,               /* object written but missing or stale on this target */
+	WEFT_EEVICTED,               /* this client's session was evicted (a recall unanswered) */
 	WEFT_ERR_MAX
 };
 

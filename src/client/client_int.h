@@ -67,6 +67,15 @@ struct weft_client {
 	bool refresh_now;              /* meta pushed a new chain epoch (beat_lock) */
 	atomic_bool meta_wait;         /* wait for meta when unreachable (set once open) */
 
+	/* leases and recalls (lease.c) */
+	struct client_recall *recall;
+	uint32_t lease_ms_seen;        /* longest lease meta granted (self-fencing period) */
+	atomic_uintptr_t meta_conn_seen;      /* the meta connection last bound (session.c) */
+	atomic_uint_fast64_t last_beat_ok_ms; /* loop_now_ms() of the last answered heartbeat */
+	/* sessions up to this id were evicted by meta: handles opened in them are fenced
+	 * (their writes fail with EIO) */
+	atomic_uint_fast64_t fenced_upto;
+
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
 };
 
@@ -97,6 +106,8 @@ struct winode {
 	uint64_t size;            /* size as this client knows it */
 	bool size_dirty;          /* written since the last report to meta */
 	bool blocks_dirty;        /* written since st_blocks was last measured (sparse.c) */
+	bool size_refresh;        /* another client changed the data (a recall): take meta's
+				   * size from its next answer */
 	int64_t mtime_ns;
 	struct wblock *dirty;     /* blocks being gathered (not sent yet) */
 	struct wblock *inflight;  /* blocks sent, reply pending */
@@ -165,7 +176,23 @@ struct weft_file {
 	struct weft_cred cred;
 	int flags;
 	bool blocks_reported;     /* a flush sent meta a new st_blocks (weft_file_blocks_changed) */
+	uint64_t session;         /* the session it was opened in (fencing) */
 };
+
+/* lease.c */
+int client_lease_start(struct weft_client *c);
+void client_lease_stop(struct weft_client *c);
+/* The recall generation: read it before a request whose reply carries a lease. */
+uint64_t client_recall_gen(struct weft_client *c);
+/* A reply granted a lease of lease_ms on ino; gen: client_recall_gen before the request. */
+void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, uint64_t gen);
+/* Forgets every lease (an eviction: meta gave them away). */
+void client_lease_drop_all(struct weft_client *c);
+/* A RECALL request from meta (loop thread): queued; true if it took f. */
+bool client_recall_request(struct weft_client *c, struct conn *cn, struct frame *f);
+/* Before a write through f: false when f's session was evicted (checks with meta first
+ * when no heartbeat was answered within a lease: this client may have been stopped). */
+bool client_file_fenced(struct weft_file *f);
 
 /* session.c */
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
@@ -189,6 +216,8 @@ bool client_session_lost(struct weft_client *c, uint64_t old);
 /* Opens a new session in place of old (unless another thread already did) and sends
  * REOPEN for every file held open. Takes sess_lock for writing. 0 or -errno. */
 int client_session_renew(struct weft_client *c, uint64_t old);
+/* Sends a heartbeat now (handling an unknown or evicted session as the beat thread does). */
+void client_beat_now(struct weft_client *c);
 /* Sends a request to meta and does not wait for the reply (payload taken); an error is
  * logged at debug level. Requests sent this way reach meta in order with later ones. */
 void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload);

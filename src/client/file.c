@@ -318,6 +318,8 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 		return 0;
 	if (off > (uint64_t)WEFT_FILE_SIZE_MAX || len > (uint64_t)WEFT_FILE_SIZE_MAX - off)
 		return -EFBIG;
+	if (client_file_fenced(f))
+		return -EIO; /* opened in a session meta evicted: nothing more of it lands */
 	const uint8_t *src = buf;
 	uint64_t su = wi->layout.stripe_unit;
 	pthread_mutex_lock(&wi->lock);
@@ -569,6 +571,9 @@ int weft_file_flush(struct weft_file *f)
 	 * once it is there (their write replies, or OBJ_EXTENT: sparse_allocated) */
 	bool blocks = wi->blocks_dirty;
 	bool report = wi->size_dirty || blocks;
+	bool fenced = f->session <= atomic_load(&c->fenced_upto);
+	if (fenced)
+		report = blocks = false; /* an evicted session's size never reaches meta */
 	uint8_t mask[WEFT_WRITTEN_MAX];
 	uint32_t ml = 0;
 	for (uint32_t i = 0; i < WEFT_WRITTEN_MAX; i++)
@@ -615,7 +620,7 @@ int weft_file_flush(struct weft_file *f)
 				err = e2;
 		}
 	}
-	return err;
+	return fenced ? -EIO : err;
 }
 
 int weft_file_fsync(struct weft_file *f)
@@ -643,14 +648,17 @@ int weft_file_release(struct weft_file *f)
 	 * with the connection to a restarting meta is not needed: the renewed session
 	 * reclaims only the opens still counted here. */
 	pthread_rwlock_rdlock(&c->sess_lock);
-	pthread_mutex_lock(&c->inodes_lock);
-	f->wi->opens--;
-	pthread_mutex_unlock(&c->inodes_lock);
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0, .session = c->session};
-	weft_release_encode(&w, &m);
-	client_meta_post(c, WEFT_OP_RELEASE, &w);
+	if (f->session > atomic_load(&c->fenced_upto)) { /* else the open went with it */
+		pthread_mutex_lock(&c->inodes_lock);
+		f->wi->opens--;
+		pthread_mutex_unlock(&c->inodes_lock);
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0,
+					     .session = c->session};
+		weft_release_encode(&w, &m);
+		client_meta_post(c, WEFT_OP_RELEASE, &w);
+	}
 	pthread_rwlock_unlock(&c->sess_lock);
 	if (weft_file_writable(f)) {
 		pthread_mutex_lock(&f->wi->lock);
@@ -734,9 +742,10 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 {
 	struct frame *fr;
 	int err;
+	uint64_t gen = client_recall_gen(c), sid = 0;
 	for (int attempt = 0;; attempt++) {
 		pthread_rwlock_rdlock(&c->sess_lock);
-		uint64_t sid = c->session;
+		sid = c->session;
 		struct wbuf w;
 		wbuf_init(&w);
 		enc(&w, msg, sid);
@@ -753,6 +762,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	}
 	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
+	if (!err)
+		client_lease_note(c, o->attr.ino, o->lease, gen);
 	/* o->written borrows from the frame: keep a copy */
 	uint8_t written[WEFT_WRITTEN_MAX];
 	uint32_t wlen = err ? 0 : o->written.len;
@@ -787,6 +798,7 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	f->c = c;
 	f->cred = *cr;
 	f->flags = flags;
+	f->session = sid;
 	if ((flags & O_ACCMODE) != O_RDONLY) {
 		pthread_mutex_lock(&f->wi->lock);
 		f->wi->writers++;
@@ -887,7 +899,12 @@ void client_fix_size(struct weft_client *c, struct weft_attr *a)
 	if (!wi)
 		return;
 	pthread_mutex_lock(&wi->lock);
-	if (wi->size_dirty || wi->dirty || wi->inflight) {
+	bool local = wi->size_dirty || wi->dirty || wi->inflight;
+	if (!local && wi->size_refresh) { /* changed elsewhere (a recall): meta knows */
+		wi->size = a->size;
+		wi->size_refresh = false;
+	}
+	if (local) {
 		a->size = wi->size;
 		if (wi->mtime_ns > a->mtime_ns)
 			a->mtime_ns = wi->mtime_ns;

@@ -28,12 +28,14 @@ static int call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct
 		      struct weft_layout *layout)
 {
 	struct frame *f;
+	uint64_t gen = client_recall_gen(c);
 	int err = client_meta_call(c, op, w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_entry e;
 		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
 			err = -EIO;
 		} else {
+			client_lease_note(c, e.attr.ino, e.lease, gen);
 			client_fix_size(c, &e.attr);
 			if (attr)
 				*attr = e.attr;

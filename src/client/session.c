@@ -50,6 +50,24 @@ static int64_t mono_ms(void)
  * or a Lustre client waits for its server, rather than failing the application at once;
  * see resend_safe for what is sent again. Not while the client opens (a mount should
  * say at once that meta is not there) or closes. */
+static void post_done(void *arg, int status, struct frame *reply);
+
+/* A new connection to meta (after it dropped): a heartbeat goes first on it, so that
+ * meta binds it to our session before this request (leases are granted and recalled by
+ * connection: meta's lease.h). */
+static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
+{
+	if (op == WEFT_OP_SESSION_OPEN || op == WEFT_OP_SESSION_BEAT ||
+	    atomic_exchange(&c->meta_conn_seen, (uintptr_t)cn) == (uintptr_t)cn || !c->session)
+		return;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_session_id m = {.session = c->session};
+	weft_session_id_encode(&w, &m);
+	conn_call(cn, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL, NULL, post_done,
+		  (void *)(uintptr_t)WEFT_OP_SESSION_BEAT);
+}
+
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		     const struct iovec *bulk, int nbulk, struct frame **reply)
 {
@@ -65,6 +83,8 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			*reply = NULL;
 		err = rpc_conn(c->meta, &cn);
 		bool sent = err == 0;
+		if (sent)
+			bind_conn(c, cn, op);
 		if (sent) {
 			/* the request goes; a copy stays only if it may be sent again */
 			struct wbuf copy, *w = p;
@@ -130,6 +150,7 @@ void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
+		bind_conn(c, cn, op);
 		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, meta_wait_done, w);
 		conn_put(cn);
 		payload = NULL; /* taken by conn_call */
@@ -302,12 +323,26 @@ out:
 	return v;
 }
 
-int client_session_renew(struct weft_client *c, uint64_t old)
+/* evicted: meta closed the session itself, for not answering a recall: the opens went
+ * with it, and handles opened in it are fenced (client_file_fenced), not reclaimed */
+static int session_renew(struct weft_client *c, uint64_t old, bool evicted)
 {
 	pthread_rwlock_wrlock(&c->sess_lock);
 	if (c->session != old) { /* another thread renewed it */
 		pthread_rwlock_unlock(&c->sess_lock);
 		return 0;
+	}
+	if (evicted) {
+		if (atomic_load(&c->fenced_upto) < old)
+			atomic_store(&c->fenced_upto, old);
+		client_lease_drop_all(c);
+		pthread_mutex_lock(&c->inodes_lock);
+		for (size_t i = 0; i < c->inodes_cap; i++)
+			for (struct winode *w = c->inodes[i]; w; w = w->next)
+				w->opens = 0;
+		pthread_mutex_unlock(&c->inodes_lock);
+		log_warn("session %llu was evicted by meta (a lease recall went unanswered): "
+			 "files open in it fail with EIO", (unsigned long long)old);
 	}
 	int err = open_session(c);
 	if (err) {
@@ -341,6 +376,22 @@ int client_session_renew(struct weft_client *c, uint64_t old)
 	return 0;
 }
 
+int client_session_renew(struct weft_client *c, uint64_t old)
+{
+	return session_renew(c, old, false);
+}
+
+bool client_file_fenced(struct weft_file *f)
+{
+	struct weft_client *c = f->c;
+	uint32_t lease = c->lease_ms_seen;
+	/* no heartbeat answered within a lease: this process may have been stopped while
+	 * meta gave its leases away; ask before writing */
+	if (lease && loop_now_ms() - atomic_load(&c->last_beat_ok_ms) > lease)
+		client_beat_now(c);
+	return f->session <= atomic_load(&c->fenced_upto);
+}
+
 static void post_done(void *arg, int status, struct frame *reply)
 {
 	uint16_t op = (uint16_t)(uintptr_t)arg;
@@ -354,6 +405,7 @@ void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
+		bind_conn(c, cn, op);
 		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, post_done,
 				(void *)(uintptr_t)op);
 		conn_put(cn);
@@ -376,6 +428,7 @@ static void add_ms(struct timespec *t, uint32_t ms)
 
 static void beat(struct weft_client *c)
 {
+	uint64_t sent = loop_now_ms();
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
@@ -389,13 +442,22 @@ static void beat(struct weft_client *c)
 	    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
 		chaincache_announce(c->cc, r.chains_version);
 	frame_free(f);
-	if (err == -ENOENT || err == -ESTALE) {
+	if (err == 0 && sent > atomic_load(&c->last_beat_ok_ms))
+		atomic_store(&c->last_beat_ok_ms, sent);
+	if (err == -WEFT_EEVICTED) {
+		session_renew(c, m.session, true);
+	} else if (err == -ENOENT || err == -ESTALE) {
 		log_warn("session %llu unknown at meta (expired, or meta restarted); opening a "
 			 "new one", (unsigned long long)m.session);
 		client_session_renew(c, m.session);
 	} else if (err) {
 		log_debug("session heartbeat: %s", weft_strerror(err));
 	}
+}
+
+void client_beat_now(struct weft_client *c)
+{
+	beat(c);
 }
 
 /* Heartbeats every third of the lease; in between, refreshes the chain tables when
@@ -408,7 +470,12 @@ static void *beat_main(void *arg)
 	add_ms(&next, c->lease_ms / 3 ? c->lease_ms / 3 : 1000);
 	pthread_mutex_lock(&c->beat_lock);
 	while (!c->stopping) {
-		uint32_t period = c->lease_ms / 3 ? c->lease_ms / 3 : 1000;
+		/* within a third of the session's lease and of the leases meta grants, so that
+		 * a live client never has to check before a write (client_file_fenced) */
+		uint32_t lease = c->lease_ms;
+		if (c->lease_ms_seen && c->lease_ms_seen < lease)
+			lease = c->lease_ms_seen;
+		uint32_t period = lease / 3 ? lease / 3 : 1000;
 		struct timespec now, soonest;
 		clock_gettime(CLOCK_REALTIME, &now);
 		/* a new session may come with a shorter lease: beat within its period */
@@ -443,6 +510,11 @@ static void meta_request(struct conn *cn, struct frame *f)
 {
 	struct weft_client *c = conn_ctx(cn);
 	struct weft_msg_chains m;
+	if (f->h.opcode == WEFT_OP_RECALL) {
+		if (!client_recall_request(c, cn, f))
+			frame_free(f);
+		return;
+	}
 	if (f->h.opcode == WEFT_OP_CHAINS_CHANGED &&
 	    weft_chains_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
 		log_info("meta announced chain tables version %llu", (unsigned long long)m.version);
@@ -519,11 +591,17 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		snprintf(errbuf, errlen, "out of memory");
 		goto fail_rpc;
 	}
+	err = client_lease_start(c);
+	if (err) {
+		snprintf(errbuf, errlen, "cannot start the recall threads");
+		goto fail_rpc;
+	}
 	err = open_session(c);
 	if (err) {
 		snprintf(errbuf, errlen, "meta %s: %s", o->meta_addr, weft_strerror(err));
 		goto fail_rpc;
 	}
+	atomic_store(&c->last_beat_ok_ms, loop_now_ms());
 	err = client_refresh_chains(c);
 	if (err) {
 		snprintf(errbuf, errlen, "chain tables from meta %s: %s", o->meta_addr,
@@ -543,6 +621,7 @@ fail_rpc:
 	pthread_mutex_lock(&c->beat_lock);
 	c->stopping = true;
 	pthread_mutex_unlock(&c->beat_lock);
+	client_lease_stop(c);
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 fail_loop:
@@ -567,6 +646,7 @@ void weft_client_close(struct weft_client *c)
 	struct weft_msg_session_id m = {.session = c->session};
 	weft_session_id_encode(&w, &m);
 	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
+	client_lease_stop(c);
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);

@@ -16,6 +16,7 @@ const char *weft_strerror(int err)
 	case WEFT_EVERSION: return "no common protocol version";
 	case WEFT_ENOTSERVING: return "target not serving";
 	case WEFT_EMISSING: return "object missing or stale on this target";
+	case WEFT_EEVICTED: return "session evicted by meta (a lease recall went unanswered)";
 	default: return strerror(err);
 	}
 }

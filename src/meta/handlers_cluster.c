@@ -10,6 +10,7 @@
 #include "meta/chains.h"
 #include "meta/inode.h"
 #include "meta/server_int.h"
+#include "meta/lease.h"
 #include "meta/session.h"
 #include "meta/super.h"
 #include "weft/err.h"
@@ -39,6 +40,7 @@ static void rep_session(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_session m = {.session = r->u64, .lease_ms = r->s->session_timeout_ms};
 	memcpy(m.fsid, r->s->fsid, 16);
+	meta_leases_bind(r->s->leases, r->c, r->u64); /* leases go to this connection */
 	weft_session_encode(w, &m);
 }
 
@@ -48,6 +50,11 @@ static void rep_session(struct mreq *r, struct wbuf *w)
  * Errors: ENOENT unknown or expired session. */
 static int h_session_beat(struct mreq *r, const struct meta_ctx *c)
 {
+	if (meta_leases_evicted(r->s->leases, MSG(session_id)->session)) {
+		snprintf(r->detail, sizeof(r->detail), "session %llu was evicted",
+			 (unsigned long long)MSG(session_id)->session);
+		return -WEFT_EEVICTED;
+	}
 	int rc = meta_session_heartbeat(c->db, c->txn, MSG(session_id)->session, meta_now_ns());
 	struct meta_super sb;
 	if (rc == 0 && (rc = meta_super_get(c->db, c->txn, &sb)) == 0)
@@ -59,12 +66,14 @@ static void rep_session_beat(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_heartbeat_reply m = {.lease_ms = r->s->session_timeout_ms,
 					     .chains_version = r->u64};
+	meta_leases_bind(r->s->leases, r->c, MSG(session_id)->session);
 	weft_heartbeat_reply_encode(w, &m);
 }
 
 /* SESSION_CLOSE {session} -> EMPTY: releases its opens (freeing orphans). ENOENT. */
 static int h_session_close(struct mreq *r, const struct meta_ctx *c)
 {
+	meta_leases_forget(r->s->leases, MSG(session_id)->session, false);
 	return meta_session_close(c->db, c->txn, MSG(session_id)->session);
 }
 

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "meta/chains.h"
 #include "meta/layout.h"
+#include "meta/lease.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/xattr.h"
@@ -416,8 +417,12 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 
 static void rep_open(struct mreq *r, struct wbuf *w)
 {
+	/* the open pins a lease on the file until its release (lease.h) */
+	uint64_t sess = r->h->op == WEFT_OP_OPEN ? MSG(open)->session : MSG(create_open)->session;
+	uint32_t lease = meta_leases_grant(r->s->leases, sess, r->attr.ino, sess != 0,
+					   loop_now_ms());
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
-				    .lease = 0, .created = r->flag,
+				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};
 	weft_opened_encode(w, &m);
 }
@@ -435,6 +440,7 @@ static int h_release(struct mreq *r, const struct meta_ctx *c)
 	int rc = meta_session_release(c->db, NULL, m->session, m->ino);
 	if (rc < 0)
 		return rc;
+	meta_leases_unpin(r->s->leases, m->session, m->ino);
 	r->flag = rc == 1;
 	return 0;
 }
@@ -445,7 +451,10 @@ static int h_release(struct mreq *r, const struct meta_ctx *c)
 static int h_reopen(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_reopen *m = MSG(reopen);
-	return meta_session_reopen(c->db, c->txn, m->session, m->ino, m->count);
+	int rc = meta_session_reopen(c->db, c->txn, m->session, m->ino, m->count);
+	for (uint32_t i = 0; rc == 0 && i < m->count; i++)
+		meta_leases_grant(r->s->leases, m->session, m->ino, true, loop_now_ms());
+	return rc;
 }
 
 /* FSYNC {cred, ino} -> EMPTY. Writes nothing, but goes through the group commit as a

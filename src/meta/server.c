@@ -13,6 +13,7 @@
 #include "common/builtin.h"
 #include "common/log.h"
 #include "meta/chains.h"
+#include "meta/lease.h"
 #include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
@@ -43,7 +44,17 @@ static void mreq_finish(struct mreq *r, int rc)
 		} else {
 			switch (weft_op_rep_type(r->h->op)) {
 			case WEFT_MSG_entry: {
-				struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout};
+				/* a lease on what the reply shows; LOOKUP's covers the name too */
+				uint64_t sess = meta_conn_session(r->s, c), now = loop_now_ms();
+				bool dir_ok = r->h->op != WEFT_OP_LOOKUP ||
+					      meta_leases_grant(r->s->leases, sess,
+								((struct weft_msg_lookup *)(void *)r->msg)->parent,
+								false, now);
+				uint32_t lease = meta_leases_grant(r->s->leases, sess, r->attr.ino,
+								   false, now);
+				/* the kernel caches the name with the child: both need a lease */
+				struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout,
+							   .lease = dir_ok ? lease : 0};
 				weft_entry_encode(&w, &m);
 				break;
 			}
@@ -88,6 +99,7 @@ static int mut_apply(MDB_txn *txn, void *arg)
 static void mut_done(void *arg, int result)
 {
 	struct mreq *r = arg;
+	meta_recall_done(r->s, r);
 	if (result && r->opened_ino) /* the batch failed: the open did not happen */
 		meta_session_release(r->s->db, NULL,
 				     ((struct weft_msg_create_open *)(void *)r->msg)->session,
@@ -166,6 +178,15 @@ static void on_request(struct conn *c, struct frame *f)
 		frame_free(f);
 		return;
 	}
+	bool fenced = false;
+	if ((h->write || op == WEFT_OP_OPEN) && op != WEFT_OP_SESSION_OPEN &&
+	    meta_leases_session_of(s->leases, c, &fenced) && fenced) {
+		/* an evicted session's late requests (lease.h) */
+		conn_reply_error(c, f, -WEFT_EEVICTED, 0, "%s: this session was evicted",
+				 weft_op_name(op));
+		frame_free(f);
+		return;
+	}
 	int t = weft_op_req_type(op);
 	size_t msz = weft_msg_size((enum weft_msg_type)t);
 	struct mreq *r = calloc(1, sizeof(*r) + msz);
@@ -229,9 +250,11 @@ static void on_request(struct conn *c, struct frame *f)
 		mreq_finish(r, -ENOSPC);
 		return;
 	}
-	int rc = meta_commit_submit(s->gc, &r->mut);
-	if (rc)
+	int rc = meta_recall_submit(s, r);
+	if (rc) {
+		meta_recall_done(s, r);
 		mreq_finish(r, rc);
+	}
 }
 
 /* Ops that grow the namespace: refused with ENOSPC once meta's space is low (space.h),
@@ -271,7 +294,15 @@ _Static_assert(offsetof(struct weft_msg_open, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_extend, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_setstripe, cred) == 0, "cred first");
 
-static const struct conn_ops meta_conn_ops = {.on_request = on_request};
+static void on_close(struct conn *c, int err)
+{
+	(void)err;
+	struct meta_server *s = conn_ctx(c);
+	if (s && s->leases)
+		meta_leases_unbind(s->leases, c);
+}
+
+static const struct conn_ops meta_conn_ops = {.on_request = on_request, .on_close = on_close};
 
 /* ---- expiry of silent targets and sessions ---- */
 
@@ -407,6 +438,7 @@ static int read_super(struct meta_server *s)
 	memcpy(s->fsid, sb.uuid, 16);
 	s->root_squash = (sb.options & META_OPT_ROOT_SQUASH) != 0;
 	s->checksums = (sb.options & META_OPT_CHECKSUMS) != 0;
+	s->had_sessions = sb.next_session > 1;
 	return 0;
 }
 
@@ -435,6 +467,14 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	s->moves.threshold = o->rebalance_threshold ? o->rebalance_threshold : 10;
 	s->rebalance_auto = !o->no_rebalance;
 	s->session_timeout_ms = o->session_timeout_ms ? o->session_timeout_ms : 30000;
+	/* WEFT_META_LEASE_MS overrides the lease (tests) */
+	const char *le = getenv("WEFT_META_LEASE_MS");
+	uint32_t lease_ms = le ? (uint32_t)strtoul(le, NULL, 0) : o->lease_ms;
+	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases)) {
+		snprintf(err, errlen, "out of memory");
+		free(s);
+		return -ENOMEM;
+	}
 	atomic_init(&s->next_handle, 1);
 	/* WEFT_META_MAPSIZE (bytes): the initial LMDB map (default 64 MiB); it grows online
 	 * (space.h), so a tiny one exercises the growth */
@@ -479,6 +519,9 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		goto fail_loop;
 	}
 	s->started_ms = loop_now_ms();
+	/* leases the last run granted may still be cached: no mutation before they end */
+	if (s->had_sessions)
+		s->quiet_until_ms = s->started_ms + meta_leases_ms(s->leases) + 1000;
 	struct server_params sp = {.loop = s->loop, .key = &s->key, .listen = o->listen,
 				   .default_port = o->default_port, .ops = &meta_conn_ops, .ctx = s};
 	if ((rc = server_new(&sp, &s->srv, err, errlen)))
@@ -497,6 +540,7 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		 server_port(s->srv));
 	loop_every(s->loop, 1000, expire_tick, s);
 	meta_push_start(s);
+	meta_recall_start(s);
 	if ((rc = loop_start(s->loop))) {
 		snprintf(err, errlen, "start event loop: %s", weft_strerror(rc));
 		goto fail_srv;
@@ -516,6 +560,7 @@ fail_space:
 fail_db:
 	meta_db_close(s->db);
 fail_free:
+	meta_leases_free(s->leases);
 	free(s);
 	return rc;
 }
@@ -536,6 +581,7 @@ static void stop_on_loop(void *arg)
 {
 	struct stop_sync *st = arg;
 	st->s->stopping = true;
+	meta_recall_flush(st->s);
 	pthread_mutex_lock(&st->lock);
 	st->done = true;
 	pthread_cond_signal(&st->cond);
@@ -545,6 +591,8 @@ static void stop_on_loop(void *arg)
 static void free_server_on_loop(void *arg)
 {
 	struct meta_server *s = arg;
+	meta_leases_free(s->leases); /* drops its connection references */
+	s->leases = NULL;
 	server_free(s->srv);
 	if (s->rtxn)
 		mdb_txn_abort(s->rtxn);

@@ -30,6 +30,7 @@ struct meta_server_opts {
 	uint32_t target_timeout_ms; /* 0 = 10 s: a silent target is marked offline */
 	uint32_t session_timeout_ms;/* 0 = 30 s: a silent client session is closed */
 	uint32_t replace_after_ms;  /* 0 = 300 s: an offline target is replaced in its chains */
+	uint32_t lease_ms;          /* 0 = 5 s: how long a client may cache under a lease */
 	bool sync_each;             /* one write txn and sync per mutation (benchmarks) */
 	uint32_t deleter_period_ms; /* 0 = 2000: retry period of the deleter */
 	uint64_t reserve;           /* bytes kept for deletes; 0 = default (space.h) */

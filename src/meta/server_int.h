@@ -17,6 +17,8 @@
 #include "meta/super.h"
 
 struct meta_deleter;
+struct meta_leases;
+struct meta_park;
 
 struct meta_server {
 	struct meta_db *db;
@@ -28,6 +30,7 @@ struct meta_server {
 	struct weft_key key;
 	uint8_t fsid[16];
 	bool root_squash, checksums;
+	bool had_sessions;          /* the database served clients before this start */
 	uint32_t target_timeout_ms, session_timeout_ms, replace_after_ms;
 	uint64_t started_ms;        /* loop_now_ms() at start: expiry grace period */
 	MDB_txn *rtxn;              /* loop thread's reusable read txn (reset between uses) */
@@ -46,6 +49,12 @@ struct meta_server {
 	bool moves_idle;            /* the last step: nothing moving, settled, none started */
 	uint64_t moves_busy_ms;     /* when a move was last seen in progress */
 	struct meta_moves_result moves_res; /* as of the last step */
+	struct meta_leases *leases;  /* lease.h */
+	struct meta_park *parks;     /* mutations waiting for recalls (recall.c); loop thread */
+	uint64_t next_park;
+	/* after a restart, until this loop_now_ms() no mutation runs: leases the last run
+	 * granted may still be cached by clients (recall.c) */
+	uint64_t quiet_until_ms;
 };
 
 /* Resync progress a syncing store reported last (RESYNC_PROGRESS), shown by status. */
@@ -94,6 +103,8 @@ struct mreq {
 	uint64_t opened_ino;        /* CREATE_OPEN: the open this request counted, if any */
 	uint16_t written_len;       /* OPENED: the file's written-stripes mask */
 	uint8_t written[META_WRITTEN_MAX];
+	uint64_t busy[4];           /* inodes this mutation marked busy (lease.h) */
+	uint8_t nbusy;
 	uint32_t err_target;        /* ERROR.target of a failed reply */
 	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
 	_Alignas(16) unsigned char msg[]; /* the decoded request (weft_msg_size bytes) */
@@ -113,6 +124,19 @@ void meta_fix_store_addr(const char *given, size_t len, const char *peer, char *
  * 0 (probe started or already running), -EAGAIN (too many probes), -ENOMEM. */
 int meta_probe_target(struct meta_server *s, uint32_t target, const char *addr,
 		      uint32_t reporter);
+
+/* recall.c: runs mutation r (meta_commit_submit) once no other session holds a lease
+ * on what it changes: recalls them first, parking r meanwhile. Loop thread. Returns 0
+ * or -errno (r not taken). */
+int meta_recall_submit(struct meta_server *s, struct mreq *r);
+/* The mutation is done: its inodes are no longer busy. Any thread. */
+void meta_recall_done(struct meta_server *s, struct mreq *r);
+/* Stopping: every parked mutation runs now. Loop thread. */
+void meta_recall_flush(struct meta_server *s);
+/* Starts the deadline timer. */
+void meta_recall_start(struct meta_server *s);
+/* Session of the connection a request came on (0: none). */
+uint64_t meta_conn_session(struct meta_server *s, struct conn *c);
 
 /* Deleter (deleter.c). */
 int meta_deleter_start(struct meta_server *s, uint32_t period_ms, struct meta_deleter **out);

@@ -215,13 +215,23 @@ static void to_stat(const struct weft_attr *a, struct stat *st)
 	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
 }
 
+/* How long the kernel may cache ino's attributes (and a directory's names): what is left
+ * of this mount's lease on it (meta recalls it before anyone changes them); 0 with
+ * attr_timeout=0 (the kernel asks every time). */
+static double cache_timeout(uint64_t ino)
+{
+	if (attr_timeout <= 0)
+		return 0;
+	return weft_lease_left_ms(wc, ino) / 1000.0;
+}
+
 static void fill_entry(const struct weft_attr *a, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = a->ino;
 	e->generation = a->gen;
-	e->attr_timeout = attr_timeout;
-	e->entry_timeout = attr_timeout;
+	e->attr_timeout = cache_timeout(a->ino);
+	e->entry_timeout = e->attr_timeout;
 	to_stat(a, &e->attr);
 }
 
@@ -293,8 +303,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int err;
 	ASK(req, cr, err, weft_lookup(wc, &cr, parent, name, &a));
 	if (err == -ENOENT) {
-		/* a negative entry the kernel may cache for attr_timeout */
-		struct fuse_entry_param e = {.ino = 0, .entry_timeout = attr_timeout};
+		/* a negative entry the kernel may cache under the directory's lease */
+		struct fuse_entry_param e = {.ino = 0, .entry_timeout = cache_timeout(parent)};
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -313,7 +323,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	struct stat st;
 	to_stat(&a, &st);
-	fuse_reply_attr(req, &st, attr_timeout);
+	fuse_reply_attr(req, &st, cache_timeout(ino));
 }
 
 /* The kernel clears setuid/setgid itself before a write, truncate or chown by a caller
@@ -411,7 +421,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	}
 	struct stat o;
 	to_stat(&out, &o);
-	fuse_reply_attr(req, &o, attr_timeout);
+	fuse_reply_attr(req, &o, cache_timeout(ino));
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -610,6 +620,19 @@ static void blocks_changed(fuse_ino_t ino, struct weft_file *f)
 {
 	if (weft_file_blocks_changed(f) && g_se)
 		fuse_lowlevel_notify_inval_inode(g_se, ino, -1, 0);
+}
+
+/* Meta recalled a lease (libweft's notifier thread, never a request handler: a notify
+ * from inside one deadlocks): the kernel drops what it cached. A name drops its entry
+ * and the directory's attributes (mtime, nlink); DATA drops the pages too. */
+static void on_recall(void *arg, uint64_t ino, uint32_t what, const char *name, size_t len)
+{
+	(void)arg;
+	if (!g_se)
+		return;
+	if (what & WEFT_RECALL_NAME)
+		fuse_lowlevel_notify_inval_entry(g_se, ino, name, len);
+	fuse_lowlevel_notify_inval_inode(g_se, ino, (what & WEFT_RECALL_DATA) ? 0 : -1, 0);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1053,6 +1076,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	g_se = se;
+	weft_client_on_recall(wc, on_recall, NULL);
 	if (!se) {
 		log_error("mount %s: cannot create FUSE session (options %s)", o->mountpoint, opts + 2);
 		fuse_opt_free_args(&args);

@@ -93,7 +93,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* ---- namespace (client -> meta); (ino, gen) pairs let meta refuse stale handles ---- */
 
 #define MSG_LOOKUP(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
-#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0)
+/* lease: ms the client may cache attr (and for a directory the names under it); 0 none
+ * (lease.h in meta) */
+#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0)
 #define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
 #define MSG_ATTR(F) F(ATTR, attr, 0)
 /* valid: WEFT_SET_* bits */
@@ -159,8 +161,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_SESSION_OPEN(F) F(STR, node, WEFT_NODE_MAX)
 #define MSG_SESSION(F) F(U64, session, 0) F(U32, lease_ms, 0) F(FIX, fsid, 16)
 #define MSG_SESSION_ID(F) F(U64, session, 0)
-/* meta -> client over the client's connection: give back the lease on ino */
-#define MSG_RECALL(F) F(U64, ino, 0) F(U32, lease, 0)
+/* meta -> client over the client's connection: give back the lease on ino. what:
+ * WEFT_RECALL_* bits; name: with WEFT_RECALL_NAME, the entry under directory ino that
+ * changes. The client invalidates its cache of them, then replies (EMPTY). */
+#define MSG_RECALL(F) F(U64, ino, 0) F(U32, what, 0) F(STR, name, WEFT_NAME_MAX)
+#define WEFT_RECALL_ATTR 0x1u /* attributes */
+#define WEFT_RECALL_DATA 0x2u /* cached pages (and attributes) */
+#define WEFT_RECALL_NAME 0x4u /* the entry `name` under ino (and ino's attributes) */
 
 /* ---- targets and chains (store/admin <-> meta) ---- */
 

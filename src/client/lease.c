@@ -1,0 +1,321 @@
+/* libweft's side of leases (meta's lease.h): what this client may cache, and recalls.
+ *
+ * DESIGN: a small direct-mapped table (ino -> lease expiry, CLOCK_MONOTONIC ms) filled
+ * from every reply that carries a lease; weft_lease_left_ms tells the mount how long the
+ * kernel may cache an inode's attributes and entries. A lost slot (two inodes in one)
+ * only means "no lease": the kernel then asks again.
+ *
+ * A RECALL from meta arrives on the loop thread, which only queues it. The recall thread
+ * bumps the recall generation (a reply to a request sent before a recall carries no
+ * lease: it may show the old state), drops this client's own stale copies (readahead
+ * blocks, the known size), and hands the kernel invalidation to the notifier thread
+ * through the mount's callback. It acknowledges once the callback returned or after
+ * RECALL_WAIT_MS, whichever is first: notify_inval_entry takes the directory's inode
+ * lock, which the kernel holds across this mount's own CREATE or UNLINK in it, and that
+ * request may be parked at meta behind a recall sent to another mount that is itself
+ * waiting the same way. Neither thread takes a lock a FUSE READ or WRITE handler holds
+ * while it waits on meta.
+ *
+ * Threads: any; the recall and notifier threads are started by client_lease_start. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+#define LEASE_SLOTS 65536
+#define RECALL_WAIT_MS 300
+
+struct recall_item {
+	struct recall_item *next;
+	struct conn *cn;
+	struct frame *f;
+	uint64_t ino;
+	uint32_t what;
+	size_t namelen;
+	char name[WEFT_NAME_MAX + 1];
+	int refs;          /* recall thread + notifier (cr->lock) */
+	bool notified;     /* the callback returned (cr->lock) */
+};
+
+struct client_recall {
+	pthread_mutex_t lock;  /* guards everything below but the slots */
+	pthread_cond_t cond;   /* queue, notified */
+	struct recall_item *queue, **qtail;     /* for the recall thread */
+	struct recall_item *nqueue, **nqtail;   /* for the notifier */
+	bool stopping;
+	pthread_t recall_thread, notify_thread;
+	weft_recall_fn fn;
+	void *arg;
+	atomic_uint_fast64_t gen;
+	pthread_mutex_t slot_lock;
+	struct { uint64_t ino; uint64_t until_ms; } *slots;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static size_t slot_of(uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 48) & (LEASE_SLOTS - 1);
+}
+
+uint64_t client_recall_gen(struct weft_client *c)
+{
+	return c->recall ? atomic_load(&c->recall->gen) : 0;
+}
+
+void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return;
+	if (lease_ms && lease_ms > c->lease_ms_seen)
+		c->lease_ms_seen = lease_ms; /* a race here only delays a self-check */
+	/* a recall since the request went: the reply may predate the change */
+	if (atomic_load(&cr->gen) != gen)
+		lease_ms = 0;
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = slot_of(ino);
+	cr->slots[i].ino = ino;
+	/* the lease ran from before the request left; a margin for the reply's way back */
+	cr->slots[i].until_ms = lease_ms ? mono_ms() + lease_ms - lease_ms / 10 : 0;
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+static void lease_forget(struct client_recall *cr, uint64_t ino)
+{
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = slot_of(ino);
+	if (cr->slots[i].ino == ino)
+		cr->slots[i].until_ms = 0;
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return 0;
+	uint64_t now = mono_ms(), left = 0;
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = slot_of(ino);
+	if (cr->slots[i].ino == ino && cr->slots[i].until_ms > now)
+		left = cr->slots[i].until_ms - now;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return (uint32_t)left;
+}
+
+void weft_client_on_recall(struct weft_client *c, weft_recall_fn fn, void *arg)
+{
+	pthread_mutex_lock(&c->recall->lock);
+	c->recall->fn = fn;
+	c->recall->arg = arg;
+	pthread_mutex_unlock(&c->recall->lock);
+}
+
+void client_lease_drop_all(struct weft_client *c)
+{
+	struct client_recall *cr = c->recall;
+	atomic_fetch_add(&cr->gen, 1);
+	pthread_mutex_lock(&cr->slot_lock);
+	memset(cr->slots, 0, LEASE_SLOTS * sizeof(*cr->slots));
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+/* ---- recalls ---- */
+
+static void item_put(struct client_recall *cr, struct recall_item *it)
+{
+	pthread_mutex_lock(&cr->lock);
+	bool last = --it->refs == 0;
+	pthread_mutex_unlock(&cr->lock);
+	if (last)
+		free(it);
+}
+
+bool client_recall_request(struct weft_client *c, struct conn *cn, struct frame *f)
+{
+	struct client_recall *cr = c->recall;
+	struct weft_msg_recall m;
+	const char *why = NULL;
+	if (weft_recall_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		conn_reply_error(cn, f, -WEFT_EPROTO, 0, "RECALL: %s", why ? why : "malformed");
+		return false;
+	}
+	struct recall_item *it = calloc(1, sizeof(*it));
+	if (!it) {
+		conn_reply(cn, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
+		return false;
+	}
+	it->ino = m.ino;
+	it->what = m.what;
+	it->namelen = m.name.len;
+	memcpy(it->name, m.name.p, m.name.len);
+	it->cn = cn;
+	conn_get(cn);
+	it->f = f;
+	it->refs = 1;
+	pthread_mutex_lock(&cr->lock);
+	*cr->qtail = it;
+	cr->qtail = &it->next;
+	pthread_cond_broadcast(&cr->cond);
+	pthread_mutex_unlock(&cr->lock);
+	return true; /* f is the item's now */
+}
+
+/* Our own caches of a file whose data changed elsewhere: prefetched blocks, and the
+ * size (taken from meta's next answer). */
+static void drop_data(struct weft_client *c, uint64_t ino)
+{
+	struct winode *wi = winode_find(c, ino);
+	if (!wi)
+		return;
+	pthread_mutex_lock(&wi->lock);
+	wi->wgen++;
+	ra_drop(c, wi);
+	wi->size_refresh = true;
+	pthread_mutex_unlock(&wi->lock);
+	winode_put(c, wi);
+}
+
+static void *notify_main(void *arg)
+{
+	struct client_recall *cr = arg;
+	pthread_mutex_lock(&cr->lock);
+	for (;;) {
+		while (!cr->nqueue && !cr->stopping)
+			pthread_cond_wait(&cr->cond, &cr->lock);
+		struct recall_item *it = cr->nqueue;
+		if (!it)
+			break;
+		if (!(cr->nqueue = it->next))
+			cr->nqtail = &cr->nqueue;
+		weft_recall_fn fn = cr->fn;
+		void *fa = cr->arg;
+		pthread_mutex_unlock(&cr->lock);
+		if (fn)
+			fn(fa, it->ino, it->what, it->namelen ? it->name : NULL, it->namelen);
+		pthread_mutex_lock(&cr->lock);
+		it->notified = true;
+		pthread_cond_broadcast(&cr->cond);
+		if (--it->refs == 0)
+			free(it);
+	}
+	pthread_mutex_unlock(&cr->lock);
+	return NULL;
+}
+
+static void *recall_main(void *arg)
+{
+	struct weft_client *c = arg;
+	struct client_recall *cr = c->recall;
+	pthread_mutex_lock(&cr->lock);
+	for (;;) {
+		while (!cr->queue && !cr->stopping)
+			pthread_cond_wait(&cr->cond, &cr->lock);
+		struct recall_item *it = cr->queue;
+		if (!it)
+			break;
+		if (!(cr->queue = it->next))
+			cr->qtail = &cr->queue;
+		it->next = NULL;
+		pthread_mutex_unlock(&cr->lock);
+		atomic_fetch_add(&cr->gen, 1);
+		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA))
+			lease_forget(cr, it->ino);
+		if (it->what & WEFT_RECALL_DATA)
+			drop_data(c, it->ino);
+		pthread_mutex_lock(&cr->lock);
+		it->refs++;
+		*cr->nqtail = it;
+		cr->nqtail = &it->next;
+		pthread_cond_broadcast(&cr->cond);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += RECALL_WAIT_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (!it->notified && !cr->stopping &&
+		       pthread_cond_timedwait(&cr->cond, &cr->lock, &until) == 0)
+			;
+		if (!it->notified)
+			log_info("recall of inode %llu: the kernel's invalidation is still waiting "
+				 "after %d ms; acknowledged anyway", (unsigned long long)it->ino,
+				 RECALL_WAIT_MS);
+		struct conn *cn = it->cn;
+		struct frame *f = it->f;
+		pthread_mutex_unlock(&cr->lock);
+		conn_reply(cn, f, 0, NULL, NULL, 0, NULL, NULL);
+		frame_free(f);
+		conn_put(cn);
+		item_put(cr, it);
+		pthread_mutex_lock(&cr->lock);
+	}
+	pthread_mutex_unlock(&cr->lock);
+	return NULL;
+}
+
+int client_lease_start(struct weft_client *c)
+{
+	struct client_recall *cr = calloc(1, sizeof(*cr));
+	if (!cr || !(cr->slots = calloc(LEASE_SLOTS, sizeof(*cr->slots)))) {
+		free(cr);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&cr->lock, NULL);
+	pthread_mutex_init(&cr->slot_lock, NULL);
+	pthread_cond_init(&cr->cond, NULL);
+	cr->qtail = &cr->queue;
+	cr->nqtail = &cr->nqueue;
+	c->recall = cr;
+	int err = pthread_create(&cr->recall_thread, NULL, recall_main, c);
+	if (err == 0 && (err = pthread_create(&cr->notify_thread, NULL, notify_main, cr))) {
+		pthread_mutex_lock(&cr->lock);
+		cr->stopping = true;
+		pthread_cond_broadcast(&cr->cond);
+		pthread_mutex_unlock(&cr->lock);
+		pthread_join(cr->recall_thread, NULL);
+	}
+	if (err) {
+		c->recall = NULL;
+		free(cr->slots);
+		free(cr);
+		return -err;
+	}
+	return 0;
+}
+
+void client_lease_stop(struct weft_client *c)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return;
+	pthread_mutex_lock(&cr->lock);
+	cr->stopping = true;
+	pthread_cond_broadcast(&cr->cond);
+	pthread_mutex_unlock(&cr->lock);
+	pthread_join(cr->recall_thread, NULL);
+	pthread_join(cr->notify_thread, NULL);
+	/* recalls never handled: meta's deadline covers them */
+	while (cr->queue) {
+		struct recall_item *it = cr->queue;
+		cr->queue = it->next;
+		frame_free(it->f);
+		conn_put(it->cn);
+		free(it);
+	}
+	c->recall = NULL;
+	free(cr->slots);
+	free(cr);
+}

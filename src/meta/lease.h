@@ -1,0 +1,64 @@
+/* Leases: which client session may cache what, in meta's memory (soft state).
+ *
+ * DESIGN: a lease is (inode, session, expiry). A client holding one may let its kernel
+ * cache the inode's attributes and pages, and, for a directory, the names (positive and
+ * negative) under it, until the expiry. Meta grants one with every reply that hands out
+ * attributes (LOOKUP grants the parent too, for the name), for lease_ms. An open pins
+ * the lease of its inode until the release (the kernel keeps an open file's pages).
+ * A mutation that would make a holder's cache wrong is parked until every other
+ * session holding a lease on the inodes it changes has given it back (recall.c).
+ *
+ * While a mutation on an inode is parked or committing, the inode is "busy": meta
+ * grants no lease on it (lease 0), since the reply may carry what the mutation is about
+ * to change.
+ *
+ * The table also binds each client connection to its session (SESSION_OPEN and
+ * SESSION_BEAT bind it), so requests that do not name their session (LOOKUP, GETATTR)
+ * get leases, and remembers sessions evicted for not answering a recall: their
+ * connections are fenced (mutations refused with WEFT_EEVICTED) until they open a new
+ * session.
+ *
+ * Threads: every function takes the table's lock. */
+#ifndef WEFT_META_LEASE_H
+#define WEFT_META_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct conn;
+struct meta_leases;
+
+int meta_leases_new(uint32_t lease_ms, struct meta_leases **out);
+void meta_leases_free(struct meta_leases *l);
+uint32_t meta_leases_ms(const struct meta_leases *l);
+
+/* Connection <-> session. bind takes a reference to c; unbind (on close) drops it. */
+void meta_leases_bind(struct meta_leases *l, struct conn *c, uint64_t session);
+void meta_leases_unbind(struct meta_leases *l, struct conn *c);
+/* The session c is bound to (0: none); *fenced: its session was evicted. */
+uint64_t meta_leases_session_of(struct meta_leases *l, struct conn *c, bool *fenced);
+/* A connection of session (a new reference), or NULL. */
+struct conn *meta_leases_conn_of(struct meta_leases *l, uint64_t session);
+
+/* Grants session a lease on ino; returns its length in ms, 0 when none is granted
+ * (session 0, ino busy). pin: an open (held until meta_leases_unpin). */
+uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino, bool pin,
+			   uint64_t now_ms);
+void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino);
+/* Sessions other than except holding a live lease on ino, up to max into out; returns
+ * how many. */
+size_t meta_leases_holders(struct meta_leases *l, uint64_t ino, uint64_t except,
+			   uint64_t now_ms, uint64_t *out, size_t max);
+/* Marks ino busy (delta +1) or not (-1). */
+void meta_leases_busy(struct meta_leases *l, uint64_t ino, int delta);
+/* The holder gave its lease on ino back (its pin stays: the file is still open). */
+void meta_leases_drop(struct meta_leases *l, uint64_t session, uint64_t ino);
+/* Drops every lease of session; evicted: remember it and fence its connections. */
+void meta_leases_forget(struct meta_leases *l, uint64_t session, bool evicted);
+bool meta_leases_evicted(struct meta_leases *l, uint64_t session);
+/* Frees expired leases (a periodic sweep). */
+void meta_leases_sweep(struct meta_leases *l, uint64_t now_ms);
+size_t meta_leases_count(struct meta_leases *l);
+
+#endif

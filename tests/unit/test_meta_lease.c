@@ -1,0 +1,51 @@
+/* Unit tests of meta's lease table (src/meta/lease.h): grants and their expiry, pins by
+ * opens, busy inodes, holders other than the requester, forgetting and eviction. */
+#include <stdint.h>
+
+#include "check.h"
+#include "meta/lease.h"
+
+int main(void)
+{
+	struct meta_leases *l;
+	CHECK_OK(meta_leases_new(5000, &l));
+	uint64_t who[8];
+	/* a grant lasts lease_ms; session 0 and inode 0 get none */
+	CHECK_INT(meta_leases_grant(l, 1, 10, false, 1000), ==, 5000);
+	CHECK_INT(meta_leases_grant(l, 0, 10, false, 1000), ==, 0);
+	CHECK_INT(meta_leases_grant(l, 2, 10, false, 1000), ==, 5000);
+	CHECK_INT(meta_leases_holders(l, 10, 1, 2000, who, 8), ==, 1);
+	CHECK_INT(who[0], ==, 2);
+	CHECK_INT(meta_leases_holders(l, 10, 0, 2000, who, 8), ==, 2);
+	/* expired: no holder left, and the sweep frees them */
+	CHECK_INT(meta_leases_holders(l, 10, 0, 6001, who, 8), ==, 0);
+	meta_leases_sweep(l, 6001);
+	CHECK_INT(meta_leases_count(l), ==, 0);
+	/* a pin (an open) outlives the expiry until unpinned */
+	CHECK_INT(meta_leases_grant(l, 3, 11, true, 1000), ==, 5000);
+	CHECK_INT(meta_leases_holders(l, 11, 0, 100000, who, 8), ==, 1);
+	meta_leases_unpin(l, 3, 11);
+	CHECK_INT(meta_leases_holders(l, 11, 0, 100000, who, 8), ==, 0);
+	/* busy: no new lease (an open is still pinned, without caching) */
+	meta_leases_busy(l, 12, +1);
+	CHECK_INT(meta_leases_grant(l, 4, 12, false, 1000), ==, 0);
+	CHECK_INT(meta_leases_holders(l, 12, 0, 1000, who, 8), ==, 0);
+	CHECK_INT(meta_leases_grant(l, 4, 12, true, 1000), ==, 0);
+	CHECK_INT(meta_leases_holders(l, 12, 0, 1000, who, 8), ==, 1);
+	meta_leases_busy(l, 12, -1);
+	CHECK_INT(meta_leases_grant(l, 4, 12, false, 1000), ==, 5000);
+	/* many inodes in one bucket chain: holders stay per inode */
+	for (uint64_t i = 100; i < 20000; i++)
+		meta_leases_grant(l, 5, i, false, 1000);
+	CHECK_INT(meta_leases_holders(l, 12, 4, 1000, who, 8), ==, 0);
+	CHECK_INT(meta_leases_holders(l, 150, 0, 1000, who, 8), ==, 1);
+	/* forget drops everything of a session; evicted is remembered */
+	meta_leases_forget(l, 5, true);
+	CHECK_INT(meta_leases_holders(l, 150, 0, 1000, who, 8), ==, 0);
+	CHECK(meta_leases_evicted(l, 5));
+	CHECK(!meta_leases_evicted(l, 4));
+	meta_leases_forget(l, 4, false);
+	CHECK_INT(meta_leases_count(l), ==, 0);
+	meta_leases_free(l);
+	return 0;
+}
