@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 
 #include "client/stripe.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "net/chaincache.h"
 #include "proto/proto.h"
 #include "weft/client.h"

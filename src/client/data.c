@@ -8,7 +8,7 @@
 #include "client/client_int.h"
 #include "common/crc.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 void io_batch_init(struct io_batch *b)

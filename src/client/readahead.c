@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
-#include "common/stats.h"
+#include "net/stats.h"
 
 #define RA_INFLIGHT 0
 #define RA_READY    1

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/builtin.h"
+#include "net/builtin.h"
 #include "common/log.h"
 #include "meta/chains.h"
 #include "meta/perm.h"

@@ -176,7 +176,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
 	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0) F(U64, wseq, 0)
 #define MSG_HEARTBEAT_REPLY(F) F(U32, lease_ms, 0) F(U64, chains_version, 0)
-/* reply: MSG_CHAINS with the encoded tables in bulk (src/meta/chains_codec.h) */
+/* reply: MSG_CHAINS with the encoded tables in bulk (src/proto/chainset.h) */
 #define MSG_CHAINS_GET(F) F(U64, known_version, 0)
 #define MSG_CHAINS(F) F(U64, version, 0)
 #define MSG_TARGET_FAILED(F) F(U32, reporter, 0) F(U32, target, 0) F(U32, chain, 0) \

@@ -21,7 +21,7 @@
 #include <inttypes.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 bool store_disk_error_code(int rc)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 /* A beat asked for by hb_soon waits this long, so that a burst of fsyncs costs one. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/builtin.h"
+#include "net/builtin.h"
 #include "common/log.h"
 #include "store/iov.h"
 #include "weft/err.h"

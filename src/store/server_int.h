@@ -6,9 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "common/conn.h"
-#include "common/rpc.h"
-#include "common/server.h"
+#include "net/conn.h"
+#include "net/rpc.h"
+#include "net/server.h"
 #include "net/chaincache.h"
 #include "store/object.h"
 #include "store/server.h"
