@@ -53,7 +53,7 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		const char *name, struct weft_attr *attr);
 int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 struct weft_attr *attr);
-/* valid: WEFT_SET_* bits (proto.h); a size change truncates the file's objects. */
+/* valid: WEFT_SET_* bits (weft/types.h); a size change truncates the file's objects. */
 int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out);
 /* Regular files, fifos, sockets and device nodes (mode carries the type). excl: fail

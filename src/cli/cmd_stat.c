@@ -278,7 +278,7 @@ static int add_cluster(struct source *src, int *n, struct loop *loop, const stru
 	struct rbuf r;
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
 	struct weft_target_rec t;
-	for (uint32_t i = 0; i < tm.count && *n < MAX_SOURCES && weft_target_rec_read(&r, &t); i++) {
+	for (uint32_t i = 0; i < tm.count && *n < MAX_SOURCES && proto_target_rec_read(&r, &t); i++) {
 		if (t.state == WEFT_MEMBER_OFFLINE)
 			continue;
 		struct source *s = &src[(*n)++];

@@ -30,7 +30,6 @@
 #include "net/metrics.h"
 #include "net/stats.h"
 #include "mount/statsfile.h"
-#include "proto/proto.h"
 #include "weft/client.h"
 #include "weft/err.h"
 

@@ -126,11 +126,18 @@ static void crcs_get(struct rbuf *r, struct weft_crcs *c)
 		c->v[i] = rbuf_u32(r);
 }
 
+static const char why_str_long[] = "string over its limit";
+
+int weft_decode_err(const char *why)
+{
+	return why == why_str_long ? -ENAMETOOLONG : -WEFT_EPROTO;
+}
+
 static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 {
 	uint32_t n = rbuf_u16(r);
 	if (n > max) {
-		rbuf_fail(r, "string over its limit");
+		rbuf_fail(r, why_str_long);
 		s->p = "";
 		s->len = 0;
 		return;

@@ -96,7 +96,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0)
 #define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
 #define MSG_ATTR(F) F(ATTR, attr, 0)
-/* valid: WEFT_SET_* bits */
+/* valid: WEFT_SET_* bits (weft/types.h) */
 #define MSG_SETATTR(F) \
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0) F(U32, valid, 0) F(U32, mode, 0) \
 	F(U32, uid, 0) F(U32, gid, 0) F(U64, size, 0) F(I64, atime_ns, 0) F(I64, mtime_ns, 0) \
@@ -269,21 +269,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define WEFT_READ_HOLES   0x4u /* the reader takes holes as extents (MSG_OBJ_DATA hole):
                                 * holes are neither read from disk nor sent */
 
-/* setattr valid bits */
-#define WEFT_SET_MODE      0x01u
-#define WEFT_SET_UID       0x02u
-#define WEFT_SET_GID       0x04u
-#define WEFT_SET_SIZE      0x08u
-#define WEFT_SET_ATIME     0x10u
-#define WEFT_SET_MTIME     0x20u
-#define WEFT_SET_ATIME_NOW 0x40u
-#define WEFT_SET_MTIME_NOW 0x80u
-#define WEFT_SET_CTIME     0x100u
-/* the caller holds a handle of this file opened for writing (ftruncate): a size change
- * or WEFT_SET_KILL_PRIV needs no write permission now (the open checked it) */
-#define WEFT_SET_HANDLE    0x200u
-/* clear S_ISUID, and S_ISGID if S_IXGRP (a write by a caller without CAP_FSETID) */
-#define WEFT_SET_KILL_PRIV 0x400u
+/* setattr valid bits (WEFT_SET_*): include/weft/types.h, the public API takes them */
 
 #define WEFT_CREATE_EXCL 0x1u
 
@@ -417,6 +403,10 @@ enum weft_msg_type {
 const char *weft_msg_name(enum weft_msg_type t);
 /* Decodes into an untyped buffer of at least weft_msg_size(t) bytes. */
 int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
+/* The error a decode failure stands for, from the why a decoder set: -ENAMETOOLONG for a
+ * string over its limit (a name too long), else -WEFT_EPROTO. Compares the reason's
+ * identity, not its text, so the wording may change. */
+int weft_decode_err(const char *why);
 int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
 size_t weft_msg_size(enum weft_msg_type t);
 

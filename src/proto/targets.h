@@ -21,8 +21,10 @@ struct weft_target_rec {
 	uint64_t resync_objects_left, resync_bytes_left, resync_rate;
 };
 
+/* Appends one record to w (check w->err afterwards: -ENOMEM). */
+void proto_target_rec_write(struct wbuf *w, const struct weft_target_rec *t);
 /* Reads the next record; strings borrow from r's buffer. False on a short or malformed
  * record (rbuf_ok(r) then says why). */
-bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t);
+bool proto_target_rec_read(struct rbuf *r, struct weft_target_rec *t);
 
 #endif

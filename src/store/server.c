@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "net/builtin.h"
+#include "proto/objlist.h"
 #include "common/log.h"
 #include "store/iov.h"
 #include "weft/err.h"
@@ -221,23 +222,21 @@ static void do_list(struct sreq *q)
 		srv_reply_status(q, rc);
 		return;
 	}
-	uint8_t *bulk = malloc(n * 20 + 1);
+	uint8_t *bulk = malloc(n * PROTO_OBJ_REC_SIZE + 1);
 	if (!bulk) {
 		free(recs);
 		srv_reply_status(q, -ENOMEM);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		put_le64(bulk + 20 * i, recs[i].ino);
-		put_le32(bulk + 20 * i + 8, recs[i].stripe);
-		put_le64(bulk + 20 * i + 12, recs[i].length);
-	}
+	for (size_t i = 0; i < n; i++)
+		proto_obj_rec_put(bulk, i, &(struct proto_obj_rec){.ino = recs[i].ino,
+				  .stripe = recs[i].stripe, .length = recs[i].length});
 	free(recs);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_list_reply r = {.count = (uint32_t)n, .eof = n < max};
 	weft_obj_list_reply_encode(&w, &r);
-	struct iovec v = {bulk, n * 20};
+	struct iovec v = {bulk, n * PROTO_OBJ_REC_SIZE};
 	if (n)
 		conn_reply(q->c, q->f, w.err, &w, &v, 1, free, bulk);
 	else
