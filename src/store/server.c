@@ -1,5 +1,7 @@
 /* weft store's server: lifecycle, request decoding and dispatch to the workers, and the
- * handlers that need no replication (read, stat, list, delete, stats). See server.h. */
+ * handlers that need no replication (read, stat, list, delete, stats), each in the
+ * dispatch table (store_ops) with what it replies and changes. See server.h.
+ * Calls go one way: server.c -> replicate.c, resync.c, repair.c -> request.c. */
 #include "store/server_int.h"
 
 #include <errno.h>
@@ -33,19 +35,6 @@ bool srv_serving(struct store_server *s)
 	return false;
 }
 
-void sreq_free(struct sreq *q)
-{
-	struct store_server *s = q->s;
-	frame_free(q->f);
-	conn_put(q->c);
-	free(q);
-	atomic_fetch_sub(&s->pending, 1);
-}
-
-void srv_reply_status(struct sreq *q, int status)
-{
-	conn_reply(q->c, q->f, status, NULL, NULL, 0, NULL, NULL);
-}
 
 static void reply_msg(struct sreq *q, int status, struct wbuf *w)
 {
@@ -273,11 +262,86 @@ static void do_stats(struct sreq *q)
 	reply_msg(q, 0, &w);
 }
 
+static void do_scrub(struct sreq *q)
+{
+	resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
+	srv_reply_status(q, 0);
+}
+
+/* ---- the dispatch table ---- */
+
+/* Worker key of a request: STORE_JOB_ANY (any worker), or the object's key, so that it
+ * runs after the mutations of that object received before it, in order. */
+static uint64_t key_any(const struct sreq *q) { return STORE_JOB_ANY; }
+static uint64_t key_write(const struct sreq *q) { return srv_obj_key(q->m.w.ino, q->m.w.stripe); }
+static uint64_t key_truncate(const struct sreq *q) { return srv_obj_key(q->m.t.ino, q->m.t.stripe); }
+static uint64_t key_sync(const struct sreq *q) { return srv_obj_key(q->m.sy.ino, q->m.sy.stripe); }
+static uint64_t key_read(const struct sreq *q) { return srv_obj_key(q->m.r.ino, q->m.r.stripe); }
+static uint64_t key_extent(const struct sreq *q) { return srv_obj_key(q->m.x.ino, q->m.x.stripe); }
+/* a repair peer's read comes after the object's writes; other reads go anywhere */
+static uint64_t key_read_repair(const struct sreq *q)
+{
+	return (q->m.r.flags & WEFT_READ_REPAIR) ? key_read(q) : STORE_JOB_ANY;
+}
+
+/* One opcode a store serves. The request message (weft_op_req_type) is decoded into
+ * q->m on the loop thread; handler runs on the worker chosen by key. */
+struct store_op {
+	uint16_t op;
+	bool decode;            /* false: the request carries no message (nothing decoded) */
+	bool any_state;         /* served also when not serving (no lease, failed disk) */
+	bool frees;             /* the handler frees q (it may outlive the call) */
+	uint64_t (*key)(const struct sreq *q);
+	void (*handler)(struct sreq *q);
+};
+
+static const struct store_op store_ops[] = {
+	/* OBJ_WRITE: replies OBJ_WRITTEN {size, allocated} once the write is on this target
+	 * and every later chain member; writes the object's bytes and CRCs, forwards down
+	 * the chain, notes it for OFFLINE members (replicate.c). */
+	{WEFT_OP_OBJ_WRITE, true, false, true, key_write, repl_write},
+	/* OBJ_TRUNCATE: replies OBJ_SIZE; sets the object's size here and down the chain. */
+	{WEFT_OP_OBJ_TRUNCATE, true, false, true, key_truncate, repl_write},
+	/* OBJ_FSYNC: replies empty once the object is durable here and down the chain;
+	 * asks for an early heartbeat (the write sequence meta records). */
+	{WEFT_OP_OBJ_FSYNC, true, false, true, key_sync, repl_write},
+	/* OBJ_READ: replies OBJ_DATA {size, hole, crcs} + bytes in bulk; changes nothing,
+	 * but a missing object starts a repair from a peer and a bad checksum a resync of
+	 * the object. */
+	{WEFT_OP_OBJ_READ, true, false, false, key_read_repair, do_read},
+	/* OBJ_SYNC_READ: as OBJ_READ for a resyncing peer; ENOENT when there is no object. */
+	{WEFT_OP_OBJ_SYNC_READ, true, false, false, key_read, do_sync_read},
+	/* OBJ_MISSED: replies OBJ_LIST_REPLY with the missed log's (ino, stripe) pairs for a
+	 * returning member; drops the entries before the cursor (copied). */
+	{WEFT_OP_OBJ_MISSED, true, false, false, key_any, resync_missed_list},
+	/* STORE_SCRUB: replies empty; starts a background scrub of the target. */
+	{WEFT_OP_STORE_SCRUB, true, false, false, key_any, do_scrub},
+	/* OBJ_STAT: replies OBJ_SIZE; changes nothing. */
+	{WEFT_OP_OBJ_STAT, true, false, false, key_any, do_stat},
+	/* OBJ_EXTENT: replies OBJ_EXTENT_REPLY {size, allocated, data, hole}; changes nothing. */
+	{WEFT_OP_OBJ_EXTENT, true, false, false, key_extent, do_extent},
+	/* OBJ_LIST: replies OBJ_LIST_REPLY + records (proto/objlist.h); changes nothing. */
+	{WEFT_OP_OBJ_LIST, true, false, false, key_any, do_list},
+	/* OBJ_DELETE: replies empty; deletes every object of the inode on this target. */
+	{WEFT_OP_OBJ_DELETE, true, false, false, key_any, do_delete},
+	/* STORE_STATS: replies STORE_STATS (space, counters); changes nothing. */
+	{WEFT_OP_STORE_STATS, false, true, false, key_any, do_stats},
+};
+
+static const struct store_op *store_op_find(uint16_t op)
+{
+	for (size_t i = 0; i < sizeof(store_ops) / sizeof(store_ops[0]); i++)
+		if (store_ops[i].op == op)
+			return &store_ops[i];
+	return NULL;
+}
+
 static void run_job(struct store_job *j)
 {
 	struct sreq *q = (struct sreq *)j;
 	struct store_server *s = q->s;
-	if (q->op != WEFT_OP_STORE_STATS && !srv_serving(s)) {
+	const struct store_op *o = store_op_find(q->op);
+	if (!o->any_state && !srv_serving(s)) {
 		conn_reply_error(q->c, q->f, -WEFT_ENOTSERVING, s->target_id,
 				 atomic_load(&s->disk_failed) ?
 				 "target %u is not serving (its disk failed a write)" :
@@ -285,34 +349,12 @@ static void run_job(struct store_job *j)
 		sreq_free(q);
 		return;
 	}
-	switch (q->op) {
-	case WEFT_OP_OBJ_WRITE:
-	case WEFT_OP_OBJ_TRUNCATE:
-	case WEFT_OP_OBJ_FSYNC:
-		repl_write(q); /* frees q */
-		return;
-	case WEFT_OP_OBJ_READ: do_read(q); break;
-	case WEFT_OP_OBJ_SYNC_READ: do_sync_read(q); break;
-	case WEFT_OP_OBJ_MISSED: resync_missed_list(q); break;
-	case WEFT_OP_STORE_SCRUB:
-		resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
-		srv_reply_status(q, 0);
-		break;
-	case WEFT_OP_OBJ_STAT: do_stat(q); break;
-	case WEFT_OP_OBJ_EXTENT: do_extent(q); break;
-	case WEFT_OP_OBJ_LIST: do_list(q); break;
-	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
-	case WEFT_OP_STORE_STATS: do_stats(q); break;
-	}
-	sreq_free(q);
+	o->handler(q);
+	if (!o->frees)
+		sreq_free(q);
 }
 
 /* ---- loop thread ---- */
-
-uint64_t srv_obj_key(uint64_t ino, uint32_t stripe)
-{
-	return ino * 0x100000001B3ULL ^ stripe;
-}
 
 static void on_request(struct conn *c, struct frame *f)
 {
@@ -320,69 +362,22 @@ static void on_request(struct conn *c, struct frame *f)
 	if (builtin_handle(c, f))
 		return;
 	uint16_t op = f->h.opcode;
-	const char *why = NULL;
-	int rc = 0;
-	uint64_t key = STORE_JOB_ANY;
+	const struct store_op *o = store_op_find(op);
+	if (!o) {
+		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
+				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
+		frame_free(f);
+		return;
+	}
 	struct sreq *q = calloc(1, sizeof(*q));
 	if (!q) {
 		conn_reply(c, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
 		frame_free(f);
 		return;
 	}
-	const void *p = f->payload;
-	size_t len = f->h.payload_len;
-	switch (op) {
-	case WEFT_OP_OBJ_WRITE:
-		rc = weft_obj_write_decode(p, len, &q->m.w, &why);
-		key = srv_obj_key(q->m.w.ino, q->m.w.stripe);
-		break;
-	case WEFT_OP_OBJ_READ:
-		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
-		if (rc == 0 && (q->m.r.flags & WEFT_READ_REPAIR)) /* after the object's writes */
-			key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
-		break;
-	case WEFT_OP_OBJ_TRUNCATE:
-		rc = weft_obj_truncate_decode(p, len, &q->m.t, &why);
-		key = srv_obj_key(q->m.t.ino, q->m.t.stripe);
-		break;
-	case WEFT_OP_OBJ_FSYNC:
-		rc = weft_obj_sync_decode(p, len, &q->m.sy, &why);
-		key = srv_obj_key(q->m.sy.ino, q->m.sy.stripe);
-		break;
-	case WEFT_OP_OBJ_STAT:
-		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
-		break;
-	case WEFT_OP_OBJ_EXTENT: /* after the object's writes received before */
-		rc = weft_obj_extent_decode(p, len, &q->m.x, &why);
-		if (rc == 0)
-			key = srv_obj_key(q->m.x.ino, q->m.x.stripe);
-		break;
-	case WEFT_OP_OBJ_SYNC_READ:
-		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
-		key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
-		break;
-	case WEFT_OP_OBJ_MISSED:
-		rc = weft_obj_missed_decode(p, len, &q->m.ms, &why);
-		break;
-	case WEFT_OP_STORE_SCRUB:
-		rc = weft_store_scrub_decode(p, len, &q->m.sc, &why);
-		break;
-	case WEFT_OP_OBJ_DELETE:
-		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);
-		break;
-	case WEFT_OP_OBJ_LIST:
-		rc = weft_obj_list_decode(p, len, &q->m.l, &why);
-		break;
-	case WEFT_OP_STORE_STATS:
-		break;
-	default:
-		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
-				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
-		frame_free(f);
-		free(q);
-		return;
-	}
-	if (rc) {
+	const char *why = NULL;
+	if (o->decode && weft_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
+					     f->h.payload_len, &q->m, &why)) {
 		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
 		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
 				 why ? why : "malformed");
@@ -397,7 +392,7 @@ static void on_request(struct conn *c, struct frame *f)
 	q->op = op;
 	q->job.fn = run_job;
 	atomic_fetch_add(&s->pending, 1);
-	store_workers_push(s->workers, &q->job, key);
+	store_workers_push(s->workers, &q->job, o->key(q));
 }
 
 static const struct conn_ops srv_ops = {.on_request = on_request};

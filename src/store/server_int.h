@@ -123,9 +123,11 @@ void store_disk_write_error(struct store_server *s, int rc, const char *what, ui
 /* TARGET_FAILED about itself to meta, until meta has it; 0 once it has. Blocking. */
 int store_disk_report(struct store_server *s);
 
-/* server.c */
+/* request.c: one request's reply and end (any file's handlers) */
 void srv_reply_status(struct sreq *q, int status);
 void sreq_free(struct sreq *q);
+
+/* server.c */
 bool srv_serving(struct store_server *s);
 
 /* heartbeat.c: meta, leases, chain tables */
@@ -158,12 +160,10 @@ bool repair_active(struct store_server *s, uint64_t ino, uint32_t stripe);
  * object's writes, unless one is running or no peer could serve it. Any thread. */
 void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
 		  uint32_t chain);
-/* Hash that sends all mutations of one object to one worker (server.c). */
+/* Hash that sends all mutations of one object to one worker (request.c). */
 uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
 
 /* replicate.c */
-/* Connection to the chain peer target at addr (kept until stop); NULL on failure. */
-struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
 void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
 void repl_check_timeouts(void *arg);  /* loop timer */
 
