@@ -696,14 +696,19 @@ bool winode_nocap(struct weft_client *c, uint64_t ino)
 	return absent;
 }
 
+static void wi_set_nocap(struct weft_client *c, struct winode *wi, bool absent)
+{
+	pthread_mutex_lock(&wi->lock);
+	wi->nocap_until = absent ? mono_ns() + c->attr_timeout_ns : 0;
+	pthread_mutex_unlock(&wi->lock);
+}
+
 void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
 {
 	struct winode *wi = winode_find(c, ino);
 	if (!wi)
 		return;
-	pthread_mutex_lock(&wi->lock);
-	wi->nocap_until = absent ? mono_ns() + c->attr_timeout_ns : 0;
-	pthread_mutex_unlock(&wi->lock);
+	wi_set_nocap(c, wi, absent);
 	winode_put(c, wi);
 }
 
@@ -798,6 +803,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	return 0;
 }
 
+static void wi_fix_size(struct winode *wi, struct weft_attr *a);
+
 int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name, uint32_t mode, int flags, bool excl, struct weft_file **out,
 		struct weft_attr *attr)
@@ -812,9 +819,10 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
 	if (err)
 		return err;
+	/* the open holds the winode: one lookup per create (open_call's) */
 	if (o.created)
-		winode_set_nocap(c, o.attr.ino, true); /* a new inode has no xattrs */
-	client_fix_size(c, &o.attr);
+		wi_set_nocap(c, (*out)->wi, true); /* a new inode has no xattrs */
+	wi_fix_size((*out)->wi, &o.attr);
 	if (attr)
 		*attr = o.attr;
 	return 0;
@@ -881,11 +889,9 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	return err;
 }
 
-void client_fix_size(struct weft_client *c, struct weft_attr *a)
+/* client_fix_size on a winode the caller holds. */
+static void wi_fix_size(struct winode *wi, struct weft_attr *a)
 {
-	struct winode *wi = winode_find(c, a->ino);
-	if (!wi)
-		return;
 	pthread_mutex_lock(&wi->lock);
 	if (wi->size_dirty || wi->dirty || wi->inflight) {
 		a->size = wi->size;
@@ -896,7 +902,15 @@ void client_fix_size(struct weft_client *c, struct weft_attr *a)
 	 * figure at the next flush) */
 	bool writing = wi->blocks_dirty;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
 	if (writing && a->size / 512 > a->blocks)
 		a->blocks = (a->size + 511) / 512;
+}
+
+void client_fix_size(struct weft_client *c, struct weft_attr *a)
+{
+	struct winode *wi = winode_find(c, a->ino);
+	if (!wi)
+		return;
+	wi_fix_size(wi, a);
+	winode_put(c, wi);
 }

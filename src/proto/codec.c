@@ -344,17 +344,60 @@ uint32_t weft_crc_pieces(uint64_t off, uint64_t len)
 	return (uint32_t)(last - first + 1);
 }
 
+/* The one walk over a transfer's pieces (split at WEFT_CHUNK_SIZE boundaries of the
+ * object), across iovec boundaries in one pass. out: fill out[i] with piece i's CRC;
+ * want: compare, and return the first piece whose CRC differs (-1: none). */
+static int64_t crcs_walk(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *out,
+			 const uint32_t *want)
+{
+	int64_t piece = 0;
+	uint32_t crc = 0;
+	uint64_t left = WEFT_CHUNK_SIZE - off % WEFT_CHUNK_SIZE; /* of the current piece */
+	bool open = false;
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		while (len) {
+			size_t n = len < left ? len : (size_t)left;
+			crc = weft_crc32c(crc, p, n);
+			open = true;
+			p += n;
+			len -= n;
+			left -= n;
+			if (left == 0) {
+				if (out)
+					out[piece] = crc;
+				else if (want[piece] != crc)
+					return piece;
+				piece++;
+				crc = 0;
+				left = WEFT_CHUNK_SIZE;
+				open = false;
+			}
+		}
+	}
+	if (open) {
+		if (out)
+			out[piece] = crc;
+		else if (want[piece] != crc)
+			return piece;
+	}
+	return -1;
+}
+
 void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out)
 {
-	const uint8_t *data = p;
-	out->n = 0;
-	while (len) {
-		uint32_t n = WEFT_CHUNK_SIZE - (uint32_t)(off % WEFT_CHUNK_SIZE);
-		if (n > len)
-			n = len;
-		out->v[out->n++] = weft_crc32c(0, data, n);
-		data += n;
-		off += n;
-		len -= n;
-	}
+	struct iovec v = {(void *)p, len};
+	out->n = weft_crc_pieces(off, len);
+	crcs_walk(off, &v, 1, out->v, NULL);
+}
+
+void proto_crcs_compute(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs)
+{
+	crcs_walk(off, iov, iovcnt, crcs, NULL);
+}
+
+int64_t proto_crcs_verify(uint64_t off, const struct iovec *iov, int iovcnt, const uint32_t *crcs)
+{
+	return crcs_walk(off, iov, iovcnt, NULL, crcs);
 }

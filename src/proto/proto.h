@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "common/buf.h"
 #include "weft/types.h"
@@ -453,5 +454,12 @@ uint32_t weft_crc_pieces(uint64_t off, uint64_t len);
 /* Fills out with the CRC32C of each such piece of the len bytes at p, which sit at object
  * offset off. len must be at most WEFT_BULK_MAX. */
 void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out);
+/* The same over iov[0..iovcnt) at object offset off, into crcs[weft_crc_pieces(off, len)]
+ * (store_obj_piece_crcs, a writer with checksums off). */
+void proto_crcs_compute(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs);
+/* Checks the bytes against crcs (one per piece): the first piece that does not match, or
+ * -1 when all do. The one verification of a write's CRCs (a store checks them once, before
+ * forwarding or writing, and tells the write they are verified). */
+int64_t proto_crcs_verify(uint64_t off, const struct iovec *iov, int iovcnt, const uint32_t *crcs);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "proto/proto.h"
 #include "store/iov.h"
 #include "weft/err.h"
 
@@ -379,15 +380,7 @@ void store_obj_close(struct store_objs *s)
 
 void store_obj_piece_crcs(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs)
 {
-	size_t len = store_iov_len(iov, iovcnt), pos = 0;
-	for (size_t i = 0; pos < len; i++) {
-		uint64_t a = off + pos;
-		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
-		if (plen > len - pos)
-			plen = len - pos;
-		crcs[i] = store_iov_crc(0, iov, iovcnt, pos, plen);
-		pos += plen;
-	}
+	proto_crcs_compute(off, iov, iovcnt, crcs);
 }
 
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -485,7 +478,7 @@ static int expect_ok(struct store_objs *s, uint64_t ino, uint32_t stripe, const 
 
 static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		      const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
-		      const uint64_t *expect, struct store_obj_result *res)
+		      const uint64_t *expect, bool verified, struct store_obj_result *res)
 {
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	uint32_t stack_ent[STACK_ENTRIES + 1], *ent = stack_ent;
@@ -501,17 +494,13 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 	if (s->checksums) {
 		if (ncrcs != np || (np && !crcs))
 			return -EINVAL;
-		/* Verify every piece before touching anything (no lock needed). */
-		size_t pos = 0;
-		for (uint64_t i = 0; i < np; i++) {
-			uint64_t a = off + pos;
-			size_t plen = (size_t)min64((a / STORE_CHUNK + 1) * STORE_CHUNK - a, len - pos);
-			if (store_iov_crc(0, iov, iovcnt, pos, plen) != crcs[i]) {
-				r.bad_piece = (int64_t)i;
-				rc = -WEFT_ECHECKSUM;
-				goto out_nolock;
-			}
-			pos += plen;
+		/* Verify every piece before touching anything (no lock needed), unless the
+		 * caller already did (a chain member checks before it forwards). */
+		int64_t bad = verified ? -1 : proto_crcs_verify(off, iov, iovcnt, crcs);
+		if (bad >= 0) {
+			r.bad_piece = bad;
+			rc = -WEFT_ECHECKSUM;
+			goto out_nolock;
 		}
 	}
 	if (len == 0)
@@ -620,7 +609,14 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
 		     struct store_obj_result *res)
 {
-	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, res);
+	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, false, res);
+}
+
+int store_obj_writev_verified(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+			      const struct iovec *iov, int iovcnt, const uint32_t *crcs,
+			      size_t ncrcs, struct store_obj_result *res)
+{
+	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, true, res);
 }
 
 int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
@@ -628,7 +624,7 @@ int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint
 		       size_t ncrcs, struct store_obj_result *res)
 {
 	struct iovec v = {(void *)buf, len};
-	return obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, &expect, res);
+	return obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, &expect, false, res);
 }
 
 int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,

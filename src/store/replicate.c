@@ -297,8 +297,9 @@ static int local_op(struct sreq *q)
 	case WEFT_OP_OBJ_WRITE: {
 		struct weft_msg_obj_write *m = &q->m.w;
 		struct iovec v = {q->f->bulk, q->f->h.bulk_len};
-		rc = store_obj_writev(s->objs, m->ino, m->stripe, m->offset, &v, 1,
-				      s->checksums ? m->crcs.v : NULL, s->checksums ? m->crcs.n : 0, &r);
+		rc = (q->crcs_verified ? store_obj_writev_verified : store_obj_writev)(
+			s->objs, m->ino, m->stripe, m->offset, &v, 1,
+			s->checksums ? m->crcs.v : NULL, s->checksums ? m->crcs.n : 0, &r);
 		if (rc == -WEFT_ECHECKSUM)
 			snprintf(q->local_detail, sizeof(q->local_detail), r.bad_piece >= 0 ?
 				 "piece %" PRId64 " of the write does not match its checksum; nothing written" :
@@ -326,7 +327,8 @@ static int local_op(struct sreq *q)
 }
 
 /* Checks the piece CRCs before anything is forwarded (verify: there is a successor;
- * without one, store_obj_writev verifies them before writing, so they are checked once). */
+ * without one, store_obj_writev verifies them before writing). Either way they are
+ * checked once: q->crcs_verified tells the local write. */
 static int check_crcs(struct sreq *q, bool verify)
 {
 	struct store_server *s = q->s;
@@ -337,11 +339,13 @@ static int check_crcs(struct sreq *q, bool verify)
 		return 0;
 	struct iovec v = {q->f->bulk, len};
 	if (m->crcs.n == 0 && np > 0) {
-		/* the writer has checksums off: store them anyway */
+		/* the writer has checksums off: store them anyway (computed here from these
+		 * bytes: nothing to verify) */
 		if (np > WEFT_CRCS_MAX)
 			return -EINVAL;
 		store_obj_piece_crcs(m->offset, &v, 1, m->crcs.v);
 		m->crcs.n = (uint32_t)np;
+		q->crcs_verified = true;
 		return 0;
 	}
 	if (m->crcs.n != np) {
@@ -349,20 +353,16 @@ static int check_crcs(struct sreq *q, bool verify)
 			 m->crcs.n, np);
 		return -EINVAL;
 	}
-	size_t pos = 0;
-	for (uint64_t i = 0; verify && i < np; i++) {
-		uint64_t a = m->offset + pos;
-		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
-		if (plen > len - pos)
-			plen = len - pos;
-		if (store_iov_crc(0, &v, 1, pos, plen) != m->crcs.v[i]) {
-			snprintf(q->local_detail, sizeof(q->local_detail),
-				 "piece %" PRIu64 " of the write does not match its checksum; "
-				 "nothing written", i);
-			return -WEFT_ECHECKSUM;
-		}
-		pos += plen;
+	if (!verify)
+		return 0;
+	int64_t bad = proto_crcs_verify(m->offset, &v, 1, m->crcs.v);
+	if (bad >= 0) {
+		snprintf(q->local_detail, sizeof(q->local_detail),
+			 "piece %" PRId64 " of the write does not match its checksum; "
+			 "nothing written", bad);
+		return -WEFT_ECHECKSUM;
 	}
+	q->crcs_verified = true;
 	return 0;
 }
 

@@ -41,6 +41,7 @@ struct sreq {
 		struct weft_msg_obj_extent x;
 	} m;
 	/* replication */
+	bool crcs_verified;       /* OBJ_WRITE: check_crcs checked the bulk against its CRCs */
 	atomic_int parts;         /* local write + forward still running */
 	int local_rc;
 	char local_detail[160];   /* what the local operation found (checksum errors) */
