@@ -12,7 +12,7 @@
 
 /* ---- shared field helpers ---- */
 
-void weft_attr_put(struct wbuf *w, const struct weft_attr *a)
+void proto_attr_put(struct wbuf *w, const struct weft_attr *a)
 {
 	wbuf_u64(w, a->ino);
 	wbuf_u64(w, a->gen);
@@ -29,7 +29,7 @@ void weft_attr_put(struct wbuf *w, const struct weft_attr *a)
 	wbuf_u64(w, (uint64_t)a->ctime_ns);
 }
 
-void weft_attr_get(struct rbuf *r, struct weft_attr *a)
+void proto_attr_get(struct rbuf *r, struct weft_attr *a)
 {
 	a->ino = rbuf_u64(r);
 	a->gen = rbuf_u64(r);
@@ -48,7 +48,7 @@ void weft_attr_get(struct rbuf *r, struct weft_attr *a)
 		rbuf_fail(r, "attr size over the largest file size");
 }
 
-void weft_layout_put(struct wbuf *w, const struct weft_layout *l)
+void proto_layout_put(struct wbuf *w, const struct weft_layout *l)
 {
 	wbuf_u32(w, l->stripe_unit);
 	wbuf_u32(w, l->stripe_count);
@@ -57,7 +57,7 @@ void weft_layout_put(struct wbuf *w, const struct weft_layout *l)
 	wbuf_u8(w, l->replicas);
 }
 
-void weft_layout_get(struct rbuf *r, struct weft_layout *l)
+void proto_layout_get(struct rbuf *r, struct weft_layout *l)
 {
 	l->stripe_unit = rbuf_u32(r);
 	l->stripe_count = rbuf_u32(r);
@@ -128,7 +128,7 @@ static void crcs_get(struct rbuf *r, struct weft_crcs *c)
 
 static const char why_str_long[] = "string over its limit";
 
-int weft_decode_err(const char *why)
+int proto_decode_err(const char *why)
 {
 	return why == why_str_long ? -ENAMETOOLONG : -WEFT_EPROTO;
 }
@@ -159,8 +159,8 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 		return -EINVAL; \
 	wbuf_str(w, m->f.p, m->f.len);
 #define ENC_FIX(f, l) wbuf_put(w, m->f, l);
-#define ENC_ATTR(f, l) weft_attr_put(w, &m->f);
-#define ENC_LAYOUT(f, l) weft_layout_put(w, &m->f);
+#define ENC_ATTR(f, l) proto_attr_put(w, &m->f);
+#define ENC_LAYOUT(f, l) proto_layout_put(w, &m->f);
 #define ENC_CRED(f, l) cred_put(w, &m->f);
 #define ENC_CRCS(f, l) \
 	if (m->f.n > WEFT_CRCS_MAX) \
@@ -175,8 +175,8 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 #define DEC_I64(f, l) m->f = (int64_t)rbuf_u64(&r);
 #define DEC_STR(f, l) str_get(&r, &m->f, l);
 #define DEC_FIX(f, l) rbuf_get(&r, m->f, l);
-#define DEC_ATTR(f, l) weft_attr_get(&r, &m->f);
-#define DEC_LAYOUT(f, l) weft_layout_get(&r, &m->f);
+#define DEC_ATTR(f, l) proto_attr_get(&r, &m->f);
+#define DEC_LAYOUT(f, l) proto_layout_get(&r, &m->f);
 #define DEC_CRED(f, l) cred_get(&r, &m->f);
 #define DEC_CRCS(f, l) crcs_get(&r, &m->f);
 #define DEC(kind, f, l) DEC_##kind(f, l)
@@ -302,7 +302,7 @@ void weft_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 	wbuf_u8(w, d->type);
 	wbuf_u8(w, d->has_attr);
 	if (d->has_attr)
-		weft_attr_put(w, &d->attr);
+		proto_attr_put(w, &d->attr);
 }
 
 int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
@@ -321,7 +321,7 @@ int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
 		rbuf_fail(r, "directory entry attr flag not 0 or 1");
 	d->has_attr = plus == 1;
 	if (d->has_attr)
-		weft_attr_get(r, &d->attr);
+		proto_attr_get(r, &d->attr);
 	if (rbuf_ok(r) && d->name.len == 0)
 		rbuf_fail(r, "directory entry with an empty name");
 	return rbuf_ok(r) ? 0 : -WEFT_EPROTO;

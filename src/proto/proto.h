@@ -407,7 +407,7 @@ int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m
 /* The error a decode failure stands for, from the why a decoder set: -ENAMETOOLONG for a
  * string over its limit (a name too long), else -WEFT_EPROTO. Compares the reason's
  * identity, not its text, so the wording may change. */
-int weft_decode_err(const char *why);
+int proto_decode_err(const char *why);
 int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
 size_t weft_msg_size(enum weft_msg_type t);
 
@@ -434,10 +434,10 @@ int weft_dirent_next(struct rbuf *r, struct weft_dirent *d);
 size_t weft_dirent_size(size_t namelen, bool plus);
 
 /* Field helpers, shared with other encodings (chain tables). */
-void weft_attr_put(struct wbuf *w, const struct weft_attr *a);
-void weft_attr_get(struct rbuf *r, struct weft_attr *a);
-void weft_layout_put(struct wbuf *w, const struct weft_layout *l);
-void weft_layout_get(struct rbuf *r, struct weft_layout *l);
+void proto_attr_put(struct wbuf *w, const struct weft_attr *a);
+void proto_attr_get(struct rbuf *r, struct weft_attr *a);
+void proto_layout_put(struct wbuf *w, const struct weft_layout *l);
+void proto_layout_get(struct rbuf *r, struct weft_layout *l);
 
 /* Copies a borrowed string into a NUL-terminated buffer of size cap; returns -ENAMETOOLONG
  * if it does not fit. */

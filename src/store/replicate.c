@@ -131,7 +131,7 @@ static void report_failure(struct sreq *q)
 static void finish(struct sreq *q)
 {
 	reply_done(q);
-	sreq_free(q);
+	store_req_free(q);
 }
 
 static void report_job(struct store_job *j)
@@ -204,13 +204,13 @@ static void fwd_start(struct sreq *q, uint32_t target, int nparts)
 	q->fwd_target = target;
 	q->fwd_sent = true;
 	int rc;
-	if (!chains_target_addr(s, target, q->fwd_addr, sizeof(q->fwd_addr))) {
+	if (!store_chains_target_addr(s, target, q->fwd_addr, sizeof(q->fwd_addr))) {
 		snprintf(q->fwd_addr, sizeof(q->fwd_addr), "unknown address");
 		rc = -EHOSTUNREACH;
 		goto fail;
 	}
 	struct conn *c;
-	rc = chains_target_conn(s, target, &c);
+	rc = store_chains_target_conn(s, target, &c);
 	if (rc)
 		goto fail;
 	struct wbuf w;
@@ -243,7 +243,7 @@ fail:
 		part_done(q);
 }
 
-void repl_check_timeouts(void *arg)
+void store_repl_check_timeouts(void *arg)
 {
 	struct store_server *s = arg;
 	uint64_t now = loop_now_ms();
@@ -320,7 +320,7 @@ static int local_op(struct sreq *q)
 		if (rc == -ENOENT)
 			rc = 0; /* nothing written: nothing to make durable */
 		if (rc == 0)
-			hb_soon(s); /* meta learns the write sequence fsync made durable */
+			store_hb_soon(s); /* meta learns the write sequence fsync made durable */
 		break;
 	}
 	return rc;
@@ -366,7 +366,7 @@ static int check_crcs(struct sreq *q, bool verify)
 	return 0;
 }
 
-void repl_write(struct sreq *q)
+void store_repl_write(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	uint64_t ver = UINT64_MAX;
@@ -391,7 +391,7 @@ void repl_write(struct sreq *q)
 	{
 		struct meta_chain ch;
 		int me;
-		int rc = chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
+		int rc = store_chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
 		if (rc == 0 && conn_peer_role(q->c) != WEFT_ROLE_STORE) {
 			/* from a client: only the head (first serving member) takes it */
 			for (int i = 0; i < me; i++)
@@ -404,8 +404,8 @@ void repl_write(struct sreq *q)
 						 "version %" PRIu64 " is not current here", s->target_id,
 						 q->replicas, q->chain, ver);
 			else
-				srv_reply_status(q, rc);
-			sreq_free(q);
+				store_reply_status(q, rc);
+			store_req_free(q);
 			return;
 		}
 		for (int i = me + 1; i < ch.nmembers && succ < 0; i++)
@@ -414,16 +414,16 @@ void repl_write(struct sreq *q)
 		/* a member that is away misses this: note it for its resync (before applying,
 		 * so a resync that lists after this request was accepted sees it) */
 		if (q->op == WEFT_OP_OBJ_WRITE)
-			resync_note(s, &ch, q->m.w.ino, q->m.w.stripe);
+			store_resync_note(s, &ch, q->m.w.ino, q->m.w.stripe);
 		else if (q->op == WEFT_OP_OBJ_TRUNCATE)
-			resync_note(s, &ch, q->m.t.ino, q->m.t.stripe);
+			store_resync_note(s, &ch, q->m.t.ino, q->m.t.stripe);
 	}
 	if (q->op == WEFT_OP_OBJ_WRITE) {
 		int rc = check_crcs(q, succ >= 0);
 		if (rc) {
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s", s->target_id,
 					 q->local_detail);
-			sreq_free(q);
+			store_req_free(q);
 			return;
 		}
 	}

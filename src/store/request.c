@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-void sreq_free(struct sreq *q)
+void store_req_free(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	frame_free(q->f);
@@ -14,13 +14,13 @@ void sreq_free(struct sreq *q)
 	atomic_fetch_sub(&s->pending, 1);
 }
 
-void srv_reply_status(struct sreq *q, int status)
+void store_reply_status(struct sreq *q, int status)
 {
 	conn_reply(q->c, q->f, status, NULL, NULL, 0, NULL, NULL);
 }
 
 /* Hash that sends all mutations of one object to one worker. */
-uint64_t srv_obj_key(uint64_t ino, uint32_t stripe)
+uint64_t store_obj_key(uint64_t ino, uint32_t stripe)
 {
 	return ino * 0x100000001B3ULL ^ stripe;
 }

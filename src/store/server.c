@@ -21,7 +21,7 @@
 
 #define LIST_MAX 65536u
 
-bool srv_serving(struct store_server *s)
+bool store_serving(struct store_server *s)
 {
 	if (!atomic_load(&s->ready) || atomic_load(&s->disk_failed))
 		return false;
@@ -40,7 +40,7 @@ static void reply_msg(struct sreq *q, int status, struct wbuf *w)
 {
 	if (w->err) {
 		wbuf_free(w);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	conn_reply(q->c, q->f, status, w, NULL, 0, NULL, NULL);
@@ -55,9 +55,9 @@ static bool serves_reads(struct sreq *q, uint8_t replicas, uint32_t chain, uint6
 {
 	struct meta_chain ch;
 	int me;
-	int rc = chains_check(q->s, replicas, chain, ver, true, &ch, &me);
+	int rc = store_chains_check(q->s, replicas, chain, ver, true, &ch, &me);
 	if (rc)
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 	return rc == 0;
 }
 
@@ -79,14 +79,14 @@ static void do_read(struct sreq *q)
 	if ((m->len && !buf) || !d) {
 		free(buf);
 		free(d);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	size_t n = 0;
 	struct store_obj_result r;
 	uint64_t np = store_crc_npieces(m->offset, m->len);
 	unsigned fl = (m->flags & (WEFT_READ_WRITTEN | WEFT_READ_REPAIR)) ? STORE_READ_WRITTEN : 0;
-	if (repair_active(s, m->ino, m->stripe))
+	if (store_repair_active(s, m->ino, m->stripe))
 		fl |= STORE_READ_LOST;
 	if (m->flags & WEFT_READ_HOLES)
 		fl |= STORE_READ_HOLES;
@@ -98,7 +98,7 @@ static void do_read(struct sreq *q)
 		free(d);
 		/* lost here: the client reads another replica; copy it back from one */
 		if (rc == -WEFT_EMISSING && !(m->flags & WEFT_READ_REPAIR) && m->replicas > 1)
-			repair_start(s, m->ino, m->stripe, m->replicas, m->chain);
+			store_repair_start(s, m->ino, m->stripe, m->replicas, m->chain);
 		if (rc == -WEFT_EMISSING)
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32 " was written "
@@ -109,7 +109,7 @@ static void do_read(struct sreq *q)
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32
 					 " chunk %" PRId64 " does not match its checksum",
 					 s->target_id, m->ino, m->stripe, r.bad_chunk);
-			resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
+			store_resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
 		}
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id,
@@ -131,7 +131,7 @@ static void do_read(struct sreq *q)
 	if (w.err) {
 		wbuf_free(&w);
 		free(buf);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	struct iovec v = {buf, n};
@@ -151,7 +151,7 @@ static void do_sync_read(struct sreq *q)
 	struct store_obj_stat st;
 	int rc = store_obj_stat(q->s->objs, q->m.r.ino, q->m.r.stripe, &st);
 	if (rc == -ENOENT)
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 	else
 		do_read(q);
 }
@@ -161,7 +161,7 @@ static void do_stat(struct sreq *q)
 	struct store_obj_stat st;
 	int rc = store_obj_stat(q->s->objs, q->m.id.ino, q->m.id.stripe, &st);
 	if (rc) {
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
 	struct wbuf w;
@@ -184,7 +184,7 @@ static void do_extent(struct sreq *q)
 	struct weft_msg_obj_extent_reply r = {0};
 	rc = store_obj_extent(s->objs, m->ino, m->stripe, m->offset, &st, &r.data, &r.hole);
 	if (rc) {
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
 	r.size = st.size;
@@ -201,20 +201,20 @@ static void do_list(struct sreq *q)
 	uint32_t max = m->max == 0 || m->max > LIST_MAX ? LIST_MAX : m->max;
 	struct store_index_rec *recs = malloc(max * sizeof(*recs));
 	if (!recs) {
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	size_t n = 0;
 	int rc = store_obj_list(q->s->objs, m->ino, m->stripe, recs, max, &n);
 	if (rc) {
 		free(recs);
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
 	uint8_t *bulk = malloc(n * PROTO_OBJ_REC_SIZE + 1);
 	if (!bulk) {
 		free(recs);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -242,7 +242,7 @@ static void do_delete(struct sreq *q)
 		conn_reply_error(q->c, q->f, rc, q->s->target_id, "target %u: delete ino %" PRIu64
 				 ": %s", q->s->target_id, q->m.d.ino, weft_strerror(rc));
 	else
-		srv_reply_status(q, 0);
+		store_reply_status(q, 0);
 }
 
 static void do_stats(struct sreq *q)
@@ -264,8 +264,8 @@ static void do_stats(struct sreq *q)
 
 static void do_scrub(struct sreq *q)
 {
-	resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
-	srv_reply_status(q, 0);
+	store_resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
+	store_reply_status(q, 0);
 }
 
 /* ---- the dispatch table ---- */
@@ -273,11 +273,11 @@ static void do_scrub(struct sreq *q)
 /* Worker key of a request: STORE_JOB_ANY (any worker), or the object's key, so that it
  * runs after the mutations of that object received before it, in order. */
 static uint64_t key_any(const struct sreq *q) { return STORE_JOB_ANY; }
-static uint64_t key_write(const struct sreq *q) { return srv_obj_key(q->m.w.ino, q->m.w.stripe); }
-static uint64_t key_truncate(const struct sreq *q) { return srv_obj_key(q->m.t.ino, q->m.t.stripe); }
-static uint64_t key_sync(const struct sreq *q) { return srv_obj_key(q->m.sy.ino, q->m.sy.stripe); }
-static uint64_t key_read(const struct sreq *q) { return srv_obj_key(q->m.r.ino, q->m.r.stripe); }
-static uint64_t key_extent(const struct sreq *q) { return srv_obj_key(q->m.x.ino, q->m.x.stripe); }
+static uint64_t key_write(const struct sreq *q) { return store_obj_key(q->m.w.ino, q->m.w.stripe); }
+static uint64_t key_truncate(const struct sreq *q) { return store_obj_key(q->m.t.ino, q->m.t.stripe); }
+static uint64_t key_sync(const struct sreq *q) { return store_obj_key(q->m.sy.ino, q->m.sy.stripe); }
+static uint64_t key_read(const struct sreq *q) { return store_obj_key(q->m.r.ino, q->m.r.stripe); }
+static uint64_t key_extent(const struct sreq *q) { return store_obj_key(q->m.x.ino, q->m.x.stripe); }
 /* a repair peer's read comes after the object's writes; other reads go anywhere */
 static uint64_t key_read_repair(const struct sreq *q)
 {
@@ -299,12 +299,12 @@ static const struct store_op store_ops[] = {
 	/* OBJ_WRITE: replies OBJ_WRITTEN {size, allocated} once the write is on this target
 	 * and every later chain member; writes the object's bytes and CRCs, forwards down
 	 * the chain, notes it for OFFLINE members (replicate.c). */
-	{WEFT_OP_OBJ_WRITE, true, false, true, key_write, repl_write},
+	{WEFT_OP_OBJ_WRITE, true, false, true, key_write, store_repl_write},
 	/* OBJ_TRUNCATE: replies OBJ_SIZE; sets the object's size here and down the chain. */
-	{WEFT_OP_OBJ_TRUNCATE, true, false, true, key_truncate, repl_write},
+	{WEFT_OP_OBJ_TRUNCATE, true, false, true, key_truncate, store_repl_write},
 	/* OBJ_FSYNC: replies empty once the object is durable here and down the chain;
 	 * asks for an early heartbeat (the write sequence meta records). */
-	{WEFT_OP_OBJ_FSYNC, true, false, true, key_sync, repl_write},
+	{WEFT_OP_OBJ_FSYNC, true, false, true, key_sync, store_repl_write},
 	/* OBJ_READ: replies OBJ_DATA {size, hole, crcs} + bytes in bulk; changes nothing,
 	 * but a missing object starts a repair from a peer and a bad checksum a resync of
 	 * the object. */
@@ -313,7 +313,7 @@ static const struct store_op store_ops[] = {
 	{WEFT_OP_OBJ_SYNC_READ, true, false, false, key_read, do_sync_read},
 	/* OBJ_MISSED: replies OBJ_LIST_REPLY with the missed log's (ino, stripe) pairs for a
 	 * returning member; drops the entries before the cursor (copied). */
-	{WEFT_OP_OBJ_MISSED, true, false, false, key_any, resync_missed_list},
+	{WEFT_OP_OBJ_MISSED, true, false, false, key_any, store_resync_missed_list},
 	/* STORE_SCRUB: replies empty; starts a background scrub of the target. */
 	{WEFT_OP_STORE_SCRUB, true, false, false, key_any, do_scrub},
 	/* OBJ_STAT: replies OBJ_SIZE; changes nothing. */
@@ -341,17 +341,17 @@ static void run_job(struct store_job *j)
 	struct sreq *q = (struct sreq *)j;
 	struct store_server *s = q->s;
 	const struct store_op *o = store_op_find(q->op);
-	if (!o->any_state && !srv_serving(s)) {
+	if (!o->any_state && !store_serving(s)) {
 		conn_reply_error(q->c, q->f, -WEFT_ENOTSERVING, s->target_id,
 				 atomic_load(&s->disk_failed) ?
 				 "target %u is not serving (its disk failed a write)" :
 				 "target %u is not serving (no lease from meta)", s->target_id);
-		sreq_free(q);
+		store_req_free(q);
 		return;
 	}
 	o->handler(q);
 	if (!o->frees)
-		sreq_free(q);
+		store_req_free(q);
 }
 
 /* ---- loop thread ---- */
@@ -623,12 +623,12 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		snprintf(err, errlen, "bad meta address '%s'", s->meta_addr);
 		goto fail;
 	}
-	if ((rc = chains_init(s))) {
+	if ((rc = store_chains_init(s))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	uint8_t fs_checksums = 1;
-	rc = hb_register(s, true, &fs_checksums);
+	rc = store_hb_register(s, true, &fs_checksums);
 	if (rc) {
 		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
 			 weft_strerror(rc));
@@ -643,30 +643,30 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		rc = set_aside(s, "meta cannot vouch for it (its write sequence went back)",
 			       err, errlen);
 		if (rc == 0)
-			rc = hb_register(s, false, NULL);
+			rc = store_hb_register(s, false, NULL);
 		if (rc)
 			goto fail;
 	}
 	/* a new target registers again: meta records its incarnation from the start */
-	if (!formatted && (rc = hb_register(s, false, NULL))) {
+	if (!formatted && (rc = store_hb_register(s, false, NULL))) {
 		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
 			 weft_strerror(rc));
 		goto fail;
 	}
-	rc = resync_open(s);
+	rc = store_resync_open(s);
 	if (rc) {
 		snprintf(err, errlen, "%s/missed.log: %s", s->dir, strerror(-rc));
 		goto fail;
 	}
-	rc = chains_refresh(s, true);
+	rc = store_chains_refresh(s, true);
 	if (rc)
 		log_warn("fetching chain tables from meta %s: %s (will retry)", s->meta_addr,
 			 weft_strerror(rc));
-	loop_every(s->loop, 1000, repl_check_timeouts, s);
+	loop_every(s->loop, 1000, store_repl_check_timeouts, s);
 	atomic_store(&s->ready, true);
-	rc = hb_start(s);
+	rc = store_hb_start(s);
 	if (rc == 0)
-		rc = resync_start(s);
+		rc = store_resync_start(s);
 	if (rc) {
 		snprintf(err, errlen, "heartbeat or resync thread: %s", strerror(-rc));
 		goto fail;
@@ -693,8 +693,8 @@ void store_server_stop(struct store_server *s)
 		return;
 	atomic_store(&s->stopping, true);
 	atomic_store(&s->ready, false);
-	hb_stop(s);
-	resync_close(s);
+	store_hb_stop(s);
+	store_resync_close(s);
 	if (s->srv)
 		server_free(s->srv);
 	s->srv = NULL;
