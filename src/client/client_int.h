@@ -4,9 +4,9 @@
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
  * their own threads on replies. A background thread sends session heartbeats; their
  * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it
- * moves, and the thread refreshes the tables then. The tables and store connections are a chain cache (src/net/chaincache.h):
- * lookups never wait for each other, a chain the table does not know is fetched
- * single-flight. Open files of one inode share a
+ * moves, and the thread refreshes the tables then. The tables and store connections are
+ * a chain cache (src/net/chaincache.h): lookups never wait for each other, a chain the
+ * table does not know is fetched single-flight. Open files of one inode share a
  * struct winode (write-behind state, known size) kept in a table by inode number, so every
  * handle of this client sees the same bytes. */
 #ifndef WEFT_CLIENT_INT_H
@@ -138,7 +138,7 @@ struct winode {
 };
 /* Whether stripe s of wi is recorded written; wi may be NULL (false). */
 bool client_winode_written(const struct winode *wi, uint32_t s);
-/* The security.capability cache of winode ino (xattr.c): */
+/* The security.capability cache of winode ino (file.c; ns.c reads and sets it): */
 bool client_winode_nocap(struct weft_client *c, uint64_t ino);
 void client_winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
 
@@ -206,12 +206,14 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
  * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
  * either or cannot be reached. */
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* sparse.c: st_blocks */
 /* Bytes the stores hold for the stripes set in mask (mlen bytes), one copy each:
  * st_blocks * 512 after a flush (sparse.c). 0 or -errno. */
 int client_sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
 		     uint32_t mlen, uint64_t *bytes);
 /* A write reply said stripe s of wi now takes `allocated` bytes (loop thread). */
 void client_sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated);
+/* session.c (continued) */
 /* A store said our table is out of date: the next lookup refreshes it. */
 void client_chains_stale(struct weft_client *c);
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */
@@ -220,7 +222,7 @@ void client_pool_give(struct weft_client *c, uint64_t bytes);
 /* Takes bytes without waiting (a gathering buffer growing by at most its stripe unit). */
 void client_pool_grow(struct weft_client *c, uint64_t bytes);
 
-/* winode table (file.c) */
+/* file.c: the winode table, and write-behind's part in a size change */
 /* The winode of ino if this client has the file open, with a reference; NULL if not. */
 struct winode *client_winode_find(struct weft_client *c, uint64_t ino);
 void client_winode_put(struct weft_client *c, struct winode *w);
@@ -271,6 +273,7 @@ void client_ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
 void client_ra_drop(struct weft_client *c, struct winode *wi);
 /* Drops every block and waits until no fetch is in flight (before freeing wi). */
 void client_ra_quiesce(struct weft_client *c, struct winode *wi);
+/* data.c, for readahead.c */
 /* Sends one read of a whole piece; done(arg, err, f) runs on the loop thread with the
  * reply (the callee owns it and frees it with frame_free; NULL with err 0: the object
  * does not exist, all zeros), or an error. Its checksums are not checked yet: the loop
@@ -286,9 +289,11 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 int client_data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
 		     uint32_t len);
 
-/* ns.c */
+/* file.c: attributes from meta, corrected by what this client has written (size, mtime,
+ * st_blocks of writes in flight) */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);
 
+/* session.c: targets this client could not reach */
 /* Remembers that target could not be reached (connect failed or timed out, the
  * connection died under a request) for CLIENT_SUSPECT_MS; a read whose turn would go to
  * it starts on another serving member. Any thread. */
