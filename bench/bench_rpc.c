@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "common/addr.h"
-#include "common/builtin.h"
+#include "net/builtin.h"
 #include "common/log.h"
 #include "common/memtune.h"
-#include "common/rpc.h"
-#include "common/server.h"
+#include "net/rpc.h"
+#include "net/server.h"
 #include "weft/err.h"
 
 #define MIB (1u << 20)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/stats.h"
+#include "net/stats.h"
 #include "proto/proto.h"
 
 #define N 20000000ull

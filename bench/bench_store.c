@@ -21,8 +21,8 @@
 #include "common/crc.h"
 #include "common/log.h"
 #include "common/memtune.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
 #include "proto/proto.h"
 #include "weft/err.h"
 

@@ -70,4 +70,25 @@ struct weft_cred {
 enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_MEMBER_OFFLINE = 2,
 			 WEFT_MEMBER_REBUILDING = 3 };
 
+/* weft_setattr valid bits (also on the wire, MSG_SETATTR) */
+#define WEFT_SET_MODE      0x01u
+#define WEFT_SET_UID       0x02u
+#define WEFT_SET_GID       0x04u
+#define WEFT_SET_SIZE      0x08u
+#define WEFT_SET_ATIME     0x10u
+#define WEFT_SET_MTIME     0x20u
+#define WEFT_SET_ATIME_NOW 0x40u
+#define WEFT_SET_MTIME_NOW 0x80u
+#define WEFT_SET_CTIME     0x100u
+/* the caller holds a handle of this file opened for writing (ftruncate): a size change
+ * or WEFT_SET_KILL_PRIV needs no write permission now (the open checked it) */
+#define WEFT_SET_HANDLE    0x200u
+/* clear S_ISUID, and S_ISGID if S_IXGRP (a write by a caller without CAP_FSETID) */
+#define WEFT_SET_KILL_PRIV 0x400u
+
+/* what a lease recall covers (weft_recall_fn; also on the wire, MSG_RECALL) */
+#define WEFT_RECALL_ATTR 0x1u /* attributes */
+#define WEFT_RECALL_DATA 0x2u /* cached pages (and attributes) */
+#define WEFT_RECALL_NAME 0x4u /* the entry `name` under ino (and ino's attributes) */
+
 #endif

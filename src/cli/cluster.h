@@ -3,7 +3,7 @@
 #ifndef WEFT_CLI_CLUSTER_H
 #define WEFT_CLI_CLUSTER_H
 
-#include "common/auth.h"
+#include "net/auth.h"
 
 #define WEFT_DEFAULT_KEY   "/etc/weft/cluster.key"
 #define WEFT_META_PORT     7070

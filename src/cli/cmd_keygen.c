@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/auth.h"
+#include "net/auth.h"
 
 static int run(int argc, char **argv)
 {

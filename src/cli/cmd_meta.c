@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "meta/server.h"
 
 static int parse_secs(const char *s, uint32_t *ms)

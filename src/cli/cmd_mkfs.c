@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/auth.h"
+#include "net/auth.h"
 #include "meta/mdb.h"
 #include "meta/super.h"
 #include "weft/err.h"

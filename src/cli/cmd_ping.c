@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "weft/err.h"
 
 struct ping_state {

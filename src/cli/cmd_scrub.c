@@ -9,8 +9,8 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
 #include "weft/err.h"
 
 static int run(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* weft stat: live rates, one line per interval, like dstat and mmpmon. It reads the
- * counters (common/stats.h, schema weft.stats/1) of meta and every store over the
+ * counters (net/stats.h, schema weft.stats/1) of meta and every store over the
  * protocol (STATS_GET), or of this node's mounts from their stats files, and prints the
  * differences between two snapshots as rates: bytes read and written, operations by
  * class, latency percentiles. --json prints one weft.stat/1 object per interval
@@ -18,8 +18,8 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "common/stats.h"
+#include "net/rpc.h"
+#include "net/stats.h"
 #include "mount/statsfile.h"
 #include "proto/targets.h"
 #include "weft/err.h"
@@ -278,7 +278,7 @@ static int add_cluster(struct source *src, int *n, struct loop *loop, const stru
 	struct rbuf r;
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
 	struct weft_target_rec t;
-	for (uint32_t i = 0; i < tm.count && *n < MAX_SOURCES && weft_target_rec_read(&r, &t); i++) {
+	for (uint32_t i = 0; i < tm.count && *n < MAX_SOURCES && proto_target_rec_read(&r, &t); i++) {
 		if (t.state == WEFT_MEMBER_OFFLINE)
 			continue;
 		struct source *s = &src[(*n)++];

@@ -9,8 +9,8 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
 #include "proto/targets.h"
 #include "weft/err.h"
 
@@ -149,7 +149,7 @@ static int print_targets(struct admin *a, json_t *out)
 	struct weft_target_rec t;
 	double most = -1, least = 101; /* percent used of targets that are up */
 	uint32_t most_id = 0, least_id = 0;
-	for (uint32_t i = 0; i < tm.count && weft_target_rec_read(&r, &t); i++) {
+	for (uint32_t i = 0; i < tm.count && proto_target_rec_read(&r, &t); i++) {
 		const char *state = t.state == WEFT_MEMBER_OFFLINE ? "down" : "up";
 		if (out) {
 			json_array_append_new(list, json_pack("{s:i,s:s#,s:s#,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:b,s:i}",

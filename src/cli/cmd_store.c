@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "store/server.h"
 
 static volatile int stop_flag;

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "weft/err.h"
 
 /* meta's address from the weft mount holding path. */

@@ -22,9 +22,9 @@
 #include "cli/cluster.h"
 #include "common/log.h"
 #include "common/loop.h"
-#include "common/conn.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/conn.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
 #include "weft/err.h"
 
 #define STORES_MAX 64 /* as weft up and weft down */

@@ -22,8 +22,8 @@
 #include "cli/cluster.h"
 #include "common/addr.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
 #include "weft/err.h"
 
 #define STORES_MAX 64

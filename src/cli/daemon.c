@@ -16,7 +16,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/loop.h"
-#include "common/metrics.h"
+#include "net/metrics.h"
 
 #ifdef WEFT_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>

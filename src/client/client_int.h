@@ -4,9 +4,9 @@
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
  * their own threads on replies. A background thread sends session heartbeats; their
  * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it
- * moves, and the thread refreshes the tables then. The tables and store connections are a chain cache (src/net/chaincache.h):
- * lookups never wait for each other, a chain the table does not know is fetched
- * single-flight. Open files of one inode share a
+ * moves, and the thread refreshes the tables then. The tables and store connections are
+ * a chain cache (src/net/chaincache.h): lookups never wait for each other, a chain the
+ * table does not know is fetched single-flight. Open files of one inode share a
  * struct winode (write-behind state, known size) kept in a table by inode number, so every
  * handle of this client sees the same bytes. */
 #ifndef WEFT_CLIENT_INT_H
@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 
 #include "client/stripe.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "net/chaincache.h"
 #include "proto/proto.h"
 #include "weft/client.h"
@@ -148,10 +148,10 @@ struct winode {
 	uint8_t alloc_known[WEFT_WRITTEN_MAX];
 };
 /* Whether stripe s of wi is recorded written; wi may be NULL (false). */
-bool winode_written(const struct winode *wi, uint32_t s);
-/* The security.capability cache of winode ino (xattr.c): */
-bool winode_nocap(struct weft_client *c, uint64_t ino);
-void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
+bool client_winode_written(const struct winode *wi, uint32_t s);
+/* The security.capability cache of winode ino (file.c; ns.c reads and sets it): */
+bool client_winode_nocap(struct weft_client *c, uint64_t ino);
+void client_winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
 
 /* A stripe unit fetched ahead of a sequential reader. */
 struct ra_block {
@@ -235,12 +235,14 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
  * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
  * either or cannot be reached. */
 int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+/* sparse.c: st_blocks */
 /* Bytes the stores hold for the stripes set in mask (mlen bytes), one copy each:
  * st_blocks * 512 after a flush (sparse.c). 0 or -errno. */
-int sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
+int client_sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
 		     uint32_t mlen, uint64_t *bytes);
 /* A write reply said stripe s of wi now takes `allocated` bytes (loop thread). */
-void sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated);
+void client_sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated);
+/* session.c (continued) */
 /* A store said our table is out of date: the next lookup refreshes it. */
 void client_chains_stale(struct weft_client *c);
 /* Pagepool accounting: blocks until bytes fit (or the pool is empty), then takes them. */
@@ -249,13 +251,13 @@ void client_pool_give(struct weft_client *c, uint64_t bytes);
 /* Takes bytes without waiting (a gathering buffer growing by at most its stripe unit). */
 void client_pool_grow(struct weft_client *c, uint64_t bytes);
 
-/* winode table (file.c) */
+/* file.c: the winode table, and write-behind's part in a size change */
 /* The winode of ino if this client has the file open, with a reference; NULL if not. */
-struct winode *winode_find(struct weft_client *c, uint64_t ino);
-void winode_put(struct weft_client *c, struct winode *w);
+struct winode *client_winode_find(struct weft_client *c, uint64_t ino);
+void client_winode_put(struct weft_client *c, struct winode *w);
 /* Before a size change by setattr: sends and waits for buffered writes, then records
  * the new size locally. Returns the first write error. */
-int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size);
+int client_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size);
 
 /* data.c: store I/O for pieces of a file */
 struct io_batch {
@@ -264,65 +266,63 @@ struct io_batch {
 	int outstanding;
 	int first_err;
 };
-void io_batch_init(struct io_batch *b);
-void io_batch_wait(struct io_batch *b);
+void client_io_batch_init(struct io_batch *b);
+void client_io_batch_wait(struct io_batch *b);
 
-/* Reads one piece into dst (zero-filling what the object does not hold), trying each
- * serving member of the chain in turn. Synchronous. Returns 0 or -errno. */
-int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
-		    const struct weft_layout *l,
-		    const struct stripe_piece *p, uint8_t *dst);
 /* Reads [off, off+len) of a file into dst with every piece in flight at once; zeros
  * beyond what objects hold. Returns 0 or -errno. */
-int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
+int client_data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l,
 		    uint64_t off, uint64_t len, uint8_t *dst);
 /* Sends a block asynchronously; done(b) runs on the loop thread with b->status set. */
-int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
+int client_data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
 		     void (*done)(struct wblock *b));
 /* Truncates every stripe object of the file to match size `size` (synchronous). */
-int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size);
+int client_data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size);
 /* Asks every object of the file to be made durable (synchronous). */
-int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
+int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
 
 /* readahead.c; wi->lock held for all of them */
 /* Copies [off, off+len) from prefetched blocks if they hold all of it (waiting for blocks
  * in flight); returns true if it did. */
-bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst);
+bool client_ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst);
 /* Like ra_take, but pins the blocks holding [off, off+len) (at most max) instead of
  * copying: out[i] and checked[i] (its checksums verified already) for each, in order.
  * The caller checks the unchecked ones without the lock and then calls ra_unpin with
  * a verdict per block: > 0 checked and good, < 0 bad (marked failed: read again with
  * failover), 0 not checked (left as it was); verdict NULL: all good. */
-bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
+bool client_ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	    struct ra_block **out, bool *checked, int max);
-void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+void client_ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
 	      const signed char *verdict);
 /* Starts fetching the stripe units from the one holding `end` on that are not cached.
  * Drops wi->lock while sending. */
-void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
+void client_ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
 /* Drops every prefetched block (a write or truncate made them stale). */
-void ra_drop(struct weft_client *c, struct winode *wi);
+void client_ra_drop(struct weft_client *c, struct winode *wi);
 /* Drops every block and waits until no fetch is in flight (before freeing wi). */
-void ra_quiesce(struct weft_client *c, struct winode *wi);
+void client_ra_quiesce(struct weft_client *c, struct winode *wi);
+/* data.c, for readahead.c */
 /* Sends one read of a whole piece; done(arg, err, f) runs on the loop thread with the
  * reply (the callee owns it and frees it with frame_free; NULL with err 0: the object
  * does not exist, all zeros), or an error. Its checksums are not checked yet: the loop
  * thread carries every connection, so that pass is left to the thread that uses the
  * data (data_read_verify). Returns 0 or -errno (done not called). */
-int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
+int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l,
 		    const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg);
-/* Checks a reply of data_read_async (a read of len bytes at obj_off): well formed, no
+/* Checks a reply of client_data_read_async (a read of len bytes at obj_off): well formed, no
  * longer than asked, and its piece CRCs when the file system has checksums on; counts
  * its bytes. 0, -WEFT_ECHECKSUM or -EIO. */
-int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
+int client_data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
 		     uint32_t len);
 
-/* ns.c */
+/* file.c: attributes from meta, corrected by what this client has written (size, mtime,
+ * st_blocks of writes in flight) */
 void client_fix_size(struct weft_client *c, struct weft_attr *a);
 
+/* session.c: targets this client could not reach */
 /* Remembers that target could not be reached (connect failed or timed out, the
  * connection died under a request) for CLIENT_SUSPECT_MS; a read whose turn would go to
  * it starts on another serving member. Any thread. */

@@ -8,10 +8,10 @@
 #include "client/client_int.h"
 #include "common/crc.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
-void io_batch_init(struct io_batch *b)
+void client_io_batch_init(struct io_batch *b)
 {
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->cond, NULL);
@@ -19,7 +19,7 @@ void io_batch_init(struct io_batch *b)
 	b->first_err = 0;
 }
 
-void io_batch_wait(struct io_batch *b)
+void client_io_batch_wait(struct io_batch *b)
 {
 	pthread_mutex_lock(&b->lock);
 	while (b->outstanding > 0)
@@ -202,7 +202,7 @@ static int start_read(struct weft_client *c, struct read_batch *rb, struct winod
 	if (!k)
 		return -ENOMEM;
 	*k = (struct read_call){.c = c, .batch = rb, .ino = ino, .layout = *l, .p = *p, .dst = dst,
-				.wi = wi, .flags = winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
+				.wi = wi, .flags = client_winode_written(wi, p->stripe) ? WEFT_READ_WRITTEN : 0};
 	int err = client_chain(c, l->replicas, p->chain, &k->chain);
 	if (err) {
 		free(k);
@@ -255,7 +255,7 @@ static bool read_transient(int err)
 static int read_batch_finish(struct read_batch *rb)
 {
 	for (;;) {
-		io_batch_wait(&rb->b);
+		client_io_batch_wait(&rb->b);
 		pthread_mutex_lock(&rb->b.lock);
 		struct read_call *k = rb->failed;
 		rb->failed = NULL;
@@ -316,11 +316,11 @@ static int read_batch_finish(struct read_batch *rb)
 	return rb->b.first_err;
 }
 
-int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
+int client_data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l, uint64_t off, uint64_t len, uint8_t *dst)
 {
 	struct read_batch rb = {.failed = NULL};
-	io_batch_init(&rb.b);
+	client_io_batch_init(&rb.b);
 	int err = 0;
 	while (len && !err) {
 		struct stripe_piece p;
@@ -330,16 +330,6 @@ int data_read_range(struct weft_client *c, struct winode *wi, uint64_t ino,
 		len -= n;
 		dst += n;
 	}
-	int e2 = read_batch_finish(&rb);
-	return err ? err : e2;
-}
-
-int data_read_piece(struct weft_client *c, struct winode *wi, uint64_t ino,
-		    const struct weft_layout *l, const struct stripe_piece *p, uint8_t *dst)
-{
-	struct read_batch rb = {.failed = NULL};
-	io_batch_init(&rb.b);
-	int err = start_read(c, &rb, wi, ino, l, p, dst);
 	int e2 = read_batch_finish(&rb);
 	return err ? err : e2;
 }
@@ -397,7 +387,7 @@ static void async_read_done(void *arg, int status, struct frame *f)
 	free(k);
 }
 
-int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
+int client_data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
 		     uint32_t len)
 {
 	struct weft_msg_obj_data m;
@@ -418,7 +408,7 @@ int data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_
 	return 0;
 }
 
-int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
+int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 		    const struct weft_layout *l, const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
@@ -450,7 +440,7 @@ int data_read_async(struct weft_client *c, struct winode *wi, uint64_t ino,
 					      .chain = p->chain, .chain_ver = ch.version,
 					      .offset = p->obj_off, .len = p->len,
 					      .flags = WEFT_READ_HOLES |
-						       (winode_written(wi, p->stripe) ?
+						       (client_winode_written(wi, p->stripe) ?
 							WEFT_READ_WRITTEN : 0)};
 		weft_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
@@ -510,14 +500,14 @@ static void write_done(void *arg, int status, struct frame *f)
 		atomic_fetch_add(&k->c->bytes_written, k->b->len);
 		struct weft_msg_obj_written m;
 		if (f && weft_obj_written_decode(f->payload, f->h.payload_len, &m, NULL) == 0)
-			sparse_note_alloc(k->b->wi, k->stripe, m.allocated);
+			client_sparse_note_alloc(k->b->wi, k->stripe, m.allocated);
 	}
 	frame_free(f);
 	k->status = status;
 	write_part_done(k);
 }
 
-int data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
+int client_data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
 		     void (*done)(struct wblock *b))
 {
 	struct stripe_piece p;
@@ -570,10 +560,6 @@ int data_write_block(struct weft_client *c, const struct weft_layout *l, struct 
 
 /* ---- truncate and fsync: one request per stripe, all in flight ---- */
 
-struct stripe_call {
-	struct io_batch *batch;
-};
-
 static void stripe_done(void *arg, int status, struct frame *f)
 {
 	struct io_batch *b = arg;
@@ -585,7 +571,7 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 		      uint16_t op, uint64_t size)
 {
 	struct io_batch b;
-	io_batch_init(&b);
+	client_io_batch_init(&b);
 	int err = 0;
 	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
 	for (uint32_t s = 0; s < sc && !err; s++) {
@@ -622,14 +608,14 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 			batch_done(&b, 0);
 		conn_put(cn);
 	}
-	io_batch_wait(&b);
+	client_io_batch_wait(&b);
 	err = err ? err : b.first_err;
 	if (err == -WEFT_ESTALECHAIN)
 		client_chains_stale(c);
 	return err;
 }
 
-int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size)
+int client_data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size)
 {
 	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
 	if (err == -WEFT_ESTALECHAIN)
@@ -637,7 +623,7 @@ int data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout 
 	return err;
 }
 
-int data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
+int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
 {
 	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_FSYNC, 0);
 	if (err == -WEFT_ESTALECHAIN)

@@ -37,13 +37,13 @@ static uint32_t block_stripe(const struct winode *wi, const struct wblock *b)
 	return (uint32_t)((b->file_off / wi->layout.stripe_unit) % sc);
 }
 
-bool winode_written(const struct winode *wi, uint32_t s)
+bool client_winode_written(const struct winode *wi, uint32_t s)
 {
 	return wi && s / 8 < WEFT_WRITTEN_MAX &&
 	       (__atomic_load_n(&wi->written[s / 8], __ATOMIC_RELAXED) >> (s % 8)) & 1;
 }
 
-struct winode *winode_find(struct weft_client *c, uint64_t ino)
+struct winode *client_winode_find(struct weft_client *c, uint64_t ino)
 {
 	pthread_mutex_lock(&c->inodes_lock);
 	struct winode *w = c->inodes[slot(c, ino)];
@@ -85,7 +85,7 @@ static struct winode *winode_get(struct weft_client *c, const struct weft_attr *
 	return w;
 }
 
-void winode_put(struct weft_client *c, struct winode *w)
+void client_winode_put(struct weft_client *c, struct winode *w)
 {
 	pthread_mutex_lock(&c->inodes_lock);
 	if (--w->refs > 0) {
@@ -98,7 +98,7 @@ void winode_put(struct weft_client *c, struct winode *w)
 	*pp = w->next;
 	pthread_mutex_unlock(&c->inodes_lock);
 	pthread_mutex_lock(&w->lock);
-	ra_quiesce(c, w); /* prefetches in flight point at w */
+	client_ra_quiesce(c, w); /* prefetches in flight point at w */
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
@@ -202,7 +202,7 @@ static void block_submit(struct weft_client *c, struct winode *wi, struct wblock
 		wi->size_dirty = true; /* EXTEND carries the new bit to meta */
 	}
 	pthread_mutex_unlock(&wi->lock);
-	int err = data_write_block(c, &wi->layout, b, block_sent);
+	int err = client_data_write_block(c, &wi->layout, b, block_sent);
 	if (err) {
 		b->status = err;
 		block_sent(b);
@@ -332,7 +332,7 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	}
 	wi->wgen++; /* fetches under way may hold the old bytes: they are not kept */
 	if (wi->ra)
-		ra_drop(c, wi);
+		client_ra_drop(c, wi);
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done;
@@ -468,16 +468,16 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	bool sequential;
 	if (!read_begin(c, wi, off, &len, &sequential))
 		return 0;
-	if (ra_take(c, wi, off, len, buf)) {
+	if (client_ra_take(c, wi, off, len, buf)) {
 		if (sequential)
-			ra_ahead(c, wi, off + len);
+			client_ra_ahead(c, wi, off + len);
 		pthread_mutex_unlock(&wi->lock);
 		return (ssize_t)len;
 	}
 	if (sequential)
-		ra_ahead(c, wi, off + len);
+		client_ra_ahead(c, wi, off + len);
 	pthread_mutex_unlock(&wi->lock);
-	int err = data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
+	int err = client_data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 
@@ -500,9 +500,9 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 	if (!read_begin(c, wi, off, &len, &sequential))
 		return 0;
 	uint64_t su = wi->layout.stripe_unit;
-	bool pinned = ra_pin(c, wi, off, len, bs, checked, WEFT_VIEW_IOV);
+	bool pinned = client_ra_pin(c, wi, off, len, bs, checked, WEFT_VIEW_IOV);
 	if (sequential)
-		ra_ahead(c, wi, off + len); /* pinned blocks stay while it drops the lock */
+		client_ra_ahead(c, wi, off + len); /* pinned blocks stay while it drops the lock */
 	pthread_mutex_unlock(&wi->lock);
 	if (pinned) {
 		int n = (int)((off + len - 1) / su - off / su + 1);
@@ -518,7 +518,7 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 				break;
 			}
 			verdict[i] = checked[i] ||
-				     data_read_verify(c, b->reply, b->obj_off, b->len) == 0 ? 1 : -1;
+				     client_data_read_verify(c, b->reply, b->obj_off, b->len) == 0 ? 1 : -1;
 			all = verdict[i] > 0;
 			v->iov[i] = (struct iovec){b->reply->bulk + (from - bstart), to - from};
 		}
@@ -529,7 +529,7 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 			return (ssize_t)len;
 		}
 		pthread_mutex_lock(&wi->lock);
-		ra_unpin(c, wi, bs, n, verdict); /* only what was checked counts as checked */
+		client_ra_unpin(c, wi, bs, n, verdict); /* only what was checked counts as checked */
 		pthread_mutex_unlock(&wi->lock);
 	}
 	v->buf = malloc(len);
@@ -548,7 +548,7 @@ void weft_read_view_release(struct weft_file *f, struct weft_read_view *v)
 	if (v->npins) {
 		struct winode *wi = f->wi;
 		pthread_mutex_lock(&wi->lock);
-		ra_unpin(f->c, wi, (struct ra_block **)v->pins, v->npins, NULL);
+		client_ra_unpin(f->c, wi, (struct ra_block **)v->pins, v->npins, NULL);
 		pthread_mutex_unlock(&wi->lock);
 		v->npins = 0;
 	}
@@ -597,7 +597,7 @@ int weft_file_flush(struct weft_file *f)
 	bool measured = false;
 	if (report && blocks) {
 		uint64_t bytes;
-		if (!err && sparse_allocated(c, wi, mask, ml, &bytes) == 0) {
+		if (!err && client_sparse_allocated(c, wi, mask, ml, &bytes) == 0) {
 			m.has_blocks = 1;
 			m.blocks = bytes / 512;
 			measured = true;
@@ -628,7 +628,7 @@ int weft_file_fsync(struct weft_file *f)
 	int err = weft_file_flush(f);
 	if (err)
 		return err;
-	err = data_fsync(f->c, f->wi->ino, &f->wi->layout);
+	err = client_data_fsync(f->c, f->wi->ino, &f->wi->layout);
 	if (err)
 		return err;
 	/* the size the flush reported is durable at meta only after a sync there */
@@ -665,7 +665,7 @@ int weft_file_release(struct weft_file *f)
 		f->wi->writers--;
 		pthread_mutex_unlock(&f->wi->lock);
 	}
-	winode_put(f->c, f->wi);
+	client_winode_put(f->c, f->wi);
 	free(f);
 	return err;
 }
@@ -692,27 +692,32 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-bool winode_nocap(struct weft_client *c, uint64_t ino)
+bool client_winode_nocap(struct weft_client *c, uint64_t ino)
 {
-	struct winode *wi = winode_find(c, ino);
+	struct winode *wi = client_winode_find(c, ino);
 	if (!wi)
 		return false;
 	pthread_mutex_lock(&wi->lock);
 	bool absent = mono_ns() < wi->nocap_until;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
+	client_winode_put(c, wi);
 	return absent;
 }
 
-void winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
+static void wi_set_nocap(struct weft_client *c, struct winode *wi, bool absent)
 {
-	struct winode *wi = winode_find(c, ino);
-	if (!wi)
-		return;
 	pthread_mutex_lock(&wi->lock);
 	wi->nocap_until = absent ? mono_ns() + c->attr_timeout_ns : 0;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
+}
+
+void client_winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent)
+{
+	struct winode *wi = client_winode_find(c, ino);
+	if (!wi)
+		return;
+	wi_set_nocap(c, wi, absent);
+	client_winode_put(c, wi);
 }
 
 /* Encodes an OPEN or CREATE_OPEN request (msg) for session sid. */
@@ -810,6 +815,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	return 0;
 }
 
+static void wi_fix_size(struct winode *wi, struct weft_attr *a);
+
 int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name, uint32_t mode, int flags, bool excl, struct weft_file **out,
 		struct weft_attr *attr)
@@ -824,9 +831,10 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
 	if (err)
 		return err;
+	/* the open holds the winode: one lookup per create (open_call's) */
 	if (o.created)
-		winode_set_nocap(c, o.attr.ino, true); /* a new inode has no xattrs */
-	client_fix_size(c, &o.attr);
+		wi_set_nocap(c, (*out)->wi, true); /* a new inode has no xattrs */
+	wi_fix_size((*out)->wi, &o.attr);
 	if (attr)
 		*attr = o.attr;
 	return 0;
@@ -858,13 +866,13 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 
 bool weft_open_for_write(struct weft_client *c, uint64_t ino)
 {
-	struct winode *wi = winode_find(c, ino);
+	struct winode *wi = client_winode_find(c, ino);
 	if (!wi)
 		return false;
 	pthread_mutex_lock(&wi->lock);
 	bool r = wi->writers > 0;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
+	client_winode_put(c, wi);
 	return r;
 }
 
@@ -873,9 +881,9 @@ bool weft_file_writable(struct weft_file *f)
 	return (f->flags & O_ACCMODE) != O_RDONLY;
 }
 
-int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
+int client_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 {
-	struct winode *wi = winode_find(c, ino);
+	struct winode *wi = client_winode_find(c, ino);
 	if (!wi)
 		return 0;
 	pthread_mutex_lock(&wi->lock);
@@ -887,17 +895,15 @@ int file_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
 	for (uint32_t i = 0; wi->alloc && i < sc; i++)
 		__atomic_store_n(&wi->alloc[i], 0, __ATOMIC_RELAXED);
-	ra_drop(c, wi);
+	client_ra_drop(c, wi);
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
+	client_winode_put(c, wi);
 	return err;
 }
 
-void client_fix_size(struct weft_client *c, struct weft_attr *a)
+/* client_fix_size on a winode the caller holds. */
+static void wi_fix_size(struct winode *wi, struct weft_attr *a)
 {
-	struct winode *wi = winode_find(c, a->ino);
-	if (!wi)
-		return;
 	pthread_mutex_lock(&wi->lock);
 	bool local = wi->size_dirty || wi->dirty || wi->inflight;
 	if (!local && wi->size_refresh) { /* changed elsewhere (a recall): meta knows */
@@ -913,7 +919,15 @@ void client_fix_size(struct weft_client *c, struct weft_attr *a)
 	 * figure at the next flush) */
 	bool writing = wi->blocks_dirty;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
 	if (writing && a->size / 512 > a->blocks)
 		a->blocks = (a->size + 511) / 512;
+}
+
+void client_fix_size(struct weft_client *c, struct weft_attr *a)
+{
+	struct winode *wi = client_winode_find(c, a->ino);
+	if (!wi)
+		return;
+	wi_fix_size(wi, a);
+	client_winode_put(c, wi);
 }

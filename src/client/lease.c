@@ -176,15 +176,15 @@ bool client_recall_request(struct weft_client *c, struct conn *cn, struct frame 
  * size (taken from meta's next answer). */
 static void drop_data(struct weft_client *c, uint64_t ino)
 {
-	struct winode *wi = winode_find(c, ino);
+	struct winode *wi = client_winode_find(c, ino);
 	if (!wi)
 		return;
 	pthread_mutex_lock(&wi->lock);
 	wi->wgen++;
-	ra_drop(c, wi);
+	client_ra_drop(c, wi);
 	wi->size_refresh = true;
 	pthread_mutex_unlock(&wi->lock);
-	winode_put(c, wi);
+	client_winode_put(c, wi);
 }
 
 static void *notify_main(void *arg)

@@ -94,7 +94,7 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 			return -EINVAL;
 		/* buffered writes land first; then objects shrink before meta records the
 		 * size, so a crash in between never exposes stale bytes past the new end */
-		err = file_truncate_local(c, ino, cur.size);
+		err = client_truncate_local(c, ino, cur.size);
 		if (err)
 			return err;
 		if (in->size < cur.size && layout.stripe_unit) {
@@ -104,7 +104,7 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 			 * handle's access was checked at open. */
 			if (!(valid & WEFT_SET_HANDLE) && (err = weft_access(c, cr, ino, W_OK)))
 				return err;
-			err = data_truncate(c, ino, &layout, in->size);
+			err = client_data_truncate(c, ino, &layout, in->size);
 			if (err)
 				return err;
 		}
@@ -124,7 +124,7 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 			err = -EIO;
 		} else {
 			if (valid & WEFT_SET_SIZE)
-				file_truncate_local(c, ino, a.attr.size);
+				client_truncate_local(c, ino, a.attr.size);
 			client_fix_size(c, &a.attr);
 			if (out)
 				*out = a.attr;
@@ -361,7 +361,7 @@ int weft_setxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 		  const char *name, const void *value, size_t size, uint32_t flags)
 {
 	static const char empty;
-	winode_set_nocap(c, ino, false);
+	client_winode_set_nocap(c, ino, false);
 	return (int)xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
 			       flags, NULL, 0);
 }
@@ -375,11 +375,11 @@ ssize_t weft_getxattr(struct weft_client *c, const struct weft_cred *cr, uint64_
 		      const char *name, void *buf, size_t cap)
 {
 	static char dummy;
-	if (is_cap(name) && winode_nocap(c, ino))
+	if (is_cap(name) && client_winode_nocap(c, ino))
 		return -ENODATA;
 	ssize_t n = xattr_call(c, WEFT_OP_GETXATTR, cr, ino, name, NULL, 0, 0, cap ? buf : &dummy, cap);
 	if (n == -ENODATA && is_cap(name))
-		winode_set_nocap(c, ino, true);
+		client_winode_set_nocap(c, ino, true);
 	return n;
 }
 
@@ -393,7 +393,7 @@ ssize_t weft_listxattr(struct weft_client *c, const struct weft_cred *cr, uint64
 int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		     const char *name)
 {
-	winode_set_nocap(c, ino, false);
+	client_winode_set_nocap(c, ino, false);
 	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
 }
 

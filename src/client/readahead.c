@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
-#include "common/stats.h"
+#include "net/stats.h"
 
 #define RA_INFLIGHT 0
 #define RA_READY    1
@@ -62,16 +62,16 @@ static void ra_unlink(struct weft_client *c, struct winode *wi, struct ra_block 
 		ra_free(c, b);
 }
 
-void ra_drop(struct weft_client *c, struct winode *wi)
+void client_ra_drop(struct weft_client *c, struct winode *wi)
 {
 	while (wi->ra)
 		ra_unlink(c, wi, &wi->ra);
 	wi->ra_hwm = 0;
 }
 
-void ra_quiesce(struct weft_client *c, struct winode *wi)
+void client_ra_quiesce(struct weft_client *c, struct winode *wi)
 {
-	ra_drop(c, wi);
+	client_ra_drop(c, wi);
 	while (wi->ra_inflight > 0 || wi->ra_pins > 0)
 		pthread_cond_wait(&wi->cond, &wi->lock);
 }
@@ -123,7 +123,7 @@ static struct ra_block *ra_find(struct winode *wi, uint64_t block)
 	return NULL;
 }
 
-bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst)
+bool client_ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len, uint8_t *dst)
 {
 	uint64_t su = wi->layout.stripe_unit;
 	uint64_t first = off / su, last = (off + len - 1) / su;
@@ -139,7 +139,7 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 		}
 		if (!b || b->state != RA_READY || b->gen != wi->wgen)
 			return false;
-		if (!b->checked && b->reply && data_read_verify(c, b->reply, b->obj_off, b->len) != 0) {
+		if (!b->checked && b->reply && client_data_read_verify(c, b->reply, b->obj_off, b->len) != 0) {
 			b->state = RA_FAILED;
 			return false;
 		}
@@ -167,7 +167,7 @@ bool ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	return true;
 }
 
-bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
+bool client_ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	    struct ra_block **out, bool *checked, int max)
 {
 	uint64_t su = wi->layout.stripe_unit;
@@ -204,7 +204,7 @@ bool ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_t len,
 	return true;
 }
 
-void ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
+void client_ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block **bs, int n,
 	      const signed char *verdict)
 {
 	for (int i = 0; i < n; i++) {
@@ -247,7 +247,7 @@ static bool has_unsent(struct winode *wi, uint64_t k)
 	return false;
 }
 
-void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
+void client_ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 {
 	uint64_t su = wi->layout.stripe_unit;
 	if (!c->readahead_units || end >= wi->size)
@@ -295,7 +295,7 @@ void ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 	uint64_t ino = wi->ino;
 	pthread_mutex_unlock(&wi->lock);
 	for (int i = 0; i < n; i++)
-		if (data_read_async(c, wi, ino, &l, &p[i], ra_done, start[i]) != 0)
+		if (client_data_read_async(c, wi, ino, &l, &p[i], ra_done, start[i]) != 0)
 			ra_done(start[i], -EIO, NULL);
 	pthread_mutex_lock(&wi->lock);
 }

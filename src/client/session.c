@@ -9,7 +9,7 @@
 
 #include "client/client_int.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 /* Requests that can be sent again after their connection died, whether or not meta got

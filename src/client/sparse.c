@@ -208,7 +208,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ? -EIO : err;
 }
 
-void sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated)
+void client_sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated)
 {
 	uint32_t sc = wi->layout.stripe_count ? wi->layout.stripe_count : 1;
 	if (!wi->alloc || s >= sc || s / 8 >= WEFT_WRITTEN_MAX)
@@ -224,7 +224,7 @@ void sparse_note_alloc(struct winode *wi, uint32_t s, uint64_t allocated)
 
 /* Stripes this client wrote since the file was opened (or last truncated) are known from
  * the write replies; the others are asked of a store, one OBJ_EXTENT each. */
-int sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
+int client_sparse_allocated(struct weft_client *c, struct winode *wi, const uint8_t *mask,
 		     uint32_t mlen, uint64_t *bytes)
 {
 	const struct weft_layout *l = &wi->layout;

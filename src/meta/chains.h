@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "meta/chains_codec.h"
+#include "proto/chainset.h"
 #include "meta/mdb.h"
 
 /* meta_target.flags */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "meta/space.h"
 
 /* The mutations of one write txn. */

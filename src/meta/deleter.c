@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "meta/chains.h"
 #include "meta/pending.h"
 #include "meta/server_int.h"

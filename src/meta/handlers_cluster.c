@@ -12,6 +12,7 @@
 #include "meta/server_int.h"
 #include "meta/lease.h"
 #include "meta/session.h"
+#include "proto/targets.h"
 #include "meta/super.h"
 #include "weft/err.h"
 
@@ -368,7 +369,7 @@ static int h_resync_progress(struct mreq *r, const struct meta_ctx *c)
 	return 0;
 }
 
-/* TARGETS_GET {} -> TARGETS {count}, per-target records in bulk (proto.h). */
+/* TARGETS_GET {} -> TARGETS {count}, per-target records in bulk (proto/targets.h). */
 static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 {
 	struct meta_super sb;
@@ -387,26 +388,23 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 			rc = meta_moves_memberships(c->db, c->txn, id, &memberships);
 		if (rc)
 			return rc;
-		wbuf_u32(&r->bulk, t.id);
-		wbuf_u8(&r->bulk, t.state);
-		wbuf_str(&r->bulk, t.node, strlen(t.node));
-		wbuf_str(&r->bulk, t.addr, strlen(t.addr));
-		wbuf_u64(&r->bulk, t.capacity);
-		wbuf_u64(&r->bulk, t.free);
-		wbuf_u64(&r->bulk, t.read_bytes);
-		wbuf_u64(&r->bulk, t.write_bytes);
-		wbuf_u64(&r->bulk, t.read_ops);
-		wbuf_u64(&r->bulk, t.write_ops);
 		int64_t silent = (now - t.last_seen_ns) / 1000000;
-		wbuf_u64(&r->bulk, silent > 0 ? (uint64_t)silent : 0);
 		struct meta_resync_progress p = {0};
 		if (r->s->progress && id <= META_TARGETS_MAX)
 			p = r->s->progress[id];
-		wbuf_u64(&r->bulk, p.objects_left);
-		wbuf_u64(&r->bulk, p.bytes_left);
-		wbuf_u64(&r->bulk, p.rate);
-		wbuf_u8(&r->bulk, t.flags);
-		wbuf_u32(&r->bulk, memberships);
+		struct weft_target_rec rec = {
+			.id = t.id, .state = t.state,
+			.node = {t.node, (uint32_t)strlen(t.node)},
+			.addr = {t.addr, (uint32_t)strlen(t.addr)},
+			.capacity = t.capacity, .free = t.free,
+			.bytes_read = t.read_bytes, .bytes_written = t.write_bytes,
+			.ops_read = t.read_ops, .ops_written = t.write_ops,
+			.silent_ms = silent > 0 ? (uint64_t)silent : 0,
+			.resync_objects_left = p.objects_left, .resync_bytes_left = p.bytes_left,
+			.resync_rate = p.rate,
+			.flags = t.flags, .memberships = memberships,
+		};
+		proto_target_rec_write(&r->bulk, &rec);
 		n++;
 	}
 	r->u32 = n;

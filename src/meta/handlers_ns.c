@@ -373,7 +373,7 @@ static int h_open(struct mreq *r, const struct meta_ctx *c)
 	if ((rc = fill_layout(r, c)))
 		return rc;
 	/* last: nothing fails after it, so there is nothing to take back */
-	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, m->ino)))
+	if (m->session && (rc = meta_session_open_found(c->db, c->txn, m->session, m->ino)))
 		return rc;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
 	return 0;
@@ -408,7 +408,7 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 		meta_session_release(c->db, NULL, m->session, r->opened_ino);
 		r->opened_ino = 0;
 	}
-	if (m->session && (rc = meta_session_open(c->db, c->txn, m->session, r->attr.ino)))
+	if (m->session && (rc = meta_session_open_found(c->db, c->txn, m->session, r->attr.ino)))
 		return rc;
 	r->opened_ino = m->session ? r->attr.ino : 0;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);

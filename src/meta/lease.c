@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "common/conn.h"
+#include "net/conn.h"
 
 #define LEASE_BUCKETS 8192
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "meta/chains.h"
 #include "meta/server_int.h"
 #include "weft/err.h"

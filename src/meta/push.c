@@ -14,7 +14,7 @@
 #include "meta/server_int.h"
 
 #include "common/log.h"
-#include "common/server.h"
+#include "net/server.h"
 
 #define PUSH_TICK_MS 100
 

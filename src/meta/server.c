@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/builtin.h"
+#include "net/builtin.h"
 #include "common/log.h"
 #include "meta/chains.h"
 #include "meta/lease.h"
@@ -198,7 +198,7 @@ static void on_request(struct conn *c, struct frame *f)
 	const char *why = NULL;
 	if (weft_msg_decode_any((enum weft_msg_type)t, f->payload, f->h.payload_len, r->msg,
 				&why) < 0) {
-		if (h->name_errors && why && strcmp(why, "string over its limit") == 0)
+		if (h->name_errors && proto_decode_err(why) == -ENAMETOOLONG)
 			conn_reply_error(c, f, -ENAMETOOLONG, 0, "%s: name over %d bytes",
 					 weft_op_name(op), WEFT_NAME_MAX);
 		else

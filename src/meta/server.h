@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/auth.h"
+#include "net/auth.h"
 
 struct meta_server;
 

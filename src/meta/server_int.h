@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/conn.h"
-#include "common/server.h"
+#include "net/conn.h"
+#include "net/server.h"
 #include "meta/commit.h"
 #include "meta/inode.h"
 #include "meta/mdb.h"

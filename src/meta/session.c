@@ -363,8 +363,11 @@ int meta_session_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_
 
 /* ---- opens ---- */
 
-int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
-			uint32_t count)
+/* Counts count opens of ino by session id. check_inode: look the inode up in txn first
+ * (-ESTALE when it is gone); the callers of meta_session_open_found have just read or
+ * created it in this very txn, so they skip that second read and decode. */
+static int session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
+			uint32_t count, bool check_inode)
 {
 	struct meta_live *l = db->live;
 	uint64_t snap = mdb_txn_id(txn);
@@ -389,8 +392,7 @@ int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t 
 		else
 			i++;
 	}
-	rc = meta_inode_get(db, txn, ino, &in);
-	if (rc) {
+	if (check_inode && (rc = meta_inode_get(db, txn, ino, &in))) {
 		rc = rc == -ENOENT ? -ESTALE : rc;
 		goto out;
 	}
@@ -415,9 +417,20 @@ out:
 	return rc;
 }
 
+int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
+			uint32_t count)
+{
+	return session_open(db, txn, id, ino, count, true);
+}
+
 int meta_session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino)
 {
-	return meta_session_reopen(db, txn, id, ino, 1);
+	return session_open(db, txn, id, ino, 1, true);
+}
+
+int meta_session_open_found(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino)
+{
+	return session_open(db, txn, id, ino, 1, false);
 }
 
 int meta_session_ino_open(struct meta_db *db, MDB_txn *txn, uint64_t ino)

@@ -65,6 +65,9 @@ int meta_session_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_
  * caller checks the inode in. Errors: -ENOENT unknown session; -ESTALE no such inode, or
  * it was freed by an unlink that txn does not see yet. Writes nothing. */
 int meta_session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino);
+/* meta_session_open for a caller that has just read or created ino in txn (OPEN,
+ * CREATE_OPEN): the inode is not looked up (and decoded) a second time. */
+int meta_session_open_found(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino);
 int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
 			uint32_t count);
 /* Drops one open. With a write txn, an orphan whose last open this was is freed in it

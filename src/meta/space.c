@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)

@@ -27,10 +27,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/metrics.h"
-#include "common/stats.h"
+#include "net/metrics.h"
+#include "net/stats.h"
 #include "mount/statsfile.h"
-#include "proto/proto.h"
 #include "weft/client.h"
 #include "weft/err.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 
 static pthread_t writer;
 static bool running;

@@ -12,7 +12,8 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/chainfetch.h"
+#include "net/rpc.h"
 #include "weft/err.h"
 
 /* After a failed fetch, lookups of chains the table has do not wait for meta again

@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/conn.h"
-#include "meta/chains_codec.h"
+#include "net/conn.h"
+#include "proto/chainset.h"
 
 struct chaincache;
 struct rpc;

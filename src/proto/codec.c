@@ -12,7 +12,7 @@
 
 /* ---- shared field helpers ---- */
 
-void weft_attr_put(struct wbuf *w, const struct weft_attr *a)
+void proto_attr_put(struct wbuf *w, const struct weft_attr *a)
 {
 	wbuf_u64(w, a->ino);
 	wbuf_u64(w, a->gen);
@@ -29,7 +29,7 @@ void weft_attr_put(struct wbuf *w, const struct weft_attr *a)
 	wbuf_u64(w, (uint64_t)a->ctime_ns);
 }
 
-void weft_attr_get(struct rbuf *r, struct weft_attr *a)
+void proto_attr_get(struct rbuf *r, struct weft_attr *a)
 {
 	a->ino = rbuf_u64(r);
 	a->gen = rbuf_u64(r);
@@ -48,7 +48,7 @@ void weft_attr_get(struct rbuf *r, struct weft_attr *a)
 		rbuf_fail(r, "attr size over the largest file size");
 }
 
-void weft_layout_put(struct wbuf *w, const struct weft_layout *l)
+void proto_layout_put(struct wbuf *w, const struct weft_layout *l)
 {
 	wbuf_u32(w, l->stripe_unit);
 	wbuf_u32(w, l->stripe_count);
@@ -57,7 +57,7 @@ void weft_layout_put(struct wbuf *w, const struct weft_layout *l)
 	wbuf_u8(w, l->replicas);
 }
 
-void weft_layout_get(struct rbuf *r, struct weft_layout *l)
+void proto_layout_get(struct rbuf *r, struct weft_layout *l)
 {
 	l->stripe_unit = rbuf_u32(r);
 	l->stripe_count = rbuf_u32(r);
@@ -126,11 +126,18 @@ static void crcs_get(struct rbuf *r, struct weft_crcs *c)
 		c->v[i] = rbuf_u32(r);
 }
 
+static const char why_str_long[] = "string over its limit";
+
+int proto_decode_err(const char *why)
+{
+	return why == why_str_long ? -ENAMETOOLONG : -WEFT_EPROTO;
+}
+
 static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 {
 	uint32_t n = rbuf_u16(r);
 	if (n > max) {
-		rbuf_fail(r, "string over its limit");
+		rbuf_fail(r, why_str_long);
 		s->p = "";
 		s->len = 0;
 		return;
@@ -152,8 +159,8 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 		return -EINVAL; \
 	wbuf_str(w, m->f.p, m->f.len);
 #define ENC_FIX(f, l) wbuf_put(w, m->f, l);
-#define ENC_ATTR(f, l) weft_attr_put(w, &m->f);
-#define ENC_LAYOUT(f, l) weft_layout_put(w, &m->f);
+#define ENC_ATTR(f, l) proto_attr_put(w, &m->f);
+#define ENC_LAYOUT(f, l) proto_layout_put(w, &m->f);
 #define ENC_CRED(f, l) cred_put(w, &m->f);
 #define ENC_CRCS(f, l) \
 	if (m->f.n > WEFT_CRCS_MAX) \
@@ -168,8 +175,8 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 #define DEC_I64(f, l) m->f = (int64_t)rbuf_u64(&r);
 #define DEC_STR(f, l) str_get(&r, &m->f, l);
 #define DEC_FIX(f, l) rbuf_get(&r, m->f, l);
-#define DEC_ATTR(f, l) weft_attr_get(&r, &m->f);
-#define DEC_LAYOUT(f, l) weft_layout_get(&r, &m->f);
+#define DEC_ATTR(f, l) proto_attr_get(&r, &m->f);
+#define DEC_LAYOUT(f, l) proto_layout_get(&r, &m->f);
 #define DEC_CRED(f, l) cred_get(&r, &m->f);
 #define DEC_CRCS(f, l) crcs_get(&r, &m->f);
 #define DEC(kind, f, l) DEC_##kind(f, l)
@@ -295,7 +302,7 @@ void weft_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 	wbuf_u8(w, d->type);
 	wbuf_u8(w, d->has_attr);
 	if (d->has_attr)
-		weft_attr_put(w, &d->attr);
+		proto_attr_put(w, &d->attr);
 }
 
 int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
@@ -314,7 +321,7 @@ int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
 		rbuf_fail(r, "directory entry attr flag not 0 or 1");
 	d->has_attr = plus == 1;
 	if (d->has_attr)
-		weft_attr_get(r, &d->attr);
+		proto_attr_get(r, &d->attr);
 	if (rbuf_ok(r) && d->name.len == 0)
 		rbuf_fail(r, "directory entry with an empty name");
 	return rbuf_ok(r) ? 0 : -WEFT_EPROTO;
@@ -337,17 +344,60 @@ uint32_t weft_crc_pieces(uint64_t off, uint64_t len)
 	return (uint32_t)(last - first + 1);
 }
 
+/* The one walk over a transfer's pieces (split at WEFT_CHUNK_SIZE boundaries of the
+ * object), across iovec boundaries in one pass. out: fill out[i] with piece i's CRC;
+ * want: compare, and return the first piece whose CRC differs (-1: none). */
+static int64_t crcs_walk(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *out,
+			 const uint32_t *want)
+{
+	int64_t piece = 0;
+	uint32_t crc = 0;
+	uint64_t left = WEFT_CHUNK_SIZE - off % WEFT_CHUNK_SIZE; /* of the current piece */
+	bool open = false;
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		while (len) {
+			size_t n = len < left ? len : (size_t)left;
+			crc = weft_crc32c(crc, p, n);
+			open = true;
+			p += n;
+			len -= n;
+			left -= n;
+			if (left == 0) {
+				if (out)
+					out[piece] = crc;
+				else if (want[piece] != crc)
+					return piece;
+				piece++;
+				crc = 0;
+				left = WEFT_CHUNK_SIZE;
+				open = false;
+			}
+		}
+	}
+	if (open) {
+		if (out)
+			out[piece] = crc;
+		else if (want[piece] != crc)
+			return piece;
+	}
+	return -1;
+}
+
 void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out)
 {
-	const uint8_t *data = p;
-	out->n = 0;
-	while (len) {
-		uint32_t n = WEFT_CHUNK_SIZE - (uint32_t)(off % WEFT_CHUNK_SIZE);
-		if (n > len)
-			n = len;
-		out->v[out->n++] = weft_crc32c(0, data, n);
-		data += n;
-		off += n;
-		len -= n;
-	}
+	struct iovec v = {(void *)p, len};
+	out->n = weft_crc_pieces(off, len);
+	crcs_walk(off, &v, 1, out->v, NULL);
+}
+
+void proto_crcs_compute(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs)
+{
+	crcs_walk(off, iov, iovcnt, crcs, NULL);
+}
+
+int64_t proto_crcs_verify(uint64_t off, const struct iovec *iov, int iovcnt, const uint32_t *crcs)
+{
+	return crcs_walk(off, iov, iovcnt, NULL, crcs);
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "common/buf.h"
 #include "weft/types.h"
@@ -98,7 +99,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0)
 #define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
 #define MSG_ATTR(F) F(ATTR, attr, 0)
-/* valid: WEFT_SET_* bits */
+/* valid: WEFT_SET_* bits (weft/types.h) */
 #define MSG_SETATTR(F) \
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0) F(U32, valid, 0) F(U32, mode, 0) \
 	F(U32, uid, 0) F(U32, gid, 0) F(U64, size, 0) F(I64, atime_ns, 0) F(I64, mtime_ns, 0) \
@@ -165,9 +166,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * WEFT_RECALL_* bits; name: with WEFT_RECALL_NAME, the entry under directory ino that
  * changes. The client invalidates its cache of them, then replies (EMPTY). */
 #define MSG_RECALL(F) F(U64, ino, 0) F(U32, what, 0) F(STR, name, WEFT_NAME_MAX)
-#define WEFT_RECALL_ATTR 0x1u /* attributes */
-#define WEFT_RECALL_DATA 0x2u /* cached pages (and attributes) */
-#define WEFT_RECALL_NAME 0x4u /* the entry `name` under ino (and ino's attributes) */
+/* WEFT_RECALL_* bits: include/weft/types.h (the public API passes them on) */
 
 /* ---- targets and chains (store/admin <-> meta) ---- */
 
@@ -183,7 +182,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(U32, target, 0) F(U64, capacity, 0) F(U64, free, 0) F(U64, bytes_read, 0) \
 	F(U64, bytes_written, 0) F(U64, ops_read, 0) F(U64, ops_written, 0) F(U64, wseq, 0)
 #define MSG_HEARTBEAT_REPLY(F) F(U32, lease_ms, 0) F(U64, chains_version, 0)
-/* reply: MSG_CHAINS with the encoded tables in bulk (src/meta/chains_codec.h) */
+/* reply: MSG_CHAINS with the encoded tables in bulk (src/proto/chainset.h) */
 #define MSG_CHAINS_GET(F) F(U64, known_version, 0)
 #define MSG_CHAINS(F) F(U64, version, 0)
 #define MSG_TARGET_FAILED(F) F(U32, reporter, 0) F(U32, target, 0) F(U32, chain, 0) \
@@ -293,21 +292,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define WEFT_READ_HOLES   0x4u /* the reader takes holes as extents (MSG_OBJ_DATA hole):
                                 * holes are neither read from disk nor sent */
 
-/* setattr valid bits */
-#define WEFT_SET_MODE      0x01u
-#define WEFT_SET_UID       0x02u
-#define WEFT_SET_GID       0x04u
-#define WEFT_SET_SIZE      0x08u
-#define WEFT_SET_ATIME     0x10u
-#define WEFT_SET_MTIME     0x20u
-#define WEFT_SET_ATIME_NOW 0x40u
-#define WEFT_SET_MTIME_NOW 0x80u
-#define WEFT_SET_CTIME     0x100u
-/* the caller holds a handle of this file opened for writing (ftruncate): a size change
- * or WEFT_SET_KILL_PRIV needs no write permission now (the open checked it) */
-#define WEFT_SET_HANDLE    0x200u
-/* clear S_ISUID, and S_ISGID if S_IXGRP (a write by a caller without CAP_FSETID) */
-#define WEFT_SET_KILL_PRIV 0x400u
+/* setattr valid bits (WEFT_SET_*): include/weft/types.h, the public API takes them */
 
 #define WEFT_CREATE_EXCL 0x1u
 
@@ -446,6 +431,10 @@ enum weft_msg_type {
 const char *weft_msg_name(enum weft_msg_type t);
 /* Decodes into an untyped buffer of at least weft_msg_size(t) bytes. */
 int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
+/* The error a decode failure stands for, from the why a decoder set: -ENAMETOOLONG for a
+ * string over its limit (a name too long), else -WEFT_EPROTO. Compares the reason's
+ * identity, not its text, so the wording may change. */
+int proto_decode_err(const char *why);
 int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
 size_t weft_msg_size(enum weft_msg_type t);
 
@@ -472,10 +461,10 @@ int weft_dirent_next(struct rbuf *r, struct weft_dirent *d);
 size_t weft_dirent_size(size_t namelen, bool plus);
 
 /* Field helpers, shared with other encodings (chain tables). */
-void weft_attr_put(struct wbuf *w, const struct weft_attr *a);
-void weft_attr_get(struct rbuf *r, struct weft_attr *a);
-void weft_layout_put(struct wbuf *w, const struct weft_layout *l);
-void weft_layout_get(struct rbuf *r, struct weft_layout *l);
+void proto_attr_put(struct wbuf *w, const struct weft_attr *a);
+void proto_attr_get(struct rbuf *r, struct weft_attr *a);
+void proto_layout_put(struct wbuf *w, const struct weft_layout *l);
+void proto_layout_get(struct rbuf *r, struct weft_layout *l);
 
 /* Copies a borrowed string into a NUL-terminated buffer of size cap; returns -ENAMETOOLONG
  * if it does not fit. */
@@ -492,5 +481,12 @@ uint32_t weft_crc_pieces(uint64_t off, uint64_t len);
 /* Fills out with the CRC32C of each such piece of the len bytes at p, which sit at object
  * offset off. len must be at most WEFT_BULK_MAX. */
 void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out);
+/* The same over iov[0..iovcnt) at object offset off, into crcs[weft_crc_pieces(off, len)]
+ * (store_obj_piece_crcs, a writer with checksums off). */
+void proto_crcs_compute(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs);
+/* Checks the bytes against crcs (one per piece): the first piece that does not match, or
+ * -1 when all do. The one verification of a write's CRCs (a store checks them once, before
+ * forwarding or writing, and tells the write they are verified). */
+int64_t proto_crcs_verify(uint64_t off, const struct iovec *iov, int iovcnt, const uint32_t *crcs);
 
 #endif

@@ -1,7 +1,25 @@
 /* TARGETS_GET records (see targets.h). */
 #include "proto/targets.h"
 
-bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t)
+void proto_target_rec_write(struct wbuf *w, const struct weft_target_rec *t)
+{
+	wbuf_u32(w, t->id);
+	wbuf_u8(w, t->state);
+	wbuf_str(w, t->node.p, t->node.len);
+	wbuf_str(w, t->addr.p, t->addr.len);
+	wbuf_u64(w, t->capacity);
+	wbuf_u64(w, t->free);
+	wbuf_u64(w, t->bytes_read);
+	wbuf_u64(w, t->bytes_written);
+	wbuf_u64(w, t->ops_read);
+	wbuf_u64(w, t->ops_written);
+	wbuf_u64(w, t->silent_ms);
+	wbuf_u64(w, t->resync_objects_left);
+	wbuf_u64(w, t->resync_bytes_left);
+	wbuf_u64(w, t->resync_rate);
+}
+
+bool proto_target_rec_read(struct rbuf *r, struct weft_target_rec *t)
 {
 	t->id = rbuf_u32(r);
 	t->state = rbuf_u8(r);

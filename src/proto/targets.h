@@ -26,8 +26,10 @@ struct weft_target_rec {
 
 #define WEFT_TARGET_DRAINING 0x01 /* weft target drain: its memberships move elsewhere */
 
+/* Appends one record to w (check w->err afterwards: -ENOMEM). */
+void proto_target_rec_write(struct wbuf *w, const struct weft_target_rec *t);
 /* Reads the next record; strings borrow from r's buffer. False on a short or malformed
  * record (rbuf_ok(r) then says why). */
-bool weft_target_rec_read(struct rbuf *r, struct weft_target_rec *t);
+bool proto_target_rec_read(struct rbuf *r, struct weft_target_rec *t);
 
 #endif

@@ -21,7 +21,7 @@
 #include <inttypes.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 bool store_disk_error_code(int rc)
@@ -41,7 +41,7 @@ void store_disk_read_error(struct store_server *s, int rc, uint64_t ino, uint32_
 			 weft_strerror(rc), replicas > 1 ? "copying it again from another member" :
 			 "no other copy (replicas 1)", dropped);
 	if (replicas > 1)
-		resync_repair(s, replicas, chain, ino, stripe);
+		store_resync_repair(s, replicas, chain, ino, stripe);
 }
 
 void store_disk_write_error(struct store_server *s, int rc, const char *what, uint64_t ino,

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 /* A beat asked for by hb_soon waits this long, so that a burst of fsyncs costs one. */
@@ -47,7 +47,7 @@ static bool nap(struct store_server *s, uint32_t ms)
 	return stop;
 }
 
-void hb_soon(struct store_server *s)
+void store_hb_soon(struct store_server *s)
 {
 	pthread_mutex_lock(&s->hb_lock);
 	if (!s->hb_soon) {
@@ -155,7 +155,7 @@ static int register_once(struct store_server *s, struct weft_msg_target_register
 	return rc;
 }
 
-int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
+int store_hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
 {
 	uint32_t backoff = 100;
 	unsigned failures = 0;
@@ -198,10 +198,10 @@ int hb_register(struct store_server *s, bool first, uint8_t *checksums_out)
  * those members serve again (resync.c). */
 static void tables_installed(void *arg)
 {
-	resync_tables_changed(arg);
+	store_resync_tables_changed(arg);
 }
 
-int chains_init(struct store_server *s)
+int store_chains_init(struct store_server *s)
 {
 	struct chaincache_params p = {.loop = s->loop, .key = &s->key, .role = WEFT_ROLE_STORE,
 				      .name = s->node, .default_port = 7071,
@@ -211,14 +211,14 @@ int chains_init(struct store_server *s)
 	return chaincache_new(&p, &s->cc);
 }
 
-int chains_refresh(struct store_server *s, bool force)
+int store_chains_refresh(struct store_server *s, bool force)
 {
 	if (!force && !chaincache_stale(s->cc))
 		return 0;
 	return chaincache_refresh(s->cc, chaincache_gen(s->cc));
 }
 
-int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
+int store_chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
 		 bool is_read, struct meta_chain *out, int *me)
 {
 	/* a request naming a chain we do not have, or a newer version of it, makes the
@@ -240,12 +240,12 @@ int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint6
 	return 0;
 }
 
-bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap)
+bool store_chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap)
 {
 	return chaincache_target_addr(s->cc, target, buf, cap);
 }
 
-int chains_target_conn(struct store_server *s, uint32_t target, struct conn **out)
+int store_chains_target_conn(struct store_server *s, uint32_t target, struct conn **out)
 {
 	return chaincache_conn(s->cc, target, out);
 }
@@ -288,12 +288,12 @@ static int beat(struct store_server *s)
 /* RESYNC_PROGRESS to meta while syncing, and once more (zeros) when it ends. */
 static void report_progress(struct store_server *s, bool *was)
 {
-	bool active = resync_active(s);
+	bool active = store_resync_active(s);
 	if (!active && !*was)
 		return;
 	*was = active;
 	struct weft_msg_resync_progress m;
-	resync_progress(s, &m);
+	store_resync_progress(s, &m);
 	struct wbuf w;
 	wbuf_init(&w);
 	weft_resync_progress_encode(&w, &m);
@@ -318,7 +318,7 @@ static void *hb_main(void *arg)
 		if (rc == -ENOENT || rc == -ESTALE) {
 			log_warn("meta %s does not know target %u: registering again", s->meta_addr,
 				 s->target_id);
-			rc = hb_register(s, false, NULL);
+			rc = store_hb_register(s, false, NULL);
 		}
 		if (rc) {
 			if (failures++ % 30 == 0)
@@ -330,7 +330,7 @@ static void *hb_main(void *arg)
 			log_info("meta %s answers heartbeats again (after %u failures)", s->meta_addr,
 				 failures);
 		failures = 0;
-		rc = chains_refresh(s, false);
+		rc = store_chains_refresh(s, false);
 		if (rc)
 			log_warn("fetching chain tables from meta %s: %s", s->meta_addr,
 				 weft_strerror(rc));
@@ -339,7 +339,7 @@ static void *hb_main(void *arg)
 	return NULL;
 }
 
-int hb_start(struct store_server *s)
+int store_hb_start(struct store_server *s)
 {
 	int rc = pthread_create(&s->hb_thread, NULL, hb_main, s);
 	if (rc)
@@ -348,7 +348,7 @@ int hb_start(struct store_server *s)
 	return 0;
 }
 
-void hb_stop(struct store_server *s)
+void store_hb_stop(struct store_server *s)
 {
 	pthread_mutex_lock(&s->hb_lock);
 	s->hb_stop = true;

@@ -16,25 +16,26 @@
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "proto/proto.h"
 #include "store/iov.h"
 #include "weft/err.h"
 
 #define STACK_ENTRIES 256
 
-pthread_rwlock_t *obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe)
+pthread_rwlock_t *store_obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	uint64_t h = (ino ^ ((uint64_t)stripe << 32 | stripe)) * 0x9E3779B97F4A7C15ULL;
 	return &s->locks[(h >> 32) % OBJ_NLOCKS];
 }
 
-void obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc)
+void store_obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc)
 {
 	snprintf(buf, OBJ_PATH_LEN, "%02x/%02x/%016" PRIx64 ".%" PRIu32 "%s",
 		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), ino, stripe,
 		 crc ? ".crc" : "");
 }
 
-int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done)
+int store_obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done)
 {
 	struct iovec stackv[64], *v = stackv;
 	*done = 0;
@@ -108,7 +109,7 @@ static int direct_fd(struct store_objs *s, struct store_fdc_entry *e)
 	if (fd >= 0)
 		return fd;
 	char path[OBJ_PATH_LEN];
-	obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(path, e->ino, e->stripe, false);
 	fd = openat(s->root_fd, path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EINVAL)
@@ -131,7 +132,7 @@ static int direct_fd(struct store_objs *s, struct store_fdc_entry *e)
  * buffer: on this project's test machine it nearly doubles write and read throughput
  * (docs/PERFORMANCE.md). Small and unaligned transfers, and objects past their first
  * segment, stay buffered; the kernel keeps both views coherent. */
-int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
+int store_obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 		const struct iovec *iov, int cnt, uint64_t off, size_t *done)
 {
 	size_t len = store_iov_len(iov, cnt);
@@ -139,12 +140,12 @@ int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 			      off + len <= OBJ_SEG_SIZE ? direct_span(iov, cnt, off, len) : 0;
 	int dfd = span ? direct_fd(s, e) : -1;
 	if (dfd < 0)
-		return obj_io(write, e->fd, iov, cnt, off, done);
+		return store_obj_io(write, e->fd, iov, cnt, off, done);
 	struct iovec stackv[66], *v = stackv;
 	if (cnt + 2 > 66 && !(v = malloc((size_t)(cnt + 2) * sizeof(*v))))
 		return -ENOMEM;
 	int n = store_iov_slice(iov, cnt, 0, span, v, cnt + 2);
-	int rc = obj_io(write, dfd, v, n, off, done);
+	int rc = store_obj_io(write, dfd, v, n, off, done);
 	atomic_fetch_add_explicit(&s->direct_bytes, *done, memory_order_relaxed);
 	if (rc == -EINVAL && *done == 0)
 		direct_off(s, -rc); /* the device wants stricter alignment */
@@ -153,7 +154,7 @@ int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	if (more) {
 		size_t got = 0;
 		n = store_iov_slice(iov, cnt, *done, len - *done, v, cnt + 2);
-		rc = obj_io(write, e->fd, v, n, off + *done, &got);
+		rc = store_obj_io(write, e->fd, v, n, off + *done, &got);
 		*done += got;
 	}
 	if (v != stackv)
@@ -161,11 +162,11 @@ int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	return rc;
 }
 
-int obj_pread(int fd, void *buf, size_t len, uint64_t off)
+int store_obj_pread(int fd, void *buf, size_t len, uint64_t off)
 {
 	struct iovec v = {buf, len};
 	size_t done;
-	int rc = obj_io(false, fd, &v, 1, off, &done);
+	int rc = store_obj_io(false, fd, &v, 1, off, &done);
 	if (rc == 0 && done < len)
 		memset((char *)buf + done, 0, len - done);
 	return rc;
@@ -209,7 +210,7 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 {
 	struct store_objs *s = arg;
 	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
-	obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(path, e->ino, e->stripe, false);
 	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
 	e->fd = openat(s->root_fd, path, flags, 0640);
 	if (e->fd < 0 && errno == ENOENT && create) {
@@ -233,13 +234,13 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 		return rc;
 	}
 	e->size = (uint64_t)st.st_size;
-	int src = obj_seg_size(s, e);
+	int src = store_obj_seg_size(s, e);
 	if (src) {
 		log_error("objects/%s: finding its segments: %s", path, strerror(-src));
 		return src;
 	}
 	if (s->checksums) {
-		obj_path(cpath, e->ino, e->stripe, true);
+		store_obj_path(cpath, e->ino, e->stripe, true);
 		e->crc_fd = openat(s->root_fd, cpath, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
 		if (e->crc_fd < 0) {
 			int rc = -errno;
@@ -297,7 +298,7 @@ int store_obj_open(struct store_target *t, const struct store_obj_opts *opts,
 	rc = store_index_open(path, &io, &s->idx);
 	if (rc)
 		goto fail;
-	rc = obj_recover(s);
+	rc = store_obj_recover(s);
 	if (rc)
 		goto fail;
 	*out = s;
@@ -348,7 +349,7 @@ bool store_obj_vouch(struct store_objs *s, char *why, size_t cap)
 	for (size_t i = 0; i < n; i++) {
 		char path[OBJ_PATH_LEN];
 		struct stat st;
-		obj_path(path, recs[i].ino, recs[i].stripe, false);
+		store_obj_path(path, recs[i].ino, recs[i].stripe, false);
 		if (fstatat(s->root_fd, path, &st, 0) < 0 && errno == ENOENT)
 			missing++;
 	}
@@ -379,15 +380,7 @@ void store_obj_close(struct store_objs *s)
 
 void store_obj_piece_crcs(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs)
 {
-	size_t len = store_iov_len(iov, iovcnt), pos = 0;
-	for (size_t i = 0; pos < len; i++) {
-		uint64_t a = off + pos;
-		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
-		if (plen > len - pos)
-			plen = len - pos;
-		crcs[i] = store_iov_crc(0, iov, iovcnt, pos, plen);
-		pos += plen;
-	}
+	proto_crcs_compute(off, iov, iovcnt, crcs);
 }
 
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -418,7 +411,7 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 		} else {
 			uint32_t old = 0;
 			if (oe > cs) {
-				rc = obj_crc_read(s, e, c, 1, &old);
+				rc = store_obj_crc_read(s, e, c, 1, &old);
 				if (rc)
 					goto out;
 			}
@@ -434,13 +427,13 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 					goto out;
 				}
 				size_t olen = (size_t)(oe - cs);
-				rc = obj_seg_pread(s, e, scratch, olen, cs);
+				rc = store_obj_seg_pread(s, e, scratch, olen, cs);
 				if (rc)
 					goto out;
 				if (weft_crc32c(0, scratch, olen) !=
 				    store_crc_from_entry(old, (uint32_t)olen)) {
 					char path[OBJ_PATH_LEN];
-					obj_path(path, e->ino, e->stripe, false);
+					store_obj_path(path, e->ino, e->stripe, false);
 					log_warn("write objects/%s: existing chunk %" PRIu64
 						 " fails its checksum; partial write refused", path, c);
 					r->bad_chunk = (int64_t)c;
@@ -464,7 +457,7 @@ out:
 static void log_damage(struct store_fdc_entry *e, const char *what, uint64_t a, uint64_t b, int err)
 {
 	char path[OBJ_PATH_LEN];
-	obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(path, e->ino, e->stripe, false);
 	log_warn("write objects/%s: %s failed (%s); chunks %" PRIu64 "..%" PRIu64
 		 " may fail verification until rewritten", path, what, weft_strerror(err),
 		 a / STORE_CHUNK, (b - 1) / STORE_CHUNK);
@@ -504,7 +497,7 @@ static uint64_t stale_stamp(struct store_objs *s, struct store_fdc_entry *e)
 
 static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		      const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
-		      const uint64_t *expect, struct store_obj_result *res)
+		      const uint64_t *expect, bool verified, struct store_obj_result *res)
 {
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	uint32_t stack_ent[STACK_ENTRIES + 1], *ent = stack_ent;
@@ -520,23 +513,19 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 	if (s->checksums) {
 		if (ncrcs != np || (np && !crcs))
 			return -EINVAL;
-		/* Verify every piece before touching anything (no lock needed). */
-		size_t pos = 0;
-		for (uint64_t i = 0; i < np; i++) {
-			uint64_t a = off + pos;
-			size_t plen = (size_t)min64((a / STORE_CHUNK + 1) * STORE_CHUNK - a, len - pos);
-			if (store_iov_crc(0, iov, iovcnt, pos, plen) != crcs[i]) {
-				r.bad_piece = (int64_t)i;
-				rc = -WEFT_ECHECKSUM;
-				goto out_nolock;
-			}
-			pos += plen;
+		/* Verify every piece before touching anything (no lock needed), unless the
+		 * caller already did (a chain member checks before it forwards). */
+		int64_t bad = verified ? -1 : proto_crcs_verify(off, iov, iovcnt, crcs);
+		if (bad >= 0) {
+			r.bad_piece = bad;
+			rc = -WEFT_ECHECKSUM;
+			goto out_nolock;
 		}
 	}
 	if (len == 0)
 		goto out_nolock;
 
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct store_fdc_entry *e = NULL;
 	uint64_t ver = 0, S = 0, S2 = 0, end = off + len, keep = 0;
@@ -567,7 +556,7 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 		if (rc)
 			goto out; /* nothing written */
 		if (ext) { /* the old last chunk now extends with zeros to its full size */
-			rc = obj_crc_read(s, e, L, 1, &old_last);
+			rc = store_obj_crc_read(s, e, L, 1, &old_last);
 			if (rc)
 				goto out;
 			uint32_t olen = (uint32_t)(S - L * STORE_CHUNK);
@@ -578,9 +567,9 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 	}
 
 	size_t done = 0;
-	rc = obj_seg_io(s, e, true, iov, iovcnt, off, &done);
+	rc = store_obj_seg_io(s, e, true, iov, iovcnt, off, &done);
 	if (rc) {
-		if (end > S && off + done > S && obj_seg_trunc_data(s, e, S) < 0)
+		if (end > S && off + done > S && store_obj_seg_trunc_data(s, e, S) < 0)
 			log_error("write rollback: ftruncate: %s", strerror(errno));
 		if (done > 0 && off < S) {
 			log_damage(e, "data write", off, min64(off + done, S), rc);
@@ -590,18 +579,18 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 	}
 	if (s->checksums) {
 		if (ext && L + 1 == c0)
-			rc = obj_crc_write(s, e, L, n + 1, ent);
+			rc = store_obj_crc_write(s, e, L, n + 1, ent);
 		else
-			rc = obj_crc_write(s, e, c0, n, ent + 1);
+			rc = store_obj_crc_write(s, e, c0, n, ent + 1);
 		if (rc == 0 && ext && L + 1 != c0)
-			rc = obj_crc_write(s, e, L, 1, ent);
+			rc = store_obj_crc_write(s, e, L, 1, ent);
 		if (rc) {
 			/* Undo the extension; entries past the old end must read as zero. */
-			if (end > S && obj_seg_trunc_data(s, e, S) < 0)
+			if (end > S && store_obj_seg_trunc_data(s, e, S) < 0)
 				log_error("write rollback: ftruncate: %s", strerror(errno));
-			if (obj_seg_trunc_crc(s, e, store_crc_nchunks(S)) < 0)
+			if (store_obj_seg_trunc_crc(s, e, store_crc_nchunks(S)) < 0)
 				log_error("write rollback: ftruncate sidecar: %s", strerror(errno));
-			if (ext && obj_crc_write(s, e, L, 1, &old_last) != 0)
+			if (ext && store_obj_crc_write(s, e, L, 1, &old_last) != 0)
 				log_error("write rollback: restore entry of chunk %" PRIu64, L);
 			if (off < S) {
 				log_damage(e, "checksum write", off, min64(end, S), rc);
@@ -618,7 +607,7 @@ out:
 		struct stat st;
 		if (fstat(e->fd, &st) == 0) {
 			e->size = (uint64_t)st.st_size;
-			obj_seg_size(s, e);
+			store_obj_seg_size(s, e);
 		}
 	}
 	if (began)
@@ -626,7 +615,7 @@ out:
 				ok, false);
 	r.size = e ? e->size : 0;
 	r.version = rc == 0 ? ver : 0;
-	r.allocated = rc == 0 && e ? obj_seg_allocated(s, e) : 0;
+	r.allocated = rc == 0 && e ? store_obj_seg_allocated(s, e) : 0;
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	if (ent != stack_ent)
@@ -641,7 +630,14 @@ int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
 		     struct store_obj_result *res)
 {
-	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, res);
+	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, false, res);
+}
+
+int store_obj_writev_verified(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+			      const struct iovec *iov, int iovcnt, const uint32_t *crcs,
+			      size_t ncrcs, struct store_obj_result *res)
+{
+	return obj_writev(s, ino, stripe, off, iov, iovcnt, crcs, ncrcs, NULL, true, res);
 }
 
 int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint32_t stripe,
@@ -649,7 +645,7 @@ int store_obj_write_if(struct store_objs *s, uint64_t expect, uint64_t ino, uint
 		       size_t ncrcs, struct store_obj_result *res)
 {
 	struct iovec v = {(void *)buf, len};
-	return obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, &expect, res);
+	return obj_writev(s, ino, stripe, off, &v, 1, crcs, ncrcs, &expect, false, res);
 }
 
 int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
@@ -673,13 +669,13 @@ static int truncate_entry(struct store_objs *s, struct store_fdc_entry *e, uint6
 		uint64_t c = T / STORE_CHUNK, cs = c * STORE_CHUNK;
 		size_t olen = (size_t)(min64(S, cs + STORE_CHUNK) - cs), nlen = (size_t)(T - cs);
 		uint32_t old;
-		int rc = obj_crc_read(s, e, c, 1, &old);
+		int rc = store_obj_crc_read(s, e, c, 1, &old);
 		if (rc)
 			return rc;
 		uint8_t *buf = malloc(STORE_CHUNK);
 		if (!buf)
 			return -ENOMEM;
-		rc = obj_seg_pread(s, e, buf, olen, cs);
+		rc = store_obj_seg_pread(s, e, buf, olen, cs);
 		if (rc == 0) {
 			uint32_t head = weft_crc32c(0, buf, nlen);
 			uint32_t full = weft_crc32c(head, buf + nlen, olen - nlen);
@@ -699,7 +695,7 @@ static int truncate_entry(struct store_objs *s, struct store_fdc_entry *e, uint6
 	uint64_t c = S / STORE_CHUNK, cs = c * STORE_CHUNK;
 	uint32_t olen = (uint32_t)(S - cs), nlen = (uint32_t)(min64(T, cs + STORE_CHUNK) - cs);
 	uint32_t old;
-	int rc = obj_crc_read(s, e, c, 1, &old);
+	int rc = store_obj_crc_read(s, e, c, 1, &old);
 	if (rc)
 		return rc;
 	uint32_t crc = store_crc_extend_zeros(store_crc_from_entry(old, olen), nlen - olen);
@@ -715,7 +711,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	struct store_obj_result r = {.bad_piece = -1, .bad_chunk = -1};
 	if (size > STORE_OBJ_SIZE_MAX)
 		return -EFBIG;
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct store_fdc_entry *e = NULL;
 	uint64_t ver = 0, S = 0, keep = 0;
@@ -748,19 +744,19 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 		if (rc)
 			goto out;
 	}
-	if (obj_seg_trunc_data(s, e, size) < 0) {
+	if (store_obj_seg_trunc_data(s, e, size) < 0) {
 		rc = -errno;
 		char path[OBJ_PATH_LEN];
-		obj_path(path, ino, stripe, false);
+		store_obj_path(path, ino, stripe, false);
 		log_error("ftruncate objects/%s: %s", path, strerror(errno));
 		goto out;
 	}
 	e->size = size;
 	if (s->checksums) {
-		if (size < S && obj_seg_trunc_crc(s, e, store_crc_nchunks(size)) < 0)
+		if (size < S && store_obj_seg_trunc_crc(s, e, store_crc_nchunks(size)) < 0)
 			rc = -errno;
 		if (rc == 0 && has)
-			rc = obj_crc_write(s, e, chunk, 1, &entry);
+			rc = store_obj_crc_write(s, e, chunk, 1, &entry);
 		if (rc) {
 			ok = false;
 			log_damage(e, "truncate checksum update", size / STORE_CHUNK * STORE_CHUNK,
@@ -771,7 +767,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	rc = bad;
 	if (bad) {
 		char path[OBJ_PATH_LEN];
-		obj_path(path, ino, stripe, false);
+		store_obj_path(path, ino, stripe, false);
 		log_warn("truncate objects/%s: chunk %" PRIu64 " was already bad and stays bad",
 			 path, size / STORE_CHUNK);
 	}
@@ -803,9 +799,9 @@ int store_obj_truncate_if(struct store_objs *s, uint64_t expect, uint64_t ino, u
 static int obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe, const uint64_t *expect)
 {
 	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
-	obj_path(path, ino, stripe, false);
-	obj_path(cpath, ino, stripe, true);
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	store_obj_path(path, ino, stripe, false);
+	store_obj_path(cpath, ino, stripe, true);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct stat st;
 	struct store_index_rec rec;
@@ -823,7 +819,7 @@ static int obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe, const
 	if (rc)
 		goto out;
 	store_fdc_drop(s->fdc, ino, stripe);
-	rc = obj_seg_unlink(s, ino, stripe);
+	rc = store_obj_seg_unlink(s, ino, stripe);
 	if (rc == 0 && unlinkat(s->root_fd, path, 0) < 0 && errno != ENOENT)
 		rc = -errno;
 	if (rc == 0 && unlinkat(s->root_fd, cpath, 0) < 0 && errno != ENOENT)
@@ -882,17 +878,17 @@ int store_obj_delete_inode(struct store_objs *s, uint64_t ino, uint64_t *ndelete
 
 int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
-		rc = obj_seg_sync(s, e);
+		rc = store_obj_seg_sync(s, e);
 		store_fdc_put(s->fdc, e);
 	}
 	pthread_rwlock_unlock(lk);
 	char path[OBJ_PATH_LEN];
-	obj_path(path, ino, stripe, false);
+	store_obj_path(path, ino, stripe, false);
 	if (rc == 0) {
 		path[5] = 0; /* "XX/YY" */
 		rc = fsync_dirat(s->root_fd, path);
@@ -910,7 +906,7 @@ static void stat_entry(struct store_objs *s, struct store_fdc_entry *e, bool ver
 {
 	struct store_index_rec rec;
 	st->size = e->size;
-	st->allocated = obj_seg_allocated(s, e);
+	st->allocated = store_obj_seg_allocated(s, e);
 	st->version = version && store_index_get(s->idx, e->ino, e->stripe, &rec) == 0 ?
 		      rec.committed : 0;
 }
@@ -918,7 +914,7 @@ static void stat_entry(struct store_objs *s, struct store_fdc_entry *e, bool ver
 int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		   struct store_obj_stat *st)
 {
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
@@ -934,8 +930,8 @@ int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char path[OBJ_PATH_LEN];
 	struct stat st;
-	obj_path(path, ino, stripe, false);
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	store_obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
 	if (rc == -ENOENT)
@@ -947,14 +943,14 @@ int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
 int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		     struct store_obj_stat *st, uint64_t *data, uint64_t *hole)
 {
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
 	if (rc == 0) {
 		stat_entry(s, e, false, st);
-		*data = off < e->size ? (uint64_t)obj_seg_next_data(s, e, off) : e->size;
-		*hole = *data < e->size ? (uint64_t)obj_seg_next_hole(s, e, *data) : e->size;
+		*data = off < e->size ? (uint64_t)store_obj_seg_next_data(s, e, off) : e->size;
+		*hole = *data < e->size ? (uint64_t)store_obj_seg_next_hole(s, e, *data) : e->size;
 		store_fdc_put(s->fdc, e);
 	}
 	pthread_rwlock_unlock(lk);

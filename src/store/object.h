@@ -99,6 +99,11 @@ void store_obj_close(struct store_objs *s);
 int store_obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		     const struct iovec *iov, int iovcnt, const uint32_t *crcs, size_t ncrcs,
 		     struct store_obj_result *res);
+/* store_obj_writev of bytes whose crcs the caller has checked already (against these
+ * very bytes): the write does not check them again. */
+int store_obj_writev_verified(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+			      const struct iovec *iov, int iovcnt, const uint32_t *crcs,
+			      size_t ncrcs, struct store_obj_result *res);
 /* store_obj_writev with one buffer. */
 int store_obj_write(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
 		    const void *buf, size_t len, const uint32_t *crcs, size_t ncrcs,

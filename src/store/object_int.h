@@ -23,19 +23,19 @@ struct store_objs {
 };
 
 /* The lock of (ino, stripe). */
-pthread_rwlock_t *obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe);
+pthread_rwlock_t *store_obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* Relative path of the data file (crc: of the sidecar) under objects/. */
-void obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc);
+void store_obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc);
 /* preadv/pwritev looping over short transfers and IOV_MAX. *done counts bytes moved.
  * A read stops early at end of file (returns 0 with *done short). 0 or -errno. */
-int obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done);
+int store_obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 /* Transfers of at least this many bytes, page-aligned in offset and memory, go to and
  * from the disk with O_DIRECT (obj_data_io). */
 #define OBJ_DIRECT_MIN (128u << 10)
 /* obj_io on the object's data in its first segment: O_DIRECT for a large aligned
  * transfer while s->direct holds (cleared for good where the file system refuses it),
  * else through the page cache. 0 or -errno; *done as obj_io. */
-int obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
+int store_obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 		const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 /* The stamp of an object's files: its data file's ctime in ns (0 if fstat fails). The
  * kernel sets ctime on every change to a file and nothing can set it back, so a file
@@ -50,42 +50,42 @@ uint64_t obj_stamp(int fd);
  * Object lock held (read or write). Logs what it found. */
 bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
-int obj_pread(int fd, void *buf, size_t len, uint64_t off);
+int store_obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so
  * no local file exceeds 1 TiB (ext4 allows 16 TiB) while objects reach 2^63 - 1. Each
  * call below has the object's lock held; I/O functions take object offsets. */
 #define OBJ_SEG_SHIFT 40
 #define OBJ_SEG_SIZE ((uint64_t)1 << OBJ_SEG_SHIFT)
 /* Object size from its segments, at open (e->size already holds segment 0's). */
-int obj_seg_size(struct store_objs *s, struct store_fdc_entry *e);
-bool obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe);
+int store_obj_seg_size(struct store_objs *s, struct store_fdc_entry *e);
+bool store_obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* obj_io over segments; reads fill holes (absent segments) with zeros. */
-int obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
+int store_obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	       const struct iovec *iov, int cnt, uint64_t off, size_t *done);
-int obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *buf, size_t len,
+int store_obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *buf, size_t len,
 		  uint64_t off);
 /* Sidecar entries by chunk number, over segments. 0 or -errno. */
-int obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
+int store_obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
 		 uint32_t *out);
-int obj_crc_write(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
+int store_obj_crc_write(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
 		  const uint32_t *in);
 /* Like ftruncate (0, or -1 with errno) of the data to size bytes / the sidecar to
  * nentries entries: segments past the new end are removed. */
-int obj_seg_trunc_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t size);
-int obj_seg_trunc_crc(struct store_objs *s, struct store_fdc_entry *e, uint64_t nentries);
+int store_obj_seg_trunc_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t size);
+int store_obj_seg_trunc_crc(struct store_objs *s, struct store_fdc_entry *e, uint64_t nentries);
 /* fdatasync of every segment and sidecar. 0 or -errno. */
-int obj_seg_sync(struct store_objs *s, struct store_fdc_entry *e);
+int store_obj_seg_sync(struct store_objs *s, struct store_fdc_entry *e);
 /* Bytes allocated on disk by every data segment. */
-uint64_t obj_seg_allocated(struct store_objs *s, struct store_fdc_entry *e);
+uint64_t store_obj_seg_allocated(struct store_objs *s, struct store_fdc_entry *e);
 /* Removes segments past the first and the marker (delete). 0 or -errno. */
-int obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe);
+int store_obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* First offset >= off holding data (SEEK_DATA over segments), or e->size if none. */
-int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
+int64_t store_obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
 /* First offset >= off in a hole (SEEK_HOLE over segments; the end of a segment file
  * and an absent segment are holes), at most e->size; e->size where SEEK_HOLE is not
  * supported (all data). */
-int64_t obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
+int64_t store_obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off);
 /* Recovery of torn objects at open (object_recover.c). */
-int obj_recover(struct store_objs *s);
+int store_obj_recover(struct store_objs *s);
 
 #endif

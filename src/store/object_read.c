@@ -43,7 +43,7 @@ static int read_plain(struct store_objs *s, struct store_fdc_entry *e, uint64_t 
 		return -ENOMEM;
 	int k = store_iov_slice(iov, iovcnt, 0, n, v, iovcnt);
 	size_t done;
-	rc = obj_seg_io(s, e, false, v, k, off, &done);
+	rc = store_obj_seg_io(s, e, false, v, k, off, &done);
 	if (rc == 0 && done < n)
 		zero_tail(v, k, done);
 	uint64_t np = store_crc_npieces(off, n);
@@ -92,12 +92,12 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 	if (p1)
 		v[k++] = (struct iovec){s1, (size_t)(COV_END(c1) - c1 * STORE_CHUNK)};
 	size_t want = (size_t)(COV_END(c1) - c0 * STORE_CHUNK), done;
-	rc = obj_seg_io(s, e, false, v, k, c0 * STORE_CHUNK, &done);
+	rc = store_obj_seg_io(s, e, false, v, k, c0 * STORE_CHUNK, &done);
 	if (rc)
 		goto out;
 	if (done < want)
 		zero_tail(v, k, done);
-	rc = obj_crc_read(s, e, c0, (size_t)nc, ent);
+	rc = store_obj_crc_read(s, e, c0, (size_t)nc, ent);
 	if (rc)
 		goto out;
 	for (uint64_t c = c0; c <= c1; c++) {
@@ -108,7 +108,7 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 				  : store_iov_crc(0, iov, iovcnt, (size_t)(cs - off), cov);
 		if (crc != store_crc_from_entry(ent[c - c0], (uint32_t)cov)) {
 			char path[OBJ_PATH_LEN];
-			obj_path(path, e->ino, e->stripe, false);
+			store_obj_path(path, e->ino, e->stripe, false);
 			log_warn("read objects/%s: chunk %" PRIu64 " fails its checksum", path, c);
 			r->bad_chunk = (int64_t)c;
 			rc = -WEFT_ECHECKSUM;
@@ -143,7 +143,7 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 	if (exists && (rec.committed != rec.pending || rec.length == size))
 		return false;
 	char path[OBJ_PATH_LEN];
-	obj_path(path, ino, stripe, false);
+	store_obj_path(path, ino, stripe, false);
 	if (exists)
 		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
 			 ": not served", path, size, rec.length);
@@ -155,8 +155,8 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char path[OBJ_PATH_LEN];
-	obj_path(path, ino, stripe, false);
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	store_obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct stat st;
 	struct store_fdc_entry *e = NULL;
@@ -187,18 +187,18 @@ int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 static void data_span(struct store_objs *s, struct store_fdc_entry *e, uint64_t from,
 		      uint64_t to, uint64_t *d, uint64_t *end)
 {
-	uint64_t x = (uint64_t)obj_seg_next_data(s, e, from);
+	uint64_t x = (uint64_t)store_obj_seg_next_data(s, e, from);
 	if (x >= to) {
 		*d = *end = to;
 		return;
 	}
 	*d = x;
-	uint64_t h = (uint64_t)obj_seg_next_hole(s, e, x);
+	uint64_t h = (uint64_t)store_obj_seg_next_hole(s, e, x);
 	while (h < to) {
-		uint64_t nd = (uint64_t)obj_seg_next_data(s, e, h);
+		uint64_t nd = (uint64_t)store_obj_seg_next_data(s, e, h);
 		if (nd >= to)
 			break;
-		h = (uint64_t)obj_seg_next_hole(s, e, nd);
+		h = (uint64_t)store_obj_seg_next_hole(s, e, nd);
 		if (h <= nd) /* no progress: take the rest as data */
 			h = to;
 	}
@@ -229,7 +229,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		goto out_nolock;
 	if (flags & STORE_READ_LOST)
 		return -WEFT_EMISSING; /* being repaired: not yet whole */
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e = NULL;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);

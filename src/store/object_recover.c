@@ -70,9 +70,9 @@ static int cut_torn_tail(struct store_objs *s, struct store_fdc_entry *e, struct
 		uint64_t cs = c * STORE_CHUNK;
 		size_t cov = (size_t)((cs + STORE_CHUNK < S ? cs + STORE_CHUNK : S) - cs);
 		uint32_t ent;
-		rc = obj_seg_pread(s, e, buf, cov, cs);
+		rc = store_obj_seg_pread(s, e, buf, cov, cs);
 		if (rc == 0)
-			rc = obj_crc_read(s, e, c, 1, &ent);
+			rc = store_obj_crc_read(s, e, c, 1, &ent);
 		if (rc)
 			break;
 		if (store_crc_to_entry(weft_crc32c(0, buf, cov), (uint32_t)cov) == ent)
@@ -89,8 +89,8 @@ static int cut_torn_tail(struct store_objs *s, struct store_fdc_entry *e, struct
 	free(buf);
 	if (rc || cut == S)
 		return rc;
-	if (obj_seg_trunc_data(s, e, cut) < 0 ||
-	    obj_seg_trunc_crc(s, e, store_crc_nchunks(cut)) < 0)
+	if (store_obj_seg_trunc_data(s, e, cut) < 0 ||
+	    store_obj_seg_trunc_crc(s, e, store_crc_nchunks(cut)) < 0)
 		return -errno;
 	t->cut_from = S;
 	e->size = cut;
@@ -117,7 +117,7 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 		/* chunks in holes are zeros with entry 0 (data is written before its
 		 * entries): skip to the next data, so a sparse object of 2^60 bytes with one
 		 * chunk written costs one batch, not 2^44 chunks */
-		int64_t nd = obj_seg_next_data(s, e, c0 * STORE_CHUNK);
+		int64_t nd = store_obj_seg_next_data(s, e, c0 * STORE_CHUNK);
 		if (nd >= 0 && (uint64_t)nd / STORE_CHUNK > c0)
 			c0 = (uint64_t)nd / STORE_CHUNK;
 		if (c0 >= nc)
@@ -125,9 +125,9 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 		uint64_t n = nc - c0 < BATCH_CHUNKS ? nc - c0 : BATCH_CHUNKS;
 		uint64_t a = c0 * STORE_CHUNK;
 		uint64_t b = (c0 + n) * STORE_CHUNK < S ? (c0 + n) * STORE_CHUNK : S;
-		rc = obj_seg_pread(s, e, buf, (size_t)(b - a), a);
+		rc = store_obj_seg_pread(s, e, buf, (size_t)(b - a), a);
 		if (rc == 0)
-			rc = obj_crc_read(s, e, c0, (size_t)n, ent);
+			rc = store_obj_crc_read(s, e, c0, (size_t)n, ent);
 		for (uint64_t i = 0; rc == 0 && i < n; i++) {
 			uint64_t cs = (c0 + i) * STORE_CHUNK;
 			size_t cov = (size_t)((cs + STORE_CHUNK < S ? cs + STORE_CHUNK : S) - cs);
@@ -137,7 +137,7 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 				continue;
 			if (repair && zero_extension_matches(p, cov, ent[i])) {
 				uint32_t fixed = store_crc_to_entry(crc, (uint32_t)cov);
-				rc = obj_crc_write(s, e, c0 + i, 1, &fixed);
+				rc = store_obj_crc_write(s, e, c0 + i, 1, &fixed);
 				if (rc == 0 && nrepaired)
 					(*nrepaired)++;
 				continue;
@@ -161,7 +161,7 @@ bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *rec
 		return false;
 	uint64_t nbad = 0, first = 0;
 	char path[OBJ_PATH_LEN];
-	obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(path, e->ino, e->stripe, false);
 	if (verify_entry(s, e, false, &nbad, &first, NULL) == 0 && nbad == 0) {
 		if (recorded)
 			*recorded = rec.stamp;
@@ -182,7 +182,7 @@ bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *rec
 int store_obj_verify(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t *nbad,
 		     uint64_t *first_bad)
 {
-	pthread_rwlock_t *lk = obj_lock(s, ino, stripe);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_rdlock(lk);
 	struct store_fdc_entry *e;
 	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
@@ -194,19 +194,19 @@ int store_obj_verify(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64
 	return rc;
 }
 
-int obj_recover(struct store_objs *s)
+int store_obj_recover(struct store_objs *s)
 {
 	size_t n;
 	struct store_torn *torn = store_index_torn_mut(s->idx, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct store_torn *t = &torn[i];
 		char path[OBJ_PATH_LEN];
-		obj_path(path, t->rec.ino, t->rec.stripe, false);
+		store_obj_path(path, t->rec.ino, t->rec.stripe, false);
 		struct store_fdc_entry *e;
 		int rc = store_fdc_get(s->fdc, t->rec.ino, t->rec.stripe, false, &e);
 		if (rc == -ENOENT) {
 			char cpath[OBJ_PATH_LEN];
-			obj_path(cpath, t->rec.ino, t->rec.stripe, true);
+			store_obj_path(cpath, t->rec.ino, t->rec.stripe, true);
 			unlinkat(s->root_fd, cpath, 0);
 			t->missing = true;
 			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64

@@ -48,7 +48,7 @@ struct seg_set {
 static void seg_path(char *buf, uint64_t ino, uint32_t stripe, uint32_t k, const char *suffix)
 {
 	char base[OBJ_PATH_LEN];
-	obj_path(base, ino, stripe, false);
+	store_obj_path(base, ino, stripe, false);
 	if (k)
 		snprintf(buf, OBJ_PATH_LEN + 16, "%s.s%" PRIu32 "%s", base, k, suffix);
 	else
@@ -71,7 +71,7 @@ static void close_segs(struct store_fdc_entry *e)
 	e->segs = NULL;
 }
 
-bool obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe)
+bool store_obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char p[OBJ_PATH_LEN + 16];
 	seg_path(p, ino, stripe, 0, ".segs");
@@ -84,7 +84,7 @@ static int scan(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		void (*fn)(void *arg, uint32_t k, bool crc, const char *name), void *arg)
 {
 	char base[OBJ_PATH_LEN], dir[8], prefix[OBJ_PATH_LEN];
-	obj_path(base, ino, stripe, false);
+	store_obj_path(base, ino, stripe, false);
 	memcpy(dir, base, 5);
 	dir[5] = 0;
 	snprintf(prefix, sizeof(prefix), "%s.s", base + 6);
@@ -125,9 +125,9 @@ static void find_last(void *arg, uint32_t k, bool crc, const char *name)
 		a->k = k;
 }
 
-int obj_seg_size(struct store_objs *s, struct store_fdc_entry *e)
+int store_obj_seg_size(struct store_objs *s, struct store_fdc_entry *e)
 {
-	if (!obj_seg_marked(s, e->ino, e->stripe))
+	if (!store_obj_seg_marked(s, e->ino, e->stripe))
 		return 0;
 	struct last_arg a = {0};
 	int rc = scan(s, e->ino, e->stripe, find_last, &a);
@@ -231,12 +231,12 @@ static void zero_iov(const struct iovec *v, int n)
 		memset(v[i].iov_base, 0, v[i].iov_len);
 }
 
-int obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
+int store_obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	       const struct iovec *iov, int cnt, uint64_t off, size_t *done)
 {
 	size_t len = store_iov_len(iov, cnt);
 	if (off + len <= OBJ_SEG_SIZE)
-		return obj_data_io(s, e, write, iov, cnt, off, done);
+		return store_obj_data_io(s, e, write, iov, cnt, off, done);
 	*done = 0;
 	struct iovec *v = malloc((size_t)(cnt + 2) * sizeof(*v));
 	if (!v)
@@ -256,7 +256,7 @@ int obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 			break;
 		size_t got = 0;
 		if (fd >= 0)
-			rc = obj_io(write, fd, v, m, a - (uint64_t)k * OBJ_SEG_SIZE, &got);
+			rc = store_obj_io(write, fd, v, m, a - (uint64_t)k * OBJ_SEG_SIZE, &got);
 		if (rc)
 			break;
 		if (!write && got < n) { /* a hole up to the end of this piece */
@@ -276,14 +276,14 @@ int obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	return rc;
 }
 
-int obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *buf, size_t len,
+int store_obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *buf, size_t len,
 		  uint64_t off)
 {
 	if (off + len <= OBJ_SEG_SIZE)
-		return obj_pread(e->fd, buf, len, off);
+		return store_obj_pread(e->fd, buf, len, off);
 	struct iovec v = {buf, len};
 	size_t done;
-	int rc = obj_seg_io(s, e, false, &v, 1, off, &done);
+	int rc = store_obj_seg_io(s, e, false, &v, 1, off, &done);
 	if (rc == 0 && done < len)
 		memset((char *)buf + done, 0, len - done);
 	return rc;
@@ -316,7 +316,7 @@ static int crc_rw(struct store_objs *s, struct store_fdc_entry *e, bool write, u
 	return 0;
 }
 
-int obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
+int store_obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
 		 uint32_t *out)
 {
 	if (first + n <= ENTRIES_PER_SEG)
@@ -324,7 +324,7 @@ int obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t first
 	return crc_rw(s, e, false, first, n, out);
 }
 
-int obj_crc_write(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
+int store_obj_crc_write(struct store_objs *s, struct store_fdc_entry *e, uint64_t first, size_t n,
 		  const uint32_t *in)
 {
 	if (first + n <= ENTRIES_PER_SEG)
@@ -359,7 +359,7 @@ static int seg_truncate(struct store_objs *s, struct store_fdc_entry *e, bool cr
 			uint64_t bytes, uint64_t seg)
 {
 	uint32_t K = bytes == 0 ? 0 : (uint32_t)((bytes - 1) / seg);
-	if (obj_seg_marked(s, e->ino, e->stripe)) {
+	if (store_obj_seg_marked(s, e->ino, e->stripe)) {
 		struct cut_arg a = {s, e, K, crc, 0};
 		int rc = scan(s, e->ino, e->stripe, cut_one, &a);
 		if (rc || a.err) {
@@ -380,14 +380,14 @@ static int seg_truncate(struct store_objs *s, struct store_fdc_entry *e, bool cr
 	return ftruncate(f, (off_t)(bytes - (uint64_t)K * seg));
 }
 
-int obj_seg_trunc_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t size)
+int store_obj_seg_trunc_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t size)
 {
 	if (size <= OBJ_SEG_SIZE && !e->segs && e->size <= OBJ_SEG_SIZE)
 		return ftruncate(e->fd, (off_t)size);
 	return seg_truncate(s, e, false, size, OBJ_SEG_SIZE);
 }
 
-int obj_seg_trunc_crc(struct store_objs *s, struct store_fdc_entry *e, uint64_t nentries)
+int store_obj_seg_trunc_crc(struct store_objs *s, struct store_fdc_entry *e, uint64_t nentries)
 {
 	if (nentries <= ENTRIES_PER_SEG && !e->segs && e->size <= OBJ_SEG_SIZE)
 		return ftruncate(e->crc_fd, (off_t)(nentries * 4));
@@ -418,24 +418,24 @@ static void each_one(void *arg, uint32_t k, bool crc, const char *name)
 		a->err = rc;
 }
 
-int obj_seg_sync(struct store_objs *s, struct store_fdc_entry *e)
+int store_obj_seg_sync(struct store_objs *s, struct store_fdc_entry *e)
 {
 	if (fdatasync(e->fd) < 0 || (e->crc_fd >= 0 && fdatasync(e->crc_fd) < 0))
 		return -errno;
-	if (!obj_seg_marked(s, e->ino, e->stripe))
+	if (!store_obj_seg_marked(s, e->ino, e->stripe))
 		return 0;
 	struct each_arg a = {s, e, 0, 0, true};
 	int rc = scan(s, e->ino, e->stripe, each_one, &a);
 	return rc ? rc : a.err;
 }
 
-uint64_t obj_seg_allocated(struct store_objs *s, struct store_fdc_entry *e)
+uint64_t store_obj_seg_allocated(struct store_objs *s, struct store_fdc_entry *e)
 {
 	struct stat st;
 	struct each_arg a = {s, e, 0, 0, false};
 	if (fstat(e->fd, &st) == 0)
 		a.blocks = (uint64_t)st.st_blocks;
-	if (obj_seg_marked(s, e->ino, e->stripe))
+	if (store_obj_seg_marked(s, e->ino, e->stripe))
 		scan(s, e->ino, e->stripe, each_one, &a);
 	return a.blocks * 512;
 }
@@ -456,9 +456,9 @@ static void unlink_one(void *arg, uint32_t k, bool crc, const char *name)
 		a->err = errno;
 }
 
-int obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe)
+int store_obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
-	if (!obj_seg_marked(s, ino, stripe))
+	if (!store_obj_seg_marked(s, ino, stripe))
 		return 0;
 	struct unlink_arg ua = {s, ino, stripe, 0};
 	int rc = scan(s, ino, stripe, unlink_one, &ua);
@@ -480,7 +480,7 @@ static void find_next(void *arg, uint32_t k, bool crc, const char *name)
 		a->best = k;
 }
 
-int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t off)
+int64_t store_obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint64_t off)
 {
 	while (off < e->size) {
 		uint32_t k = (uint32_t)(off / OBJ_SEG_SIZE);
@@ -494,7 +494,7 @@ int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint6
 		}
 		/* the next segment that exists */
 		struct next_arg a = {k, 0};
-		if (!obj_seg_marked(s, e->ino, e->stripe) || scan(s, e->ino, e->stripe, find_next, &a) ||
+		if (!store_obj_seg_marked(s, e->ino, e->stripe) || scan(s, e->ino, e->stripe, find_next, &a) ||
 		    a.best == 0)
 			break;
 		off = (uint64_t)a.best * OBJ_SEG_SIZE;
@@ -502,7 +502,7 @@ int64_t obj_seg_next_data(struct store_objs *s, struct store_fdc_entry *e, uint6
 	return (int64_t)e->size;
 }
 
-int64_t obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off)
+int64_t store_obj_seg_next_hole(struct store_objs *s, struct store_fdc_entry *e, uint64_t off)
 {
 	if (off >= e->size)
 		return (int64_t)e->size;

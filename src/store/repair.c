@@ -43,7 +43,7 @@ static int slot_of(struct store_server *s, uint64_t ino, uint32_t stripe)
 	return -1;
 }
 
-bool repair_active(struct store_server *s, uint64_t ino, uint32_t stripe)
+bool store_repair_active(struct store_server *s, uint64_t ino, uint32_t stripe)
 {
 	pthread_mutex_lock(&s->repair_lock);
 	bool on = slot_of(s, ino, stripe) >= 0;
@@ -116,7 +116,7 @@ static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 		return -WEFT_ENOTSERVING;
 	*source = ch.members[src].target;
 	struct conn *r;
-	int crc = chains_target_conn(s, *source, &r);
+	int crc = store_chains_target_conn(s, *source, &r);
 	if (crc)
 		return crc;
 	struct weft_msg_obj_data *d = malloc(sizeof(*d));
@@ -184,7 +184,7 @@ static void run_repair(struct store_job *job)
 	free(j);
 }
 
-void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+void store_repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
 		  uint32_t chain)
 {
 	struct repair_job *j = calloc(1, sizeof(*j));
@@ -206,5 +206,5 @@ void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t
 	s->repairing[free_slot].stripe = stripe;
 	s->repairing[free_slot].used = true;
 	pthread_mutex_unlock(&s->repair_lock);
-	store_workers_push(s->workers, &j->job, srv_obj_key(ino, stripe));
+	store_workers_push(s->workers, &j->job, store_obj_key(ino, stripe));
 }

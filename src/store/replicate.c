@@ -131,7 +131,7 @@ static void report_failure(struct sreq *q)
 static void finish(struct sreq *q)
 {
 	reply_done(q);
-	sreq_free(q);
+	store_req_free(q);
 }
 
 static void report_job(struct store_job *j)
@@ -204,13 +204,13 @@ static void fwd_start(struct sreq *q, uint32_t target, int nparts)
 	q->fwd_target = target;
 	q->fwd_sent = true;
 	int rc;
-	if (!chains_target_addr(s, target, q->fwd_addr, sizeof(q->fwd_addr))) {
+	if (!store_chains_target_addr(s, target, q->fwd_addr, sizeof(q->fwd_addr))) {
 		snprintf(q->fwd_addr, sizeof(q->fwd_addr), "unknown address");
 		rc = -EHOSTUNREACH;
 		goto fail;
 	}
 	struct conn *c;
-	rc = chains_target_conn(s, target, &c);
+	rc = store_chains_target_conn(s, target, &c);
 	if (rc)
 		goto fail;
 	struct wbuf w;
@@ -243,7 +243,7 @@ fail:
 		part_done(q);
 }
 
-void repl_check_timeouts(void *arg)
+void store_repl_check_timeouts(void *arg)
 {
 	struct store_server *s = arg;
 	uint64_t now = loop_now_ms();
@@ -297,8 +297,9 @@ static int local_op(struct sreq *q)
 	case WEFT_OP_OBJ_WRITE: {
 		struct weft_msg_obj_write *m = &q->m.w;
 		struct iovec v = {q->f->bulk, q->f->h.bulk_len};
-		rc = store_obj_writev(s->objs, m->ino, m->stripe, m->offset, &v, 1,
-				      s->checksums ? m->crcs.v : NULL, s->checksums ? m->crcs.n : 0, &r);
+		rc = (q->crcs_verified ? store_obj_writev_verified : store_obj_writev)(
+			s->objs, m->ino, m->stripe, m->offset, &v, 1,
+			s->checksums ? m->crcs.v : NULL, s->checksums ? m->crcs.n : 0, &r);
 		if (rc == -WEFT_ECHECKSUM)
 			snprintf(q->local_detail, sizeof(q->local_detail), r.bad_piece >= 0 ?
 				 "piece %" PRId64 " of the write does not match its checksum; nothing written" :
@@ -319,14 +320,15 @@ static int local_op(struct sreq *q)
 		if (rc == -ENOENT)
 			rc = 0; /* nothing written: nothing to make durable */
 		if (rc == 0)
-			hb_soon(s); /* meta learns the write sequence fsync made durable */
+			store_hb_soon(s); /* meta learns the write sequence fsync made durable */
 		break;
 	}
 	return rc;
 }
 
 /* Checks the piece CRCs before anything is forwarded (verify: there is a successor;
- * without one, store_obj_writev verifies them before writing, so they are checked once). */
+ * without one, store_obj_writev verifies them before writing). Either way they are
+ * checked once: q->crcs_verified tells the local write. */
 static int check_crcs(struct sreq *q, bool verify)
 {
 	struct store_server *s = q->s;
@@ -337,11 +339,13 @@ static int check_crcs(struct sreq *q, bool verify)
 		return 0;
 	struct iovec v = {q->f->bulk, len};
 	if (m->crcs.n == 0 && np > 0) {
-		/* the writer has checksums off: store them anyway */
+		/* the writer has checksums off: store them anyway (computed here from these
+		 * bytes: nothing to verify) */
 		if (np > WEFT_CRCS_MAX)
 			return -EINVAL;
 		store_obj_piece_crcs(m->offset, &v, 1, m->crcs.v);
 		m->crcs.n = (uint32_t)np;
+		q->crcs_verified = true;
 		return 0;
 	}
 	if (m->crcs.n != np) {
@@ -349,24 +353,20 @@ static int check_crcs(struct sreq *q, bool verify)
 			 m->crcs.n, np);
 		return -EINVAL;
 	}
-	size_t pos = 0;
-	for (uint64_t i = 0; verify && i < np; i++) {
-		uint64_t a = m->offset + pos;
-		size_t plen = (size_t)((a / STORE_CHUNK + 1) * STORE_CHUNK - a);
-		if (plen > len - pos)
-			plen = len - pos;
-		if (store_iov_crc(0, &v, 1, pos, plen) != m->crcs.v[i]) {
-			snprintf(q->local_detail, sizeof(q->local_detail),
-				 "piece %" PRIu64 " of the write does not match its checksum; "
-				 "nothing written", i);
-			return -WEFT_ECHECKSUM;
-		}
-		pos += plen;
+	if (!verify)
+		return 0;
+	int64_t bad = proto_crcs_verify(m->offset, &v, 1, m->crcs.v);
+	if (bad >= 0) {
+		snprintf(q->local_detail, sizeof(q->local_detail),
+			 "piece %" PRId64 " of the write does not match its checksum; "
+			 "nothing written", bad);
+		return -WEFT_ECHECKSUM;
 	}
+	q->crcs_verified = true;
 	return 0;
 }
 
-void repl_write(struct sreq *q)
+void store_repl_write(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	uint64_t ver = UINT64_MAX;
@@ -391,7 +391,7 @@ void repl_write(struct sreq *q)
 	{
 		struct meta_chain ch;
 		int me;
-		int rc = chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
+		int rc = store_chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
 		if (rc == 0 && conn_peer_role(q->c) != WEFT_ROLE_STORE) {
 			/* from a client: only the head (first serving member) takes it */
 			for (int i = 0; i < me; i++)
@@ -404,8 +404,8 @@ void repl_write(struct sreq *q)
 						 "version %" PRIu64 " is not current here", s->target_id,
 						 q->replicas, q->chain, ver);
 			else
-				srv_reply_status(q, rc);
-			sreq_free(q);
+				store_reply_status(q, rc);
+			store_req_free(q);
 			return;
 		}
 		for (int i = me + 1; i < ch.nmembers && succ < 0; i++)
@@ -414,16 +414,16 @@ void repl_write(struct sreq *q)
 		/* a member that is away misses this: note it for its resync (before applying,
 		 * so a resync that lists after this request was accepted sees it) */
 		if (q->op == WEFT_OP_OBJ_WRITE)
-			resync_note(s, &ch, q->m.w.ino, q->m.w.stripe);
+			store_resync_note(s, &ch, q->m.w.ino, q->m.w.stripe);
 		else if (q->op == WEFT_OP_OBJ_TRUNCATE)
-			resync_note(s, &ch, q->m.t.ino, q->m.t.stripe);
+			store_resync_note(s, &ch, q->m.t.ino, q->m.t.stripe);
 	}
 	if (q->op == WEFT_OP_OBJ_WRITE) {
 		int rc = check_crcs(q, succ >= 0);
 		if (rc) {
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s", s->target_id,
 					 q->local_detail);
-			sreq_free(q);
+			store_req_free(q);
 			return;
 		}
 	}

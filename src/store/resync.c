@@ -27,7 +27,7 @@
  * A single-member chain (replicas 1) has nothing to copy from: its target is synced at
  * once. A chain with no serving member stays syncing (its data may be stale).
  *
- * Threads: resync_note and resync_missed_list run on worker threads; resync_tables_changed
+ * Threads: resync_note and store_resync_missed_list run on worker threads; resync_tables_changed
  * after a chain-table fetch; the copier is its own thread. rs->lock guards the notes. */
 #include "store/server_int.h"
 
@@ -162,7 +162,7 @@ static void rewrite(struct store_resync *rs)
 	rs->fd = fd; /* O_WRONLY at its end: later notes append */
 }
 
-int resync_open(struct store_server *s)
+int store_resync_open(struct store_server *s)
 {
 	struct store_resync *rs = calloc(1, sizeof(*rs));
 	if (!rs)
@@ -195,13 +195,13 @@ int resync_open(struct store_server *s)
 		free(rs);
 		return rc;
 	}
-	if (sweep_open(s))
+	if (store_sweep_open(s))
 		log_warn("sweep: no memory: copies of chains this target leaves stay here");
 	s->rs = rs;
 	return 0;
 }
 
-void resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+void store_resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
 		 uint32_t stripe)
 {
 	struct store_resync *rs = s->rs;
@@ -235,12 +235,12 @@ static bool still_owed(const struct meta_chain_set *set, const struct note *x)
 	return false;
 }
 
-void resync_tables_changed(struct store_server *s)
+void store_resync_tables_changed(struct store_server *s)
 {
 	struct store_resync *rs = s->rs;
 	if (!rs)
 		return;
-	sweep_tables_changed(s);
+	store_sweep_tables_changed(s);
 	struct meta_chain_set set;
 	if (chaincache_snapshot(s->cc, &set))
 		return; /* no table yet, or no memory: keep every note */
@@ -263,14 +263,14 @@ void resync_tables_changed(struct store_server *s)
 /* OBJ_MISSED on a serving member (worker thread). Bulk: u64 objects left, u64 bytes
  * left (from the cursor on, bytes as this member holds them), then (ino u64, stripe
  * u32) pairs. */
-void resync_missed_list(struct sreq *q)
+void store_resync_missed_list(struct sreq *q)
 {
 	struct store_server *s = q->s;
 	struct store_resync *rs = s->rs;
 	const struct weft_msg_obj_missed *m = &q->m.ms;
 	struct meta_chain ch;
 	int me;
-	int rc = chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
+	int rc = store_chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
 	if (rc) {
 		conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: chain %u/%u version %"
 				 PRIu64 ": %s", s->target_id, m->replicas, m->chain, m->chain_ver,
@@ -317,7 +317,7 @@ void resync_missed_list(struct sreq *q)
 	struct weft_msg_obj_list_reply r = {.count = n, .eof = eof};
 	weft_obj_list_reply_encode(&w, &r);
 	if (b.err || w.err) {
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		wbuf_free(&b);
 	} else {
 		/* the bulk is sent from b's buffer, freed once the kernel has it */
@@ -393,7 +393,7 @@ static int chain_synced(struct store_server *s, const struct job *j, uint64_t co
 	if (rc == 0)
 		log_info("chain %u/%u: in sync (%" PRIu64 " objects copied), %" PRIu64 " bytes, "
 			 "serving", j->replicas, j->chain, copied, bytes);
-	chains_refresh(s, true);
+	store_chains_refresh(s, true);
 	return rc;
 }
 
@@ -641,7 +641,7 @@ out:
 	return rc;
 }
 
-void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
+void store_resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
 		   uint32_t stripe)
 {
 	struct store_resync *rs = s->rs;
@@ -709,7 +709,7 @@ static void do_repairs(struct store_server *s)
 	}
 }
 
-void resync_scrub(struct store_server *s, uint64_t rate)
+void store_resync_scrub(struct store_server *s, uint64_t rate)
 {
 	struct store_resync *rs = s->rs;
 	if (!rs)
@@ -849,7 +849,7 @@ static bool scrub_stale(struct store_server *s, uint64_t ino, uint32_t stripe)
 	uint32_t c;
 	int rc = object_chain(s, ino, stripe, &r, &c);
 	if (rc == 0 && r > 1)
-		repair_start(s, ino, stripe, r, c);
+		store_repair_start(s, ino, stripe, r, c);
 	log_warn("scrub: ino %" PRIu64 " stripe %" PRIu32 ": stale (its files are an older copy "
 		 "than the index vouches for)%s%s", ino, stripe,
 		 rc ? "; its chain is unknown: " : r > 1 ? "; repairing from another member" :
@@ -887,7 +887,7 @@ static void scrub(struct store_server *s, uint64_t rate)
 				 rc ? "; its chain is unknown: " : "; repairing",
 				 rc ? weft_strerror(rc) : "");
 			if (rc == 0)
-				resync_repair(s, r, c, recs[i].ino, recs[i].stripe);
+				store_resync_repair(s, r, c, recs[i].ino, recs[i].stripe);
 		}
 		do_repairs(s);
 		ino = recs[n - 1].ino;
@@ -908,7 +908,7 @@ static void *copier_main(void *arg)
 	uint64_t last_bytes = 0, last_ms = loop_now_ms();
 	while (!stopping(rs)) {
 		do_repairs(s);
-		sweep_run(s);
+		store_sweep_run(s);
 		pthread_mutex_lock(&rs->wake_lock);
 		uint64_t scrub_rate = rs->scrub_rate;
 		rs->scrub_rate = 0;
@@ -920,7 +920,7 @@ static void *copier_main(void *arg)
 		for (size_t i = 0; i < n && !stopping(rs); i++) {
 			int rc = sync_chain(s, &jobs[i]);
 			if (rc == -WEFT_ESTALECHAIN)
-				chains_refresh(s, true);
+				store_chains_refresh(s, true);
 		}
 		uint64_t now = loop_now_ms(), done = atomic_load(&rs->bytes_done);
 		if (now > last_ms)
@@ -946,7 +946,7 @@ static void *copier_main(void *arg)
 	return NULL;
 }
 
-int resync_start(struct store_server *s)
+int store_resync_start(struct store_server *s)
 {
 	struct store_resync *rs = s->rs;
 	int rc = pthread_create(&rs->thread, NULL, copier_main, rs);
@@ -956,7 +956,7 @@ int resync_start(struct store_server *s)
 	return 0;
 }
 
-void resync_progress(struct store_server *s, struct weft_msg_resync_progress *out)
+void store_resync_progress(struct store_server *s, struct weft_msg_resync_progress *out)
 {
 	struct store_resync *rs = s->rs;
 	memset(out, 0, sizeof(*out));
@@ -968,12 +968,12 @@ void resync_progress(struct store_server *s, struct weft_msg_resync_progress *ou
 	out->rate = atomic_load(&rs->rate);
 }
 
-bool resync_active(struct store_server *s)
+bool store_resync_active(struct store_server *s)
 {
 	return s->rs && atomic_load(&s->rs->syncing);
 }
 
-void resync_close(struct store_server *s)
+void store_resync_close(struct store_server *s)
 {
 	struct store_resync *rs = s->rs;
 	if (!rs)
@@ -984,7 +984,7 @@ void resync_close(struct store_server *s)
 	pthread_mutex_unlock(&rs->wake_lock);
 	if (rs->started)
 		pthread_join(rs->thread, NULL);
-	sweep_close(s);
+	store_sweep_close(s);
 	if (rs->fd >= 0)
 		close(rs->fd);
 	pthread_mutex_destroy(&rs->lock);

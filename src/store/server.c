@@ -1,5 +1,7 @@
 /* weft store's server: lifecycle, request decoding and dispatch to the workers, and the
- * handlers that need no replication (read, stat, list, delete, stats). See server.h. */
+ * handlers that need no replication (read, stat, list, delete, stats), each in the
+ * dispatch table (store_ops) with what it replies and changes. See server.h.
+ * Calls go one way: server.c -> replicate.c, resync.c, repair.c -> request.c. */
 #include "store/server_int.h"
 
 #include <errno.h>
@@ -11,14 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/builtin.h"
+#include "net/builtin.h"
+#include "proto/objlist.h"
 #include "common/log.h"
 #include "store/iov.h"
 #include "weft/err.h"
 
 #define LIST_MAX 65536u
 
-bool srv_serving(struct store_server *s)
+bool store_serving(struct store_server *s)
 {
 	if (!atomic_load(&s->ready) || atomic_load(&s->disk_failed))
 		return false;
@@ -32,25 +35,12 @@ bool srv_serving(struct store_server *s)
 	return false;
 }
 
-void sreq_free(struct sreq *q)
-{
-	struct store_server *s = q->s;
-	frame_free(q->f);
-	conn_put(q->c);
-	free(q);
-	atomic_fetch_sub(&s->pending, 1);
-}
-
-void srv_reply_status(struct sreq *q, int status)
-{
-	conn_reply(q->c, q->f, status, NULL, NULL, 0, NULL, NULL);
-}
 
 static void reply_msg(struct sreq *q, int status, struct wbuf *w)
 {
 	if (w->err) {
 		wbuf_free(w);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	conn_reply(q->c, q->f, status, w, NULL, 0, NULL, NULL);
@@ -65,9 +55,9 @@ static bool serves_reads(struct sreq *q, uint8_t replicas, uint32_t chain, uint6
 {
 	struct meta_chain ch;
 	int me;
-	int rc = chains_check(q->s, replicas, chain, ver, true, &ch, &me);
+	int rc = store_chains_check(q->s, replicas, chain, ver, true, &ch, &me);
 	if (rc)
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 	return rc == 0;
 }
 
@@ -89,14 +79,14 @@ static void do_read(struct sreq *q)
 	if ((m->len && !buf) || !d) {
 		free(buf);
 		free(d);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	size_t n = 0;
 	struct store_obj_result r;
 	uint64_t np = store_crc_npieces(m->offset, m->len);
 	unsigned fl = (m->flags & (WEFT_READ_WRITTEN | WEFT_READ_REPAIR)) ? STORE_READ_WRITTEN : 0;
-	if (repair_active(s, m->ino, m->stripe))
+	if (store_repair_active(s, m->ino, m->stripe))
 		fl |= STORE_READ_LOST;
 	if (m->flags & WEFT_READ_HOLES)
 		fl |= STORE_READ_HOLES;
@@ -108,7 +98,7 @@ static void do_read(struct sreq *q)
 		free(d);
 		/* lost here: the client reads another replica; copy it back from one */
 		if (rc == -WEFT_EMISSING && !(m->flags & WEFT_READ_REPAIR) && m->replicas > 1)
-			repair_start(s, m->ino, m->stripe, m->replicas, m->chain);
+			store_repair_start(s, m->ino, m->stripe, m->replicas, m->chain);
 		if (rc == -WEFT_EMISSING)
 			conn_reply_error(q->c, q->f, rc, s->target_id,
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32 " was written "
@@ -119,7 +109,7 @@ static void do_read(struct sreq *q)
 					 "target %u: ino %" PRIu64 " stripe %" PRIu32
 					 " chunk %" PRId64 " does not match its checksum",
 					 s->target_id, m->ino, m->stripe, r.bad_chunk);
-			resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
+			store_resync_repair(s, m->replicas, m->chain, m->ino, m->stripe);
 		}
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id,
@@ -141,7 +131,7 @@ static void do_read(struct sreq *q)
 	if (w.err) {
 		wbuf_free(&w);
 		free(buf);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	struct iovec v = {buf, n};
@@ -161,7 +151,7 @@ static void do_sync_read(struct sreq *q)
 	struct store_obj_stat st;
 	int rc = store_obj_stat(q->s->objs, q->m.r.ino, q->m.r.stripe, &st);
 	if (rc == -ENOENT)
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 	else
 		do_read(q);
 }
@@ -171,7 +161,7 @@ static void do_stat(struct sreq *q)
 	struct store_obj_stat st;
 	int rc = store_obj_stat(q->s->objs, q->m.id.ino, q->m.id.stripe, &st);
 	if (rc) {
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
 	struct wbuf w;
@@ -194,7 +184,7 @@ static void do_extent(struct sreq *q)
 	struct weft_msg_obj_extent_reply r = {0};
 	rc = store_obj_extent(s->objs, m->ino, m->stripe, m->offset, &st, &r.data, &r.hole);
 	if (rc) {
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
 	r.size = st.size;
@@ -211,33 +201,31 @@ static void do_list(struct sreq *q)
 	uint32_t max = m->max == 0 || m->max > LIST_MAX ? LIST_MAX : m->max;
 	struct store_index_rec *recs = malloc(max * sizeof(*recs));
 	if (!recs) {
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	size_t n = 0;
 	int rc = store_obj_list(q->s->objs, m->ino, m->stripe, recs, max, &n);
 	if (rc) {
 		free(recs);
-		srv_reply_status(q, rc);
+		store_reply_status(q, rc);
 		return;
 	}
-	uint8_t *bulk = malloc(n * 20 + 1);
+	uint8_t *bulk = malloc(n * PROTO_OBJ_REC_SIZE + 1);
 	if (!bulk) {
 		free(recs);
-		srv_reply_status(q, -ENOMEM);
+		store_reply_status(q, -ENOMEM);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		put_le64(bulk + 20 * i, recs[i].ino);
-		put_le32(bulk + 20 * i + 8, recs[i].stripe);
-		put_le64(bulk + 20 * i + 12, recs[i].length);
-	}
+	for (size_t i = 0; i < n; i++)
+		proto_obj_rec_put(bulk, i, &(struct proto_obj_rec){.ino = recs[i].ino,
+				  .stripe = recs[i].stripe, .length = recs[i].length});
 	free(recs);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_list_reply r = {.count = (uint32_t)n, .eof = n < max};
 	weft_obj_list_reply_encode(&w, &r);
-	struct iovec v = {bulk, n * 20};
+	struct iovec v = {bulk, n * PROTO_OBJ_REC_SIZE};
 	if (n)
 		conn_reply(q->c, q->f, w.err, &w, &v, 1, free, bulk);
 	else
@@ -254,7 +242,7 @@ static void do_delete(struct sreq *q)
 		conn_reply_error(q->c, q->f, rc, q->s->target_id, "target %u: delete ino %" PRIu64
 				 ": %s", q->s->target_id, q->m.d.ino, weft_strerror(rc));
 	else
-		srv_reply_status(q, 0);
+		store_reply_status(q, 0);
 }
 
 static void do_stats(struct sreq *q)
@@ -274,52 +262,109 @@ static void do_stats(struct sreq *q)
 	reply_msg(q, 0, &w);
 }
 
+static void do_scrub(struct sreq *q)
+{
+	store_resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
+	store_reply_status(q, 0);
+}
+
+static void do_rate(struct sreq *q)
+{
+	atomic_store(&q->s->resync_rate, (uint64_t)q->m.rt.rate << 20);
+	log_info("copy rate (resync, rebuilds, moves) set to %s%u MiB/s",
+		 q->m.rt.rate ? "" : "unlimited, ", q->m.rt.rate);
+	store_reply_status(q, 0);
+}
+
+/* ---- the dispatch table ---- */
+
+/* Worker key of a request: STORE_JOB_ANY (any worker), or the object's key, so that it
+ * runs after the mutations of that object received before it, in order. */
+static uint64_t key_any(const struct sreq *q) { return STORE_JOB_ANY; }
+static uint64_t key_write(const struct sreq *q) { return store_obj_key(q->m.w.ino, q->m.w.stripe); }
+static uint64_t key_truncate(const struct sreq *q) { return store_obj_key(q->m.t.ino, q->m.t.stripe); }
+static uint64_t key_sync(const struct sreq *q) { return store_obj_key(q->m.sy.ino, q->m.sy.stripe); }
+static uint64_t key_read(const struct sreq *q) { return store_obj_key(q->m.r.ino, q->m.r.stripe); }
+static uint64_t key_extent(const struct sreq *q) { return store_obj_key(q->m.x.ino, q->m.x.stripe); }
+/* a repair peer's read comes after the object's writes; other reads go anywhere */
+static uint64_t key_read_repair(const struct sreq *q)
+{
+	return (q->m.r.flags & WEFT_READ_REPAIR) ? key_read(q) : STORE_JOB_ANY;
+}
+
+/* One opcode a store serves. The request message (weft_op_req_type) is decoded into
+ * q->m on the loop thread; handler runs on the worker chosen by key. */
+struct store_op {
+	uint16_t op;
+	bool decode;            /* false: the request carries no message (nothing decoded) */
+	bool any_state;         /* served also when not serving (no lease, failed disk) */
+	bool frees;             /* the handler frees q (it may outlive the call) */
+	uint64_t (*key)(const struct sreq *q);
+	void (*handler)(struct sreq *q);
+};
+
+static const struct store_op store_ops[] = {
+	/* OBJ_WRITE: replies OBJ_WRITTEN {size, allocated} once the write is on this target
+	 * and every later chain member; writes the object's bytes and CRCs, forwards down
+	 * the chain, notes it for OFFLINE members (replicate.c). */
+	{WEFT_OP_OBJ_WRITE, true, false, true, key_write, store_repl_write},
+	/* OBJ_TRUNCATE: replies OBJ_SIZE; sets the object's size here and down the chain. */
+	{WEFT_OP_OBJ_TRUNCATE, true, false, true, key_truncate, store_repl_write},
+	/* OBJ_FSYNC: replies empty once the object is durable here and down the chain;
+	 * asks for an early heartbeat (the write sequence meta records). */
+	{WEFT_OP_OBJ_FSYNC, true, false, true, key_sync, store_repl_write},
+	/* OBJ_READ: replies OBJ_DATA {size, hole, crcs} + bytes in bulk; changes nothing,
+	 * but a missing object starts a repair from a peer and a bad checksum a resync of
+	 * the object. */
+	{WEFT_OP_OBJ_READ, true, false, false, key_read_repair, do_read},
+	/* OBJ_SYNC_READ: as OBJ_READ for a resyncing peer; ENOENT when there is no object. */
+	{WEFT_OP_OBJ_SYNC_READ, true, false, false, key_read, do_sync_read},
+	/* OBJ_MISSED: replies OBJ_LIST_REPLY with the missed log's (ino, stripe) pairs for a
+	 * returning member; drops the entries before the cursor (copied). */
+	{WEFT_OP_OBJ_MISSED, true, false, false, key_any, store_resync_missed_list},
+	/* STORE_SCRUB: replies empty; starts a background scrub of the target. */
+	{WEFT_OP_STORE_SCRUB, true, false, false, key_any, do_scrub},
+	/* STORE_RATE: replies empty; sets the copy rate of resync, rebuilds and moves. */
+	{WEFT_OP_STORE_RATE, true, false, false, key_any, do_rate},
+	/* OBJ_STAT: replies OBJ_SIZE; changes nothing. */
+	{WEFT_OP_OBJ_STAT, true, false, false, key_any, do_stat},
+	/* OBJ_EXTENT: replies OBJ_EXTENT_REPLY {size, allocated, data, hole}; changes nothing. */
+	{WEFT_OP_OBJ_EXTENT, true, false, false, key_extent, do_extent},
+	/* OBJ_LIST: replies OBJ_LIST_REPLY + records (proto/objlist.h); changes nothing. */
+	{WEFT_OP_OBJ_LIST, true, false, false, key_any, do_list},
+	/* OBJ_DELETE: replies empty; deletes every object of the inode on this target. */
+	{WEFT_OP_OBJ_DELETE, true, false, false, key_any, do_delete},
+	/* STORE_STATS: replies STORE_STATS (space, counters); changes nothing. */
+	{WEFT_OP_STORE_STATS, false, true, false, key_any, do_stats},
+};
+
+static const struct store_op *store_op_find(uint16_t op)
+{
+	for (size_t i = 0; i < sizeof(store_ops) / sizeof(store_ops[0]); i++)
+		if (store_ops[i].op == op)
+			return &store_ops[i];
+	return NULL;
+}
+
 static void run_job(struct store_job *j)
 {
 	struct sreq *q = (struct sreq *)j;
 	struct store_server *s = q->s;
-	if (q->op != WEFT_OP_STORE_STATS && !srv_serving(s)) {
+	const struct store_op *o = store_op_find(q->op);
+	if (!o->any_state && !store_serving(s)) {
 		conn_reply_error(q->c, q->f, -WEFT_ENOTSERVING, s->target_id,
 				 atomic_load(&s->disk_failed) ?
 				 "target %u is not serving (its disk failed a write)" :
 				 "target %u is not serving (no lease from meta)", s->target_id);
-		sreq_free(q);
+		store_req_free(q);
 		return;
 	}
-	switch (q->op) {
-	case WEFT_OP_OBJ_WRITE:
-	case WEFT_OP_OBJ_TRUNCATE:
-	case WEFT_OP_OBJ_FSYNC:
-		repl_write(q); /* frees q */
-		return;
-	case WEFT_OP_OBJ_READ: do_read(q); break;
-	case WEFT_OP_OBJ_SYNC_READ: do_sync_read(q); break;
-	case WEFT_OP_OBJ_MISSED: resync_missed_list(q); break;
-	case WEFT_OP_STORE_SCRUB:
-		resync_scrub(q->s, (uint64_t)q->m.sc.rate << 20);
-		srv_reply_status(q, 0);
-		break;
-	case WEFT_OP_STORE_RATE:
-		atomic_store(&q->s->resync_rate, (uint64_t)q->m.rt.rate << 20);
-		log_info("copy rate (resync, rebuilds, moves) set to %s%u MiB/s",
-			 q->m.rt.rate ? "" : "unlimited, ", q->m.rt.rate);
-		srv_reply_status(q, 0);
-		break;
-	case WEFT_OP_OBJ_STAT: do_stat(q); break;
-	case WEFT_OP_OBJ_EXTENT: do_extent(q); break;
-	case WEFT_OP_OBJ_LIST: do_list(q); break;
-	case WEFT_OP_OBJ_DELETE: do_delete(q); break;
-	case WEFT_OP_STORE_STATS: do_stats(q); break;
-	}
-	sreq_free(q);
+	o->handler(q);
+	if (!o->frees)
+		store_req_free(q);
 }
 
 /* ---- loop thread ---- */
-
-uint64_t srv_obj_key(uint64_t ino, uint32_t stripe)
-{
-	return ino * 0x100000001B3ULL ^ stripe;
-}
 
 static void on_request(struct conn *c, struct frame *f)
 {
@@ -327,72 +372,22 @@ static void on_request(struct conn *c, struct frame *f)
 	if (builtin_handle(c, f))
 		return;
 	uint16_t op = f->h.opcode;
-	const char *why = NULL;
-	int rc = 0;
-	uint64_t key = STORE_JOB_ANY;
+	const struct store_op *o = store_op_find(op);
+	if (!o) {
+		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
+				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
+		frame_free(f);
+		return;
+	}
 	struct sreq *q = calloc(1, sizeof(*q));
 	if (!q) {
 		conn_reply(c, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
 		frame_free(f);
 		return;
 	}
-	const void *p = f->payload;
-	size_t len = f->h.payload_len;
-	switch (op) {
-	case WEFT_OP_OBJ_WRITE:
-		rc = weft_obj_write_decode(p, len, &q->m.w, &why);
-		key = srv_obj_key(q->m.w.ino, q->m.w.stripe);
-		break;
-	case WEFT_OP_OBJ_READ:
-		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
-		if (rc == 0 && (q->m.r.flags & WEFT_READ_REPAIR)) /* after the object's writes */
-			key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
-		break;
-	case WEFT_OP_OBJ_TRUNCATE:
-		rc = weft_obj_truncate_decode(p, len, &q->m.t, &why);
-		key = srv_obj_key(q->m.t.ino, q->m.t.stripe);
-		break;
-	case WEFT_OP_OBJ_FSYNC:
-		rc = weft_obj_sync_decode(p, len, &q->m.sy, &why);
-		key = srv_obj_key(q->m.sy.ino, q->m.sy.stripe);
-		break;
-	case WEFT_OP_OBJ_STAT:
-		rc = weft_obj_id_decode(p, len, &q->m.id, &why);
-		break;
-	case WEFT_OP_OBJ_EXTENT: /* after the object's writes received before */
-		rc = weft_obj_extent_decode(p, len, &q->m.x, &why);
-		if (rc == 0)
-			key = srv_obj_key(q->m.x.ino, q->m.x.stripe);
-		break;
-	case WEFT_OP_OBJ_SYNC_READ:
-		rc = weft_obj_read_decode(p, len, &q->m.r, &why);
-		key = srv_obj_key(q->m.r.ino, q->m.r.stripe);
-		break;
-	case WEFT_OP_OBJ_MISSED:
-		rc = weft_obj_missed_decode(p, len, &q->m.ms, &why);
-		break;
-	case WEFT_OP_STORE_SCRUB:
-		rc = weft_store_scrub_decode(p, len, &q->m.sc, &why);
-		break;
-	case WEFT_OP_STORE_RATE:
-		rc = weft_store_rate_decode(p, len, &q->m.rt, &why);
-		break;
-	case WEFT_OP_OBJ_DELETE:
-		rc = weft_obj_delete_decode(p, len, &q->m.d, &why);
-		break;
-	case WEFT_OP_OBJ_LIST:
-		rc = weft_obj_list_decode(p, len, &q->m.l, &why);
-		break;
-	case WEFT_OP_STORE_STATS:
-		break;
-	default:
-		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
-				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
-		frame_free(f);
-		free(q);
-		return;
-	}
-	if (rc) {
+	const char *why = NULL;
+	if (o->decode && weft_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
+					     f->h.payload_len, &q->m, &why)) {
 		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
 		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
 				 why ? why : "malformed");
@@ -407,7 +402,7 @@ static void on_request(struct conn *c, struct frame *f)
 	q->op = op;
 	q->job.fn = run_job;
 	atomic_fetch_add(&s->pending, 1);
-	store_workers_push(s->workers, &q->job, key);
+	store_workers_push(s->workers, &q->job, o->key(q));
 }
 
 static const struct conn_ops srv_ops = {.on_request = on_request};
@@ -639,12 +634,12 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		snprintf(err, errlen, "bad meta address '%s'", s->meta_addr);
 		goto fail;
 	}
-	if ((rc = chains_init(s))) {
+	if ((rc = store_chains_init(s))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	uint8_t fs_checksums = 1;
-	rc = hb_register(s, true, &fs_checksums);
+	rc = store_hb_register(s, true, &fs_checksums);
 	if (rc) {
 		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
 			 weft_strerror(rc));
@@ -659,30 +654,30 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		rc = set_aside(s, "meta cannot vouch for it (its write sequence went back)",
 			       err, errlen);
 		if (rc == 0)
-			rc = hb_register(s, false, NULL);
+			rc = store_hb_register(s, false, NULL);
 		if (rc)
 			goto fail;
 	}
 	/* a new target registers again: meta records its incarnation from the start */
-	if (!formatted && (rc = hb_register(s, false, NULL))) {
+	if (!formatted && (rc = store_hb_register(s, false, NULL))) {
 		snprintf(err, errlen, "registering with meta %s: %s", s->meta_addr,
 			 weft_strerror(rc));
 		goto fail;
 	}
-	rc = resync_open(s);
+	rc = store_resync_open(s);
 	if (rc) {
 		snprintf(err, errlen, "%s/missed.log: %s", s->dir, strerror(-rc));
 		goto fail;
 	}
-	rc = chains_refresh(s, true);
+	rc = store_chains_refresh(s, true);
 	if (rc)
 		log_warn("fetching chain tables from meta %s: %s (will retry)", s->meta_addr,
 			 weft_strerror(rc));
-	loop_every(s->loop, 1000, repl_check_timeouts, s);
+	loop_every(s->loop, 1000, store_repl_check_timeouts, s);
 	atomic_store(&s->ready, true);
-	rc = hb_start(s);
+	rc = store_hb_start(s);
 	if (rc == 0)
-		rc = resync_start(s);
+		rc = store_resync_start(s);
 	if (rc) {
 		snprintf(err, errlen, "heartbeat or resync thread: %s", strerror(-rc));
 		goto fail;
@@ -709,8 +704,8 @@ void store_server_stop(struct store_server *s)
 		return;
 	atomic_store(&s->stopping, true);
 	atomic_store(&s->ready, false);
-	hb_stop(s);
-	resync_close(s);
+	store_hb_stop(s);
+	store_resync_close(s);
 	if (s->srv)
 		server_free(s->srv);
 	s->srv = NULL;

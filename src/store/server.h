@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/auth.h"
+#include "net/auth.h"
 
 struct store_server;
 

@@ -6,9 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "common/conn.h"
-#include "common/rpc.h"
-#include "common/server.h"
+#include "net/conn.h"
+#include "net/rpc.h"
+#include "net/server.h"
 #include "net/chaincache.h"
 #include "store/object.h"
 #include "store/server.h"
@@ -42,6 +42,7 @@ struct sreq {
 		struct weft_msg_obj_extent x;
 	} m;
 	/* replication */
+	bool crcs_verified;       /* OBJ_WRITE: check_crcs checked the bulk against its CRCs */
 	atomic_int parts;         /* local write + forward still running */
 	int local_rc;
 	char local_detail[160];   /* what the local operation found (checksum errors) */
@@ -128,80 +129,80 @@ void store_disk_write_error(struct store_server *s, int rc, const char *what, ui
 /* TARGET_FAILED about itself to meta, until meta has it; 0 once it has. Blocking. */
 int store_disk_report(struct store_server *s);
 
+/* request.c: one request's reply and end (any file's handlers) */
+void store_reply_status(struct sreq *q, int status);
+void store_req_free(struct sreq *q);
+
 /* server.c */
-void srv_reply_status(struct sreq *q, int status);
-void sreq_free(struct sreq *q);
-bool srv_serving(struct store_server *s);
+bool store_serving(struct store_server *s);
 
 /* heartbeat.c: meta, leases, chain tables */
-int hb_register(struct store_server *s, bool first, uint8_t *checksums_out);
-int hb_start(struct store_server *s);
-void hb_stop(struct store_server *s);
+int store_hb_register(struct store_server *s, bool first, uint8_t *checksums_out);
+int store_hb_start(struct store_server *s);
+void store_hb_stop(struct store_server *s);
 /* Asks for a heartbeat within HB_SOON_MS (coalesced): after an fsync, so that meta's
  * record of the write sequence soon covers what was made durable (a directory restored
  * from an older copy is then recognised; docs/ARCHITECTURE.md). Any thread. */
-void hb_soon(struct store_server *s);
+void store_hb_soon(struct store_server *s);
 /* Makes s->cc (after s->meta). 0 or -ENOMEM. */
-int chains_init(struct store_server *s);
+int store_chains_init(struct store_server *s);
 /* Fetches the chain tables if they are stale (meta announced another epoch) or force. */
-int chains_refresh(struct store_server *s, bool force);
+int store_chains_refresh(struct store_server *s, bool force);
 /* Checks (replicas, chain, ver) for op; on success copies the chain and this target's
  * index in it. Refetches the table (blocking: worker threads only) when the request is
  * newer than ours. Errors: -WEFT_ESTALECHAIN, -WEFT_ENOTSERVING (read from a member
  * that is not SERVING; write to an OFFLINE one). */
-int chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
+int store_chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
 		 bool is_read, struct meta_chain *out, int *me);
 /* Address of target id from the table into buf; false if unknown. */
-bool chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
+bool store_chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
 /* A connection to target (new reference): chaincache_conn. */
-int chains_target_conn(struct store_server *s, uint32_t target, struct conn **out);
+int store_chains_target_conn(struct store_server *s, uint32_t target, struct conn **out);
 
 /* repair.c: lost objects (WEFT_EMISSING) copied back from a serving chain peer */
 /* True while (ino, stripe) is being repaired: reads must not be served from it. */
-bool repair_active(struct store_server *s, uint64_t ino, uint32_t stripe);
+bool store_repair_active(struct store_server *s, uint64_t ino, uint32_t stripe);
 /* Queues the repair of (ino, stripe) from a peer of (replicas, chain), keyed like the
  * object's writes, unless one is running or no peer could serve it. Any thread. */
-void repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
+void store_repair_start(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t replicas,
 		  uint32_t chain);
-/* Hash that sends all mutations of one object to one worker (server.c). */
-uint64_t srv_obj_key(uint64_t ino, uint32_t stripe);
+/* Hash that sends all mutations of one object to one worker (request.c). */
+uint64_t store_obj_key(uint64_t ino, uint32_t stripe);
 
 /* replicate.c */
-/* Connection to the chain peer target at addr (kept until stop); NULL on failure. */
-struct rpc *peer_rpc(struct store_server *s, uint32_t target, const char *addr);
-void repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
-void repl_check_timeouts(void *arg);  /* loop timer */
+void store_repl_write(struct sreq *q);      /* OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (worker) */
+void store_repl_check_timeouts(void *arg);  /* loop timer */
 
 /* resync.c: missed log (survivor side) and copier (returning side) */
 struct store_resync;
 /* Opens <dir>/missed.log. 0 or -errno. */
-int resync_open(struct store_server *s);
+int store_resync_open(struct store_server *s);
 /* Starts the copier thread. 0 or -errno. */
-int resync_start(struct store_server *s);
+int store_resync_start(struct store_server *s);
 /* Stops the copier, closes the log. No-op without resync_open. */
-void resync_close(struct store_server *s);
+void store_resync_close(struct store_server *s);
 /* Notes (ino, stripe) as missed by every OFFLINE member of ch (before a mutation). */
-void resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+void store_resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
 		 uint32_t stripe);
 /* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
-void resync_tables_changed(struct store_server *s);
+void store_resync_tables_changed(struct store_server *s);
 /* sweep.c: copies of chains this target left (moves), deleted once not needed.
- * sweep_open/close with resync's; sweep_tables_changed after a table install;
- * sweep_run on the copier thread. */
-int sweep_open(struct store_server *s);
-void sweep_close(struct store_server *s);
-void sweep_tables_changed(struct store_server *s);
-void sweep_run(struct store_server *s);
+ * store_sweep_open/close with resync's; store_sweep_tables_changed after a table install;
+ * store_sweep_run on the copier thread. */
+int store_sweep_open(struct store_server *s);
+void store_sweep_close(struct store_server *s);
+void store_sweep_tables_changed(struct store_server *s);
+void store_sweep_run(struct store_server *s);
 /* OBJ_MISSED (worker). Replies; the caller frees q. */
-void resync_missed_list(struct sreq *q);
+void store_resync_missed_list(struct sreq *q);
 /* Copier progress, for the heartbeat; active: this target syncs some chain. */
-void resync_progress(struct store_server *s, struct weft_msg_resync_progress *out);
-bool resync_active(struct store_server *s);
+void store_resync_progress(struct store_server *s, struct weft_msg_resync_progress *out);
+bool store_resync_active(struct store_server *s);
 /* Queues (ino, stripe) of chain (replicas, chain), which failed its checksum here, for
  * repair from another serving member (copier thread). Any thread; never blocks long. */
 /* Starts a background scrub at rate bytes/s (0: the resync rate). Any thread. */
-void resync_scrub(struct store_server *s, uint64_t rate);
-void resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
+void store_resync_scrub(struct store_server *s, uint64_t rate);
+void store_resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
 		   uint32_t stripe);
 
 #endif

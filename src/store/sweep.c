@@ -16,7 +16,7 @@
  * Deletes are conditional on the object's version (store_obj_delete_if): a copy a
  * write touched in between is left for the next sweep.
  *
- * Threads: sweep_tables_changed runs after a table install; sweep_run on the copier
+ * Threads: store_sweep_tables_changed runs after a table install; store_sweep_run on the copier
  * thread (resync.c). sw->lock guards the membership list and the due time. */
 #include "store/server_int.h"
 
@@ -41,7 +41,7 @@ struct store_sweep {
 	bool member_nowhere;
 };
 
-int sweep_open(struct store_server *s)
+int store_sweep_open(struct store_server *s)
 {
 	struct store_sweep *sw = calloc(1, sizeof(*sw));
 	if (!sw)
@@ -51,7 +51,7 @@ int sweep_open(struct store_server *s)
 	return 0;
 }
 
-void sweep_close(struct store_server *s)
+void store_sweep_close(struct store_server *s)
 {
 	if (!s->sweep)
 		return;
@@ -69,7 +69,7 @@ static bool has(const uint64_t *a, size_t n, uint64_t k)
 	return false;
 }
 
-void sweep_tables_changed(struct store_server *s)
+void store_sweep_tables_changed(struct store_server *s)
 {
 	struct store_sweep *sw = s->sweep;
 	struct meta_chain_set set;
@@ -204,7 +204,7 @@ static void sweep_pass(struct store_server *s)
 	pthread_mutex_unlock(&sw->lock);
 }
 
-void sweep_run(struct store_server *s)
+void store_sweep_run(struct store_server *s)
 {
 	struct store_sweep *sw = s->sweep;
 	if (!sw)

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
+#include "net/rpc.h"
 #include "proto/proto.h"
 #include "weft/err.h"
 

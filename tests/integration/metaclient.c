@@ -1,5 +1,5 @@
 /* metaclient: protocol-level tests of a running `weft meta`, through the wire protocol
- * alone (src/common/rpc.h + src/proto/proto.h).
+ * alone (src/net/rpc.h + src/proto/proto.h).
  *
  * usage: metaclient KEYFILE ADDR proto          every operation and its errno cases
  *        metaclient KEYFILE ADDR bad            malformed and hostile input
@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "common/addr.h"
-#include "common/auth.h"
-#include "meta/chains_codec.h"
+#include "net/auth.h"
+#include "proto/chainset.h"
 #include "metacall.h"
 
 static int failures, checks;
@@ -1320,7 +1320,7 @@ static int run_verify(struct mc *m, const char *log)
 /* ---- a fake store: registers, heartbeats, answers OBJ_DELETE (for the deleter) ---- */
 
 #include <signal.h>
-#include "common/server.h"
+#include "net/server.h"
 
 static volatile sig_atomic_t fake_stop;
 static void fake_on_term(int sig) { (void)sig; fake_stop = 1; }

@@ -26,8 +26,9 @@
 
 #include "common/crc.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "meta/chains_codec.h"
+#include "net/rpc.h"
+#include "net/chainfetch.h"
+#include "proto/objlist.h"
 #include "proto/proto.h"
 #include "weft/err.h"
 
@@ -438,12 +439,14 @@ int main(int argc, char **argv)
 		if (rc)
 			rc = print_err(rc, rep);
 		else if (weft_obj_list_reply_decode(rep->payload, rep->h.payload_len, &r, NULL) ||
-			 rep->h.bulk_len != r.count * 20u)
+			 !proto_obj_recs_fit(rep->h.bulk_len, r.count))
 			rc = 3;
 		else
-			for (uint32_t i = 0; i < r.count; i++)
-				printf("%" PRIu64 " %u %" PRIu64 "\n", get_le64(rep->bulk + 20 * i),
-				       get_le32(rep->bulk + 20 * i + 8), get_le64(rep->bulk + 20 * i + 12));
+			for (uint32_t i = 0; i < r.count; i++) {
+				struct proto_obj_rec o;
+				proto_obj_rec_get(rep->bulk, i, &o);
+				printf("%" PRIu64 " %u %" PRIu64 "\n", o.ino, o.stripe, o.length);
+			}
 		frame_free(rep);
 	} else if (strcmp(cmd, "stats") == 0) {
 		struct frame *rep = NULL;

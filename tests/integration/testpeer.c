@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <signal.h>
 
-#include "common/builtin.h"
+#include "net/builtin.h"
 #include "common/log.h"
-#include "common/server.h"
+#include "net/server.h"
 #include "weft/err.h"
 
 static struct loop *loop;

@@ -9,11 +9,11 @@
 
 #include "check.h"
 #include "common/addr.h"
-#include "common/auth.h"
-#include "common/builtin.h"
+#include "net/auth.h"
+#include "net/builtin.h"
 #include "common/log.h"
-#include "common/rpc.h"
-#include "common/server.h"
+#include "net/rpc.h"
+#include "net/server.h"
 #include "weft/err.h"
 
 static struct loop *srv_loop, *cli_loop;

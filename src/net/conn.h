@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "common/auth.h"
+#include "net/auth.h"
 #include "common/buf.h"
 #include "common/loop.h"
 #include "proto/proto.h"

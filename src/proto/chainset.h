@@ -1,6 +1,6 @@
 /* Chain tables as data, and their wire encoding: meta encodes the whole set of targets
- * and chain tables, clients and stores decode it. No LMDB here, so libweft and weft
- * store can link this file alone (with src/common/buf.c).
+ * and chain tables, clients and stores decode it. Owned by src/proto: no LMDB and no
+ * networking here; the blocking fetch from meta is net/chainfetch.h.
  *
  * Encoding v1 (little-endian, struct wbuf/rbuf conventions):
  *   u8  version (1)
@@ -15,8 +15,8 @@
  *           per member: u32 target id, u8 state (enum weft_member_state)
  *
  * Threads: pure functions; a set is owned by whoever filled it. */
-#ifndef WEFT_META_CHAINS_CODEC_H
-#define WEFT_META_CHAINS_CODEC_H
+#ifndef WEFT_PROTO_CHAINSET_H
+#define WEFT_PROTO_CHAINSET_H
 
 #include <stdint.h>
 
@@ -76,10 +76,6 @@ void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w);
  * anything is allocated. Errors: -WEFT_EPROTO malformed (r->why says why), -ENOMEM.
  * On error *out holds nothing. */
 int meta_chain_set_decode(struct rbuf *r, struct meta_chain_set *out);
-struct rpc;
-/* Asks meta (over r) for the whole set: CHAINS_GET, then decode. Not from r's loop
- * thread. Returns 0 or -errno (the call's, or the decoder's). */
-int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out);
 /* Chain id of table replicas, or NULL when out of range. */
 const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint8_t replicas,
 					    uint32_t id);

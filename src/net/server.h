@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "common/conn.h"
+#include "net/conn.h"
 
 struct server;
 

@@ -1,11 +1,11 @@
 /* PING, ECHO, SINK and STATS_GET handlers shared by every daemon. */
-#include "common/builtin.h"
+#include "net/builtin.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 static void release_frame(void *arg)

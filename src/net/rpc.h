@@ -4,7 +4,7 @@
 #ifndef WEFT_RPC_H
 #define WEFT_RPC_H
 
-#include "common/conn.h"
+#include "net/conn.h"
 
 struct rpc;
 

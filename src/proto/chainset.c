@@ -1,12 +1,11 @@
-/* Encoding and decoding of the chain table set (see chains_codec.h for the format). */
-#include "meta/chains_codec.h"
+/* Encoding and decoding of the chain table set (see chainset.h for the format). */
+#include "proto/chainset.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "common/rpc.h"
 #include "weft/err.h"
 
 void meta_chain_set_free(struct meta_chain_set *s)
@@ -135,24 +134,4 @@ const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint
 	if (replicas < 1 || replicas > WEFT_REPLICAS_MAX || id >= s->nchains[replicas - 1])
 		return NULL;
 	return &s->chains[replicas - 1][id];
-}
-
-int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out)
-{
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_chains_get m = {.known_version = 0};
-	weft_chains_get_encode(&w, &m);
-	struct frame *f = NULL;
-	int err = rpc_call(r, WEFT_OP_CHAINS_GET, &w, NULL, 0, timeout_ms, &f);
-	if (err == 0) {
-		struct rbuf rb;
-		rbuf_init(&rb, f->bulk, f->h.bulk_len);
-		err = meta_chain_set_decode(&rb, out);
-		if (err)
-			log_warn("chain tables from meta %s: %s", rpc_addr(r),
-				 rb.why ? rb.why : weft_strerror(err));
-	}
-	frame_free(f);
-	return err;
 }

@@ -1,6 +1,6 @@
 /* Connections: framing, send queue, calls in flight, handshake. See conn.h. */
-#include "common/conn.h"
-#include "common/stats.h"
+#include "net/conn.h"
+#include "net/stats.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* Reconnecting client endpoint. */
-#include "common/rpc.h"
+#include "net/rpc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -9,7 +9,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 struct rpc {

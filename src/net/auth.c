@@ -1,5 +1,5 @@
 /* Cluster key files and handshake proofs (libsodium HMAC-SHA256). */
-#include "common/auth.h"
+#include "net/auth.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* The Prometheus endpoint (see metrics.h). */
-#include "common/metrics.h"
+#include "net/metrics.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -11,7 +11,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
-#include "common/stats.h"
+#include "net/stats.h"
 
 static struct MHD_Daemon *daemon_h;
 static int bound_port;

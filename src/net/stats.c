@@ -1,5 +1,5 @@
 /* Process-wide counters and their JSON snapshot (see stats.h). */
-#include "common/stats.h"
+#include "net/stats.h"
 
 #include <errno.h>
 #include <math.h>

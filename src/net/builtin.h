@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "common/conn.h"
+#include "net/conn.h"
 
 /* Answers f if it is PING, ECHO or SINK and returns true (f consumed); false otherwise (f
  * untouched). Loop thread. */

@@ -1,5 +1,5 @@
 /* Accepting connections and keeping track of them. */
-#include "common/server.h"
+#include "net/server.h"
 
 #include <errno.h>
 #include <stdbool.h>
