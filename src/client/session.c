@@ -270,7 +270,8 @@ static int open_session(struct weft_client *c)
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_session_open m = {.node = weft_str_of(c->node, strlen(c->node))};
+	struct weft_msg_session_open m = {.node = weft_str_of(c->node, strlen(c->node)),
+					   .flags = WEFT_SESSION_RECALLS};
 	weft_session_open_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_SESSION_OPEN, &w, NULL, 0, &f);

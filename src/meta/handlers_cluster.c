@@ -27,14 +27,18 @@ static int node_name(const struct weft_str *s, char *out)
 	return 0;
 }
 
-/* SESSION_OPEN {node} -> SESSION {session, lease_ms, fsid}. Creates a session. */
+/* SESSION_OPEN {node, flags} -> SESSION {session, lease_ms, fsid}. Creates a session;
+ * with WEFT_SESSION_RECALLS it gets leases (it answers RECALL). */
 static int h_session_open(struct mreq *r, const struct meta_ctx *c)
 {
 	char node[WEFT_NODE_MAX + 1];
 	int rc = node_name(&MSG(session_open)->node, node);
 	if (rc)
 		return rc;
-	return meta_session_create(c->db, c->txn, node, meta_now_ns(), &r->u64);
+	rc = meta_session_create(c->db, c->txn, node, meta_now_ns(), &r->u64);
+	if (rc == 0 && (MSG(session_open)->flags & WEFT_SESSION_RECALLS))
+		meta_leases_recaller(r->s->leases, r->u64);
+	return rc;
 }
 
 static void rep_session(struct mreq *r, struct wbuf *w)

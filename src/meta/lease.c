@@ -38,6 +38,8 @@ struct meta_leases {
 	size_t nb, capb;
 	uint64_t *evicted;
 	size_t nev, capev;
+	uint64_t *recallers;   /* sessions that answer recalls (unordered) */
+	size_t nrc, caprc;
 };
 
 int meta_leases_new(uint32_t lease_ms, struct meta_leases **out)
@@ -66,6 +68,7 @@ void meta_leases_free(struct meta_leases *l)
 		conn_put(l->b[i].c);
 	free(l->b);
 	free(l->evicted);
+	free(l->recallers);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
@@ -179,6 +182,30 @@ static void prune(struct meta_leases *l, struct lnode **p, uint64_t now_ms)
 	}
 }
 
+static bool is_recaller(const struct meta_leases *l, uint64_t session)
+{
+	for (size_t i = 0; i < l->nrc; i++)
+		if (l->recallers[i] == session)
+			return true;
+	return false;
+}
+
+void meta_leases_recaller(struct meta_leases *l, uint64_t session)
+{
+	pthread_mutex_lock(&l->lock);
+	if (!is_recaller(l, session) && l->nrc == l->caprc) {
+		size_t nc = l->caprc ? l->caprc * 2 : 16;
+		uint64_t *v = realloc(l->recallers, nc * sizeof(*v));
+		if (v) {
+			l->recallers = v;
+			l->caprc = nc;
+		}
+	}
+	if (!is_recaller(l, session) && l->nrc < l->caprc)
+		l->recallers[l->nrc++] = session;
+	pthread_mutex_unlock(&l->lock);
+}
+
 uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino, bool pin,
 			   uint64_t now_ms)
 {
@@ -186,6 +213,8 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 		return 0;
 	uint32_t granted = 0;
 	pthread_mutex_lock(&l->lock);
+	if (!is_recaller(l, session))
+		goto out;
 	struct lnode **p = slot_of(l, ino);
 	struct lnode *n = *p;
 	if (!n && (n = calloc(1, sizeof(*n)))) {
@@ -307,6 +336,11 @@ void meta_leases_drop(struct meta_leases *l, uint64_t session, uint64_t ino)
 void meta_leases_forget(struct meta_leases *l, uint64_t session, bool evicted)
 {
 	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < l->nrc; i++)
+		if (l->recallers[i] == session) {
+			l->recallers[i] = l->recallers[--l->nrc];
+			break;
+		}
 	for (size_t i = 0; i < LEASE_BUCKETS; i++) {
 		struct lnode **p = &l->buckets[i];
 		while (*p) {

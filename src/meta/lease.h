@@ -41,8 +41,13 @@ uint64_t meta_leases_session_of(struct meta_leases *l, struct conn *c, bool *fen
 /* A connection of session (a new reference), or NULL. */
 struct conn *meta_leases_conn_of(struct meta_leases *l, uint64_t session);
 
+/* session answers recalls (SESSION_OPEN with WEFT_SESSION_RECALLS): only such sessions
+ * get leases, so that a client that cannot give one back never holds up a mutation.
+ * Forgotten with the session (meta_leases_forget). */
+void meta_leases_recaller(struct meta_leases *l, uint64_t session);
+
 /* Grants session a lease on ino; returns its length in ms, 0 when none is granted
- * (session 0, ino busy). pin: an open (held until meta_leases_unpin). */
+ * (session 0 or not a recaller, ino busy). pin: an open (held until meta_leases_unpin). */
 uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino, bool pin,
 			   uint64_t now_ms);
 void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino);

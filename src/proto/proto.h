@@ -159,7 +159,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 /* ---- sessions and leases (client <-> meta) ---- */
 
-#define MSG_SESSION_OPEN(F) F(STR, node, WEFT_NODE_MAX)
+/* flags: WEFT_SESSION_RECALLS, the client answers RECALL (it gets leases only then) */
+#define MSG_SESSION_OPEN(F) F(STR, node, WEFT_NODE_MAX) F(U32, flags, 0)
+#define WEFT_SESSION_RECALLS 0x1u
 #define MSG_SESSION(F) F(U64, session, 0) F(U32, lease_ms, 0) F(FIX, fsid, 16)
 #define MSG_SESSION_ID(F) F(U64, session, 0)
 /* meta -> client over the client's connection: give back the lease on ino. what:

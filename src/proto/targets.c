@@ -17,6 +17,8 @@ void proto_target_rec_write(struct wbuf *w, const struct weft_target_rec *t)
 	wbuf_u64(w, t->resync_objects_left);
 	wbuf_u64(w, t->resync_bytes_left);
 	wbuf_u64(w, t->resync_rate);
+	wbuf_u8(w, t->flags);
+	wbuf_u32(w, t->memberships);
 }
 
 bool proto_target_rec_read(struct rbuf *r, struct weft_target_rec *t)

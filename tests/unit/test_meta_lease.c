@@ -10,6 +10,10 @@ int main(void)
 	struct meta_leases *l;
 	CHECK_OK(meta_leases_new(5000, &l));
 	uint64_t who[8];
+	/* a session that does not answer recalls gets no lease */
+	CHECK_INT(meta_leases_grant(l, 1, 10, false, 1000), ==, 0);
+	for (uint64_t s = 1; s <= 5; s++)
+		meta_leases_recaller(l, s);
 	/* a grant lasts lease_ms; session 0 and inode 0 get none */
 	CHECK_INT(meta_leases_grant(l, 1, 10, false, 1000), ==, 5000);
 	CHECK_INT(meta_leases_grant(l, 0, 10, false, 1000), ==, 0);
