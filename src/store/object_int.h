@@ -1,4 +1,5 @@
-/* Internals shared by object.c, object_read.c and object_recover.c. Not an API. */
+/* Internals shared by object.c, object_write.c, object_read.c, object_recover.c and
+ * object_seg.c. Not an API. */
 #ifndef WEFT_STORE_OBJECT_INT_H
 #define WEFT_STORE_OBJECT_INT_H
 
@@ -49,6 +50,8 @@ uint64_t obj_stamp(int fd);
  * only when the stamp differs. *recorded (may be NULL): the record's stamp, when true.
  * Object lock held (read or write). Logs what it found. */
 bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded);
+/* fsync of directory rel under dirfd (a new entry made durable). 0 or -errno. */
+int store_obj_fsync_dirat(int dirfd, const char *rel);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
 int store_obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so
