@@ -21,7 +21,7 @@ int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct
 	int err = client_meta_call(c, op, w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_entry e;
-		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
+		if (proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
 			err = -EIO;
 		} else {
 			client_lease_note(c, e.attr.ino, e.lease, gen);
@@ -42,7 +42,7 @@ static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uin
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	return client_call_entry(c, WEFT_OP_GETATTR, &w, attr, layout);
 }
 
@@ -91,12 +91,12 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 				     .uid = in->uid, .gid = in->gid, .size = in->size,
 				     .atime_ns = in->atime_ns, .mtime_ns = in->mtime_ns,
 				     .ctime_ns = in->ctime_ns};
-	weft_setattr_encode(&w, &m);
+	proto_setattr_encode(&w, &m);
 	struct frame *f;
 	err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_attr a;
-		if (weft_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {
+		if (proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {
 			err = -EIO;
 		} else {
 			if (valid & WEFT_SET_SIZE)
@@ -115,6 +115,6 @@ int weft_access(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_access m = {.cred = *cr, .ino = ino, .mask = mask};
-	weft_access_encode(&w, &m);
+	proto_access_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_ACCESS, &w, NULL, 0, NULL);
 }

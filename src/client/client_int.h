@@ -1,6 +1,15 @@
 /* libweft internals shared by its files: the client, the per-inode write state, the
  * store data path. See include/weft/client.h for the contract.
  *
+ * Files: session.c (the client, its session at meta, heartbeats, chain tables through
+ * the chain cache, the pagepool, suspects), lease.c (leases, recalls, fencing), ns.c
+ * (names, directories, xattrs, stripes), attr.c (getattr, setattr, access, ENTRY
+ * replies), file.c (open files: open, create, write gathering, read, flush, fsync,
+ * release), winode.c (the winode table, write-behind sending and draining, the size
+ * this client knows), readahead.c, data.c (store I/O for pieces of a file), sparse.c
+ * (st_blocks), stripe.c (block to object mapping). Calls go one way: file.c and ns.c
+ * use attr.c and winode.c, never each other.
+ *
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
  * their own threads on replies. A background thread sends session heartbeats; their
  * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it

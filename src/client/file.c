@@ -312,7 +312,7 @@ int weft_file_flush(struct weft_file *f)
 	if (report && !blocks) {
 		struct wbuf w;
 		wbuf_init(&w);
-		weft_extend_encode(&w, &m);
+		proto_extend_encode(&w, &m);
 		client_meta_start(c, WEFT_OP_EXTEND, &w, &mw);
 	}
 	pthread_mutex_lock(&wi->lock);
@@ -328,7 +328,7 @@ int weft_file_flush(struct weft_file *f)
 		}
 		struct wbuf w;
 		wbuf_init(&w);
-		weft_extend_encode(&w, &m);
+		proto_extend_encode(&w, &m);
 		client_meta_start(c, WEFT_OP_EXTEND, &w, &mw);
 	}
 	if (report) {
@@ -359,7 +359,7 @@ int weft_file_fsync(struct weft_file *f)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = f->cred, .ino = f->wi->ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	return client_meta_call(f->c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
 }
 
@@ -380,7 +380,7 @@ int weft_file_release(struct weft_file *f)
 		wbuf_init(&w);
 		struct weft_msg_release m = {.ino = f->wi->ino, .handle = 0,
 					     .session = c->session};
-		weft_release_encode(&w, &m);
+		proto_release_encode(&w, &m);
 		client_meta_post(c, WEFT_OP_RELEASE, &w);
 	}
 	pthread_rwlock_unlock(&c->sess_lock);
@@ -416,14 +416,14 @@ static void enc_open(struct wbuf *w, void *msg, uint64_t sid)
 {
 	struct weft_msg_open *m = msg;
 	m->session = sid;
-	weft_open_encode(w, m);
+	proto_open_encode(w, m);
 }
 
 static void enc_create_open(struct wbuf *w, void *msg, uint64_t sid)
 {
 	struct weft_msg_create_open *m = msg;
 	m->session = sid;
-	weft_create_open_encode(w, m);
+	proto_create_open_encode(w, m);
 }
 
 /* Sends OPEN or CREATE_OPEN (msg, encoded by enc) and makes the open file from the OPENED
@@ -454,7 +454,7 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		}
 		break;
 	}
-	if (!err && weft_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
+	if (!err && proto_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
 	if (!err)
 		client_lease_note(c, o->attr.ino, o->lease, gen);
@@ -480,7 +480,7 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 			struct wbuf w;
 			wbuf_init(&w);
 			struct weft_msg_release m = {.ino = o->attr.ino, .session = c->session};
-			weft_release_encode(&w, &m);
+			proto_release_encode(&w, &m);
 			client_meta_post(c, WEFT_OP_RELEASE, &w);
 		}
 		return err;

@@ -32,7 +32,7 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_lookup m = {.cred = *cr, .parent = parent, .name = name_of(name)};
-	weft_lookup_encode(&w, &m);
+	proto_lookup_encode(&w, &m);
 	return client_call_entry(c, WEFT_OP_LOOKUP, &w, attr, NULL);
 }
 
@@ -47,7 +47,7 @@ static int create_like(struct weft_client *c, uint16_t op, const struct weft_cre
 	wbuf_init(&w);
 	struct weft_msg_create m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .mode = mode, .rdev = rdev, .flags = flags};
-	weft_create_encode(&w, &m);
+	proto_create_encode(&w, &m);
 	return client_call_entry(c, op, &w, attr, NULL);
 }
 
@@ -74,7 +74,7 @@ static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *c
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
-	weft_name_encode(&w, &m);
+	proto_name_encode(&w, &m);
 	return client_meta_call(c, op, &w, NULL, 0, NULL);
 }
 
@@ -103,7 +103,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_rename m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .newparent = newparent, .newname = name_of(newname),
 				    .flags = flags};
-	weft_rename_encode(&w, &m);
+	proto_rename_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
 }
 
@@ -117,7 +117,7 @@ int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 	wbuf_init(&w);
 	struct weft_msg_link m = {.cred = *cr, .ino = ino, .newparent = newparent,
 				  .newname = name_of(newname)};
-	weft_link_encode(&w, &m);
+	proto_link_encode(&w, &m);
 	return client_call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
 }
 
@@ -133,7 +133,7 @@ int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t par
 	wbuf_init(&w);
 	struct weft_msg_symlink m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				     .target = name_of(target)};
-	weft_symlink_encode(&w, &m);
+	proto_symlink_encode(&w, &m);
 	return client_call_entry(c, WEFT_OP_SYMLINK, &w, attr, NULL);
 }
 
@@ -143,12 +143,12 @@ int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_READLINK, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_path p;
-		if (weft_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
+		if (proto_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
 			err = -EIO;
 		else
 			err = weft_str_copy(buf, cap, p.path);
@@ -167,7 +167,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
 					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
 					     .plus = plus};
-		weft_readdir_encode(&w, &m);
+		proto_readdir_encode(&w, &m);
 		struct frame *f;
 		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
 		if (err) {
@@ -175,7 +175,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 			return err;
 		}
 		struct weft_msg_dirlist dl;
-		if (weft_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
+		if (proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
 			frame_free(f);
 			return -EIO;
 		}
@@ -212,7 +212,7 @@ int weft_statfs(struct weft_client *c, struct weft_statfs *st)
 	int err = client_meta_call(c, WEFT_OP_STATFS, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_statfs_reply s;
-		if (weft_statfs_reply_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+		if (proto_statfs_reply_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
 			err = -EIO;
 		} else {
 			*st = (struct weft_statfs){.blocks = s.blocks, .bfree = s.bfree,
@@ -237,14 +237,14 @@ static ssize_t xattr_call(struct weft_client *c, uint16_t op, const struct weft_
 	wbuf_init(&w);
 	struct weft_msg_xattr m = {.cred = *cr, .ino = ino, .name = name_of(name ? name : ""),
 				   .flags = flags, .size = (uint32_t)(out ? cap : size)};
-	weft_xattr_encode(&w, &m);
+	proto_xattr_encode(&w, &m);
 	struct iovec v = {(void *)value, size};
 	struct frame *f;
 	int err = client_meta_call(c, op, &w, value ? &v : NULL, value ? 1 : 0, &f);
 	ssize_t rc = err;
 	if (err == 0 && out) {
 		struct weft_msg_size s;
-		if (weft_size_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+		if (proto_size_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
 			rc = -EIO;
 		} else if (cap == 0) {
 			rc = s.size;
@@ -305,12 +305,12 @@ int weft_getstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_GETSTRIPE, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_layout lm;
-		if (weft_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
+		if (proto_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
 			err = -EIO;
 		} else {
 			*l = lm.layout;
@@ -328,6 +328,6 @@ int weft_setstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_setstripe m = {.cred = *cr, .ino = ino, .layout = *l};
-	weft_setstripe_encode(&w, &m);
+	proto_setstripe_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_SETSTRIPE, &w, NULL, 0, NULL);
 }

@@ -279,7 +279,7 @@ static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *pay
 			release(arg);
 		return -ENOMEM;
 	}
-	weft_hdr_encode(e->hdr, h);
+	proto_hdr_encode(e->hdr, h);
 	e->iov[e->niov++] = (struct iovec){e->hdr, WEFT_HDR_SIZE};
 	if (payload && payload->len) {
 		e->payload = payload->data;
@@ -367,7 +367,7 @@ int conn_reply_error(struct conn *c, const struct frame *req, int status, uint32
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_error m = {.target = target, .detail = weft_str_of(detail, strlen(detail))};
-	weft_error_encode(&w, &m);
+	proto_error_encode(&w, &m);
 	return conn_reply(c, req, status, &w, NULL, 0, NULL, NULL);
 }
 
@@ -377,7 +377,7 @@ uint32_t conn_error_detail(const struct frame *reply, char *buf, size_t cap)
 	if (cap)
 		buf[0] = '\0';
 	if (!reply || reply->h.payload_len == 0 ||
-	    weft_error_decode(reply->payload, reply->h.payload_len, &m, NULL) < 0)
+	    proto_error_decode(reply->payload, reply->h.payload_len, &m, NULL) < 0)
 		return 0;
 	if (cap)
 		snprintf(buf, cap, "%.*s", (int)m.detail.len, m.detail.p);
@@ -688,7 +688,7 @@ static bool parse_rx(struct conn *c)
 			break;
 		struct weft_hdr h;
 		const char *why;
-		if (weft_hdr_decode(c->rx + c->rx_off, &h, &why) < 0) {
+		if (proto_hdr_decode(c->rx + c->rx_off, &h, &why) < 0) {
 			protocol_error(c, why);
 			return false;
 		}

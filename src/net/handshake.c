@@ -41,7 +41,7 @@ void handshake_start(struct conn *c)
 	auth_random(c->nonce_c, WEFT_NONCE_LEN);
 	memcpy(m.nonce, c->nonce_c, WEFT_NONCE_LEN);
 	m.name = weft_str_of(c->peer_name, strlen(c->peer_name));
-	weft_hello_encode(&w, &m);
+	proto_hello_encode(&w, &m);
 	c->peer_name[0] = '\0';
 	c->hs = HS_CLIENT_WAIT_HELLO;
 	conn_send_handshake(c, WEFT_OP_HELLO, 0, 0, 0, &w);
@@ -64,7 +64,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, msg);
 			break;
 		}
-		if (weft_hello_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		if (proto_hello_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 			snprintf(msg, sizeof(msg), "malformed HELLO: %s", why);
 			hs_fail(c, msg);
 			break;
@@ -84,7 +84,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 		auth_random(c->nonce_s, WEFT_NONCE_LEN);
 		struct weft_msg_hello_reply r = {.version = c->version};
 		memcpy(r.nonce, c->nonce_s, WEFT_NONCE_LEN);
-		weft_hello_reply_encode(&w, &r);
+		proto_hello_reply_encode(&w, &r);
 		c->hs = HS_SERVER_WAIT_AUTH;
 		conn_send_handshake(c, WEFT_OP_HELLO, WEFT_F_REPLY, 0, f->h.reqid, &w);
 		break;
@@ -97,7 +97,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, msg);
 			break;
 		}
-		if (weft_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		if (proto_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 			snprintf(msg, sizeof(msg), "malformed AUTH: %s", why);
 			hs_fail(c, msg);
 			break;
@@ -113,7 +113,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 		}
 		struct weft_msg_auth r;
 		auth_mac(&c->key, "weft-server", c->nonce_c, c->nonce_s, c->version, r.mac);
-		weft_auth_encode(&w, &r);
+		proto_auth_encode(&w, &r);
 		conn_send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, 0, f->h.reqid, &w);
 		conn_become_ready(c);
 		break;
@@ -126,7 +126,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, msg);
 			break;
 		}
-		if (weft_hello_reply_decode(f->payload, f->h.payload_len, &m, &why) < 0 ||
+		if (proto_hello_reply_decode(f->payload, f->h.payload_len, &m, &why) < 0 ||
 		    m.version < WEFT_PROTO_MIN || m.version > WEFT_PROTO_MAX) {
 			snprintf(msg, sizeof(msg), "bad HELLO reply: %s", why ? why : "version");
 			hs_fail(c, msg);
@@ -136,7 +136,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 		memcpy(c->nonce_s, m.nonce, WEFT_NONCE_LEN);
 		struct weft_msg_auth a;
 		auth_mac(&c->key, "weft-client", c->nonce_c, c->nonce_s, c->version, a.mac);
-		weft_auth_encode(&w, &a);
+		proto_auth_encode(&w, &a);
 		c->hs = HS_CLIENT_WAIT_AUTH;
 		conn_send_handshake(c, WEFT_OP_AUTH, 0, 0, 0, &w);
 		break;
@@ -152,7 +152,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, "server refused our cluster key (wrong cluster key)");
 			break;
 		}
-		if (f->h.status || weft_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		if (f->h.status || proto_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 			hs_fail(c, "malformed AUTH reply");
 			break;
 		}

@@ -22,10 +22,10 @@ static int raw_auth(void)
 	memcpy(h.nonce, nonce_c, sizeof(nonce_c));
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_hello_encode(&w, &h);
+	proto_hello_encode(&w, &h);
 	struct weft_hdr hh = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_HELLO,
 			      .reqid = 1, .payload_len = (uint32_t)w.len};
-	weft_hdr_encode(hdr, &hh);
+	proto_hdr_encode(hdr, &hh);
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
 	    write(fd, w.data, w.len) != (ssize_t)w.len)
 		goto fail;
@@ -34,25 +34,25 @@ static int raw_auth(void)
 	if (recv(fd, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t)sizeof(hdr))
 		goto fail;
 	struct weft_hdr rh;
-	if (weft_hdr_decode(hdr, &rh, NULL) || rh.payload_len > sizeof(buf) ||
+	if (proto_hdr_decode(hdr, &rh, NULL) || rh.payload_len > sizeof(buf) ||
 	    recv(fd, buf, rh.payload_len, MSG_WAITALL) != (ssize_t)rh.payload_len)
 		goto fail;
 	struct weft_msg_hello_reply hr;
-	if (weft_hello_reply_decode(buf, rh.payload_len, &hr, NULL))
+	if (proto_hello_reply_decode(buf, rh.payload_len, &hr, NULL))
 		goto fail;
 	struct weft_msg_auth am;
 	auth_mac(&g_key, "weft-client", nonce_c, hr.nonce, hr.version, am.mac);
 	wbuf_init(&w);
-	weft_auth_encode(&w, &am);
+	proto_auth_encode(&w, &am);
 	hh = (struct weft_hdr){.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_AUTH,
 			       .reqid = 2, .payload_len = (uint32_t)w.len};
-	weft_hdr_encode(hdr, &hh);
+	proto_hdr_encode(hdr, &hh);
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
 	    write(fd, w.data, w.len) != (ssize_t)w.len)
 		goto fail;
 	wbuf_free(&w);
 	if (recv(fd, hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t)sizeof(hdr) ||
-	    weft_hdr_decode(hdr, &rh, NULL) || rh.status != 0 || rh.payload_len > sizeof(buf) ||
+	    proto_hdr_decode(hdr, &rh, NULL) || rh.status != 0 || rh.payload_len > sizeof(buf) ||
 	    recv(fd, buf, rh.payload_len, MSG_WAITALL) != (ssize_t)rh.payload_len)
 		goto fail;
 	return fd;
@@ -88,7 +88,7 @@ static void t_garbage_after_auth(void)
 	uint8_t hdr[WEFT_HDR_SIZE];
 	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_LOOKUP,
 			     .reqid = 9, .payload_len = WEFT_PAYLOAD_MAX + 1};
-	weft_hdr_encode(hdr, &h);
+	proto_hdr_encode(hdr, &h);
 	wr = write(fd, hdr, sizeof(hdr));
 	while ((r = read(fd, b, sizeof(b))) > 0)
 		;

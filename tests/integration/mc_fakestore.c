@@ -13,7 +13,7 @@ static void fake_request(struct conn *c, struct frame *f)
 {
 	if (f->h.opcode == WEFT_OP_OBJ_DELETE) {
 		struct weft_msg_obj_delete m;
-		if (weft_obj_delete_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+		if (proto_obj_delete_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
 			printf("deleted %llu role %u\n", (unsigned long long)m.ino, conn_peer_role(c));
 			fflush(stdout);
 			conn_reply(c, f, 0, NULL, NULL, 0, NULL, NULL);
@@ -64,7 +64,7 @@ int run_unlinkone(struct mc *m)
 	OK(mc_call(m, WEFT_OP_SESSION_OPEN, &so, NULL, 0, &fr));
 	struct weft_msg_session s = {0};
 	if (fr)
-		OK(weft_session_decode(fr->payload, fr->h.payload_len, &s, NULL));
+		OK(proto_session_decode(fr->payload, fr->h.payload_len, &s, NULL));
 	frame_free(fr);
 	char name[64];
 	snprintf(name, sizeof(name), "doomed-%d", (int)getpid());

@@ -22,7 +22,7 @@ static void t_targets(struct mc *m)
 	OK(mc_call(m, WEFT_OP_TARGET_HEARTBEAT, &hb, NULL, 0, &f));
 	struct weft_msg_heartbeat_reply hr = {0};
 	if (f)
-		OK(weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &hr, NULL));
+		OK(proto_heartbeat_reply_decode(f->payload, f->h.payload_len, &hr, NULL));
 	TRUE(hr.lease_ms > 0 && hr.chains_version > 0);
 	frame_free(f);
 	hb.target = 999;
@@ -35,7 +35,7 @@ static void t_targets(struct mc *m)
 	uint64_t v1 = 0;
 	if (f) {
 		struct weft_msg_chains cm;
-		OK(weft_chains_decode(f->payload, f->h.payload_len, &cm, NULL));
+		OK(proto_chains_decode(f->payload, f->h.payload_len, &cm, NULL));
 		v1 = cm.version;
 		struct rbuf r;
 		rbuf_init(&r, f->bulk, f->h.bulk_len);
@@ -58,7 +58,7 @@ static void t_targets(struct mc *m)
 	for (int i = 0; i < 100; i++) {
 		OK(mc_call(m, WEFT_OP_CHAINS_GET, &cg, NULL, 0, &f));
 		struct weft_msg_chains cm;
-		if (!f || weft_chains_decode(f->payload, f->h.payload_len, &cm, NULL) ||
+		if (!f || proto_chains_decode(f->payload, f->h.payload_len, &cm, NULL) ||
 		    cm.version > v1)
 			break;
 		frame_free(f);
@@ -67,7 +67,7 @@ static void t_targets(struct mc *m)
 	}
 	if (f) {
 		struct weft_msg_chains cm;
-		OK(weft_chains_decode(f->payload, f->h.payload_len, &cm, NULL));
+		OK(proto_chains_decode(f->payload, f->h.payload_len, &cm, NULL));
 		TRUE(cm.version > v1);
 		struct rbuf r;
 		rbuf_init(&r, f->bulk, f->h.bulk_len);
@@ -86,7 +86,7 @@ static void t_targets(struct mc *m)
 	OK(mc_call(m, WEFT_OP_TARGETS_GET, NULL, NULL, 0, &f));
 	if (f) {
 		struct weft_msg_targets tm;
-		OK(weft_targets_decode(f->payload, f->h.payload_len, &tm, NULL));
+		OK(proto_targets_decode(f->payload, f->h.payload_len, &tm, NULL));
 		EXPECT(tm.count, 2);
 		TRUE(f->h.bulk_len > 0);
 	}
@@ -103,7 +103,7 @@ static void t_sessions(struct mc *m)
 	OK(mc_call(m, WEFT_OP_SESSION_OPEN, &so, NULL, 0, &f));
 	if (f) {
 		struct weft_msg_session s;
-		OK(weft_session_decode(f->payload, f->h.payload_len, &s, NULL));
+		OK(proto_session_decode(f->payload, f->h.payload_len, &s, NULL));
 		session = s.session;
 		TRUE(s.session > 0 && s.lease_ms > 0);
 		uint8_t zero[16] = {0};
@@ -226,7 +226,7 @@ static void t_basic(struct mc *m)
 	OK(mc_call(m, WEFT_OP_READLINK, &rq, NULL, 0, &f));
 	if (f) {
 		struct weft_msg_path p;
-		OK(weft_path_decode(f->payload, f->h.payload_len, &p, NULL));
+		OK(proto_path_decode(f->payload, f->h.payload_len, &p, NULL));
 		TRUE(p.path.len == 3 && memcmp(p.path.p, "d/h", 3) == 0);
 	}
 	frame_free(f);
@@ -268,7 +268,7 @@ static void t_setattr(struct mc *m)
 	OK(mc_call(m, WEFT_OP_SETATTR, &q, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_attr am;
-		OK(weft_attr_decode(fr->payload, fr->h.payload_len, &am, NULL));
+		OK(proto_attr_decode(fr->payload, fr->h.payload_len, &am, NULL));
 		EXPECT(am.attr.mode, S_IFREG | 0600);
 	}
 	frame_free(fr);
@@ -313,7 +313,7 @@ static void t_setattr(struct mc *m)
 	OK(mc_call(m, WEFT_OP_EXTEND, &e, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_attr am;
-		OK(weft_attr_decode(fr->payload, fr->h.payload_len, &am, NULL));
+		OK(proto_attr_decode(fr->payload, fr->h.payload_len, &am, NULL));
 		EXPECT(am.attr.size, 5000);
 		EXPECT(am.attr.mtime_ns, 42);
 	}
@@ -377,7 +377,7 @@ static void t_open(struct mc *m)
 	OK(mc_call(m, WEFT_OP_OPEN, &q, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_opened o;
-		OK(weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
+		OK(proto_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
 		EXPECT(o.attr.ino, f.ino);
 		TRUE(o.layout.stripe_unit > 0 && o.layout.chain_count > 0);
 	}
@@ -420,7 +420,7 @@ static void t_open(struct mc *m)
 	uint64_t s2 = 0;
 	if (fr) {
 		struct weft_msg_session s;
-		OK(weft_session_decode(fr->payload, fr->h.payload_len, &s, NULL));
+		OK(proto_session_decode(fr->payload, fr->h.payload_len, &s, NULL));
 		s2 = s.session;
 	}
 	frame_free(fr);
@@ -446,7 +446,7 @@ static void t_create_open(struct mc *m)
 	OK(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_opened o;
-		OK(weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
+		OK(proto_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
 		EXPECT(o.created, 1);
 		EXPECT(o.attr.mode, S_IFREG | 0444);
 		EXPECT(o.attr.uid, user.uid);
@@ -466,7 +466,7 @@ static void t_create_open(struct mc *m)
 	OK(mc_call(m, WEFT_OP_CREATE_OPEN, &q, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_opened o;
-		OK(weft_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
+		OK(proto_opened_decode(fr->payload, fr->h.payload_len, &o, NULL));
 		EXPECT(o.created, 0);
 		EXPECT(o.attr.ino, x.ino);
 	}
@@ -504,7 +504,7 @@ static void t_xattr(struct mc *m)
 	OK(mc_call(m, WEFT_OP_GETXATTR, &q, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_size s;
-		OK(weft_size_decode(fr->payload, fr->h.payload_len, &s, NULL));
+		OK(proto_size_decode(fr->payload, fr->h.payload_len, &s, NULL));
 		EXPECT(s.size, 4);
 		EXPECT(fr->h.bulk_len, 0);
 	}
@@ -558,7 +558,7 @@ static void t_stripe_statfs(struct mc *m)
 	OK(mc_call(m, WEFT_OP_GETSTRIPE, &gq, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_layout lm;
-		OK(weft_layout_decode(fr->payload, fr->h.payload_len, &lm, NULL));
+		OK(proto_layout_decode(fr->payload, fr->h.payload_len, &lm, NULL));
 		TRUE(lm.is_default && lm.layout.stripe_unit == 256 * 1024 && lm.layout.replicas == 2);
 	}
 	frame_free(fr);
@@ -571,7 +571,7 @@ static void t_stripe_statfs(struct mc *m)
 	OK(mc_call(m, WEFT_OP_GETSTRIPE, &gq, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_layout lm;
-		OK(weft_layout_decode(fr->payload, fr->h.payload_len, &lm, NULL));
+		OK(proto_layout_decode(fr->payload, fr->h.payload_len, &lm, NULL));
 		TRUE(!lm.is_default && lm.layout.first_chain == l.first_chain);
 	}
 	frame_free(fr);
@@ -586,7 +586,7 @@ static void t_stripe_statfs(struct mc *m)
 	OK(mc_call(m, WEFT_OP_STATFS, NULL, NULL, 0, &fr));
 	if (fr) {
 		struct weft_msg_statfs_reply s;
-		OK(weft_statfs_reply_decode(fr->payload, fr->h.payload_len, &s, NULL));
+		OK(proto_statfs_reply_decode(fr->payload, fr->h.payload_len, &s, NULL));
 		EXPECT(s.bsize, 4096);
 		EXPECT(s.namemax, 255);
 		TRUE(s.blocks >= (1ULL << 40) / 4096 && s.bfree <= s.blocks && s.files > s.ffree &&

@@ -16,7 +16,7 @@ int readdir_page(struct mc *m, const struct weft_cred *cr, uint64_t ino, uint64_
 		return rc;
 	}
 	struct weft_msg_dirlist dl;
-	if (weft_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL)) {
+	if (proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL)) {
 		frame_free(f);
 		return -EIO;
 	}
