@@ -186,7 +186,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 					     CLIENT_STORE_TIMEOUT_MS, &f);
 			conn_put(cn);
 			if (err == 0 && proto_obj_extent_reply_decode(f->payload, f->h.payload_len,
-								    x, NULL) < 0)
+								     x, NULL) < 0)
 				err = -EIO;
 			frame_free(f);
 			if (err == -ENOENT) { /* never written */

@@ -197,7 +197,7 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	const char *why = NULL;
 	if (proto_msg_decode_any((enum weft_msg_type)t, f->payload, f->h.payload_len, r->msg,
-				&why) < 0) {
+				 &why) < 0) {
 		if (h->name_errors && proto_decode_err(why) == -ENAMETOOLONG)
 			conn_reply_error(c, f, -ENAMETOOLONG, 0, "%s: name over %d bytes",
 					 weft_op_name(op), WEFT_NAME_MAX);

@@ -189,7 +189,7 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 		return w->err; \
 	} \
 	int proto_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
-				  const char **why) \
+				   const char **why) \
 	{ \
 		struct rbuf r; \
 		rbuf_init(&r, p, len); \

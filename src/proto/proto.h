@@ -419,7 +419,7 @@ enum weft_op {
 	int proto_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m); \
 	/* Decodes exactly len bytes; strings borrow from p. Returns 0 or -WEFT_EPROTO, *why set. */ \
 	int proto_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
-				  const char **why);
+				   const char **why);
 WEFT_MESSAGES(X)
 #undef X
 

@@ -521,7 +521,7 @@ static int chain_objects_page(struct store_server *s, const struct job *j, uint6
 	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS, rep);
 	const char *why = NULL;
 	if (rc == 0 && (proto_chain_objects_reply_decode((*rep)->payload, (*rep)->h.payload_len, r,
-							&why) ||
+							 &why) ||
 			(*rep)->h.bulk_len != 12 * (uint64_t)r->count))
 		rc = -WEFT_EPROTO;
 	return rc;

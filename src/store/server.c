@@ -387,7 +387,7 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	const char *why = NULL;
 	if (o->decode && proto_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
-					     f->h.payload_len, &q->m, &why)) {
+					      f->h.payload_len, &q->m, &why)) {
 		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
 		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
 				 why ? why : "malformed");
