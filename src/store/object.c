@@ -381,7 +381,7 @@ void store_obj_piece_crcs(uint64_t off, const struct iovec *iov, int iovcnt, uin
 	proto_crcs_compute(off, iov, iovcnt, crcs);
 }
 
-uint64_t obj_stamp(int fd)
+uint64_t store_obj_stamp(int fd)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0)

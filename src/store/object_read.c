@@ -176,7 +176,7 @@ int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 		}
 	}
 	if (rc == 0)
-		rc = obj_old_copy(s, e, NULL) ? 1 : 0;
+		rc = store_obj_old_copy(s, e, NULL) ? 1 : 0;
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	return rc == -ENOENT ? 0 : rc;
@@ -263,7 +263,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
 	else
 		rc = read_plain(s, e, off, iov, iovcnt, n, crcs, ncrcs);
-	if (rc == 0 && !obj_old_copy(s, e, NULL)) {
+	if (rc == 0 && !store_obj_old_copy(s, e, NULL)) {
 		*nread = n;
 		store_target_count_read(s->t, n);
 	} else if (rc == 0) {
@@ -271,7 +271,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 	}
 	goto out;
 out_whole: /* nothing to read past the checks: the copy must still be current */
-	if (obj_old_copy(s, e, NULL))
+	if (store_obj_old_copy(s, e, NULL))
 		rc = -WEFT_EMISSING;
 out:
 	store_fdc_put(s->fdc, e);

@@ -113,14 +113,14 @@ static int expect_ok(struct store_objs *s, uint64_t ino, uint32_t stripe, const 
 }
 
 /* Before a mutation of e: 0 if its data file is the one the index vouches for (or the
- * index has no stamp for it, or it was damaged in place: see obj_old_copy), else the
+ * index has no stamp for it, or it was damaged in place: see store_obj_old_copy), else the
  * record's stamp, which the mutation keeps, so that a file put back from an older copy
  * stays stale however it is written to afterwards: a write changes some bytes, and the
  * others would still be old. */
 static uint64_t stale_stamp(struct store_objs *s, struct store_fdc_entry *e)
 {
 	uint64_t recorded = 0;
-	return obj_old_copy(s, e, &recorded) ? recorded : 0;
+	return store_obj_old_copy(s, e, &recorded) ? recorded : 0;
 }
 
 static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
@@ -239,7 +239,7 @@ out:
 		}
 	}
 	if (began)
-		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : obj_stamp(e->fd),
+		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : store_obj_stamp(e->fd),
 				ok, false);
 	r.size = e ? e->size : 0;
 	r.version = rc == 0 ? ver : 0;
@@ -401,7 +401,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	}
 out:
 	if (began)
-		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : obj_stamp(e->fd),
+		store_index_end(s->idx, ino, stripe, ver, e->size, keep ? keep : store_obj_stamp(e->fd),
 				ok, false);
 	r.size = e ? e->size : 0;
 	r.version = began ? ver : 0;
