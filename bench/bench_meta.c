@@ -59,7 +59,7 @@ static void meta_phase(struct worker *w, int p)
 				return;
 			}
 			struct weft_msg_dirlist dl;
-			weft_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL);
+			proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL);
 			struct rbuf r;
 			rbuf_init(&r, f->bulk, f->h.bulk_len);
 			struct weft_dirent d;

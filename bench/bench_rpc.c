@@ -200,7 +200,7 @@ static void rpc_latency(struct conn *c, double *p50, double *p99, double *rate)
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_ping m = {.token = (uint64_t)i};
-		weft_ping_encode(&w, &m);
+		proto_ping_encode(&w, &m);
 		double s = now();
 		if (conn_call_sync(c, WEFT_OP_PING, &w, NULL, 0, 5000, NULL) < 0)
 			exit(1);

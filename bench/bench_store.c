@@ -59,7 +59,7 @@ static void done(void *arg, int status, struct frame *rep)
 	if (status == 0 && !k->buf) {
 		struct weft_msg_obj_data *d = malloc(sizeof(*d));
 		struct weft_crcs *w = malloc(sizeof(*w));
-		if (weft_obj_data_decode(rep->payload, rep->h.payload_len, d, NULL) ||
+		if (proto_obj_data_decode(rep->payload, rep->h.payload_len, d, NULL) ||
 		    rep->h.bulk_len != bs)
 			bad = true;
 		else if (!nocrc) {
@@ -85,7 +85,7 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 	struct frame *rep = NULL;
 	int rc = rpc_call(store, WEFT_OP_STORE_STATS, NULL, NULL, 0, 10000, &rep);
 	struct weft_msg_store_stats ss;
-	if (rc || weft_store_stats_decode(rep->payload, rep->h.payload_len, &ss, NULL)) {
+	if (rc || proto_store_stats_decode(rep->payload, rep->h.payload_len, &ss, NULL)) {
 		fprintf(stderr, "bench_store: STORE_STATS: %s\n", weft_strerror(rc ? rc : -EPROTO));
 		return 1;
 	}
@@ -188,14 +188,14 @@ int main(int argc, char **argv)
 							  .chain_ver = chain.version, .offset = off};
 			if (!nocrc)
 				weft_crcs_compute(k->buf, (uint32_t)(bs), off, &wm->crcs);
-			weft_obj_write_encode(&w, wm);
+			proto_obj_write_encode(&w, wm);
 			struct iovec v = {k->buf, bs};
 			rc = conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, done, k);
 		} else {
 			struct weft_msg_obj_read m = {.ino = obj, .replicas = 1, .chain = chain.id,
 						      .chain_ver = chain.version, .offset = off,
 						      .len = (uint32_t)bs};
-			weft_obj_read_encode(&w, &m);
+			proto_obj_read_encode(&w, &m);
 			rc = conn_call(c, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, done, k);
 		}
 		if (rc)
@@ -210,7 +210,7 @@ int main(int argc, char **argv)
 		wbuf_init(&w);
 		struct weft_msg_obj_sync m = {.ino = ino + (uint64_t)o, .replicas = 1, .chain = chain.id,
 					      .chain_ver = chain.version};
-		weft_obj_sync_encode(&w, &m);
+		proto_obj_sync_encode(&w, &m);
 		struct frame *rep = NULL;
 		rc = conn_call_sync(c, WEFT_OP_OBJ_FSYNC, &w, NULL, 0, 60000, &rep);
 		frame_free(rep);

@@ -145,7 +145,7 @@ static int run(int argc, char **argv)
 			rc = conn_call(c, WEFT_OP_ECHO, NULL, &v, 1, NULL, NULL, call_done, k);
 		} else {
 			struct weft_msg_ping m = {.token = (uint64_t)i};
-			weft_ping_encode(&w, &m);
+			proto_ping_encode(&w, &m);
 			rc = conn_call(c, WEFT_OP_PING, &w, NULL, 0, NULL, NULL, call_done, k);
 		}
 		if (rc)

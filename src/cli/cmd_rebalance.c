@@ -23,10 +23,10 @@ static int call(struct rpc *meta, uint8_t mode, uint32_t threshold,
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_rebalance m = {.mode = mode, .threshold = threshold};
-	weft_rebalance_encode(&w, &m);
+	proto_rebalance_encode(&w, &m);
 	struct frame *f = NULL;
 	int rc = rpc_call(meta, WEFT_OP_REBALANCE, &w, NULL, 0, 10000, &f);
-	if (rc == 0 && weft_rebalance_reply_decode(f->payload, f->h.payload_len, out, NULL))
+	if (rc == 0 && proto_rebalance_reply_decode(f->payload, f->h.payload_len, out, NULL))
 		rc = -WEFT_EPROTO;
 	frame_free(f);
 	return rc;
@@ -54,7 +54,7 @@ static unsigned set_rate(struct loop *loop, const struct weft_key *key, struct r
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_store_rate m = {.rate = rate};
-		weft_store_rate_encode(&w, &m);
+		proto_store_rate_encode(&w, &m);
 		struct frame *f = NULL;
 		int e = rpc_call(r, WEFT_OP_STORE_RATE, &w, NULL, 0, 10000, &f);
 		frame_free(f);

@@ -80,7 +80,7 @@ static int run(int argc, char **argv)
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_store_scrub m = {.rate = (uint32_t)rate};
-		weft_store_scrub_encode(&w, &m);
+		proto_store_scrub_encode(&w, &m);
 		struct frame *f = NULL;
 		int e = rpc_call(r, WEFT_OP_STORE_SCRUB, &w, NULL, 0, 10000, &f);
 		frame_free(f);

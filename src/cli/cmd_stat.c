@@ -263,7 +263,7 @@ static int add_cluster(struct source *src, int *n, struct loop *loop, const stru
 	struct frame *f = NULL;
 	int rc = rpc_call(meta, WEFT_OP_TARGETS_GET, NULL, NULL, 0, 10000, &f);
 	struct weft_msg_targets tm;
-	if (rc == 0 && weft_targets_decode(f->payload, f->h.payload_len, &tm, NULL))
+	if (rc == 0 && proto_targets_decode(f->payload, f->h.payload_len, &tm, NULL))
 		rc = -WEFT_EPROTO;
 	if (rc) {
 		frame_free(f);

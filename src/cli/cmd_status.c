@@ -68,7 +68,7 @@ static int statfs_get(struct admin *a, struct weft_msg_statfs_reply *s)
 {
 	struct frame *f = NULL;
 	int rc = rpc_call(a->rpc, WEFT_OP_STATFS, NULL, NULL, 0, 10000, &f);
-	if (rc == 0 && weft_statfs_reply_decode(f->payload, f->h.payload_len, s, NULL))
+	if (rc == 0 && proto_statfs_reply_decode(f->payload, f->h.payload_len, s, NULL))
 		rc = -WEFT_EPROTO;
 	frame_free(f);
 	return rc;
@@ -107,11 +107,11 @@ static void rebalance_state(struct admin *a, json_t *out)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_rebalance q = {0};
-	weft_rebalance_encode(&w, &q);
+	proto_rebalance_encode(&w, &q);
 	struct frame *f = NULL;
 	struct weft_msg_rebalance_reply m;
 	if (rpc_call(a->rpc, WEFT_OP_REBALANCE, &w, NULL, 0, 10000, &f) == 0 &&
-	    weft_rebalance_reply_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+	    proto_rebalance_reply_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
 		if (out)
 			json_object_set_new(out, "rebalance", json_pack("{s:b,s:b,s:i,s:i,s:i}",
 				"active", m.active, "automatic", m.automatic,
@@ -130,7 +130,7 @@ static int print_targets(struct admin *a, json_t *out)
 	struct frame *f = NULL;
 	int rc = rpc_call(a->rpc, WEFT_OP_TARGETS_GET, NULL, NULL, 0, 10000, &f);
 	struct weft_msg_targets tm;
-	if (rc == 0 && weft_targets_decode(f->payload, f->h.payload_len, &tm, NULL))
+	if (rc == 0 && proto_targets_decode(f->payload, f->h.payload_len, &tm, NULL))
 		rc = -WEFT_EPROTO;
 	if (rc) {
 		frame_free(f);

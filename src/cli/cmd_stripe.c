@@ -157,12 +157,12 @@ static int get_layout(const char *verb, struct stripe_args *a, uint64_t ino,
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.ino = ino};
 	cred_self(&m.cred);
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *f = NULL;
 	int rc = call(verb, a, WEFT_OP_GETSTRIPE, &w, &f);
 	if (rc == 0) {
 		struct weft_msg_layout lm;
-		if (weft_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
+		if (proto_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
 			rc = cli_fail(verb, "malformed reply from meta");
 		} else {
 			*l = lm.layout;
@@ -237,7 +237,7 @@ static int setstripe_run(int argc, char **argv)
 	wbuf_init(&w);
 	struct weft_msg_setstripe m = {.ino = st.st_ino, .layout = l};
 	cred_self(&m.cred);
-	weft_setstripe_encode(&w, &m);
+	proto_setstripe_encode(&w, &m);
 	struct frame *f = NULL;
 	rc = call("setstripe", &a, WEFT_OP_SETSTRIPE, &w, &f);
 	frame_free(f);

@@ -192,11 +192,11 @@ static int target_admin(int argc, char **argv)
 	uint16_t op = WEFT_OP_TARGET_OUT;
 	if (strcmp(verb, "out") == 0) {
 		struct weft_msg_target_out m = {.target = (uint32_t)id};
-		weft_target_out_encode(&w, &m);
+		proto_target_out_encode(&w, &m);
 	} else {
 		struct weft_msg_target_drain m = {.target = (uint32_t)id,
 						  .remove = strcmp(verb, "remove") == 0};
-		weft_target_drain_encode(&w, &m);
+		proto_target_drain_encode(&w, &m);
 		op = WEFT_OP_TARGET_DRAIN;
 	}
 	struct frame *f = NULL;
@@ -205,7 +205,7 @@ static int target_admin(int argc, char **argv)
 	if (rc && f)
 		conn_error_detail(f, detail, sizeof(detail));
 	struct weft_msg_target_out_reply rep = {0};
-	if (rc == 0 && weft_target_out_reply_decode(f->payload, f->h.payload_len, &rep, NULL))
+	if (rc == 0 && proto_target_out_reply_decode(f->payload, f->h.payload_len, &rep, NULL))
 		rc = -WEFT_EPROTO;
 	frame_free(f);
 	rpc_free(r);

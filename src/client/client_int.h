@@ -1,6 +1,15 @@
 /* libweft internals shared by its files: the client, the per-inode write state, the
  * store data path. See include/weft/client.h for the contract.
  *
+ * Files: session.c (the client, its session at meta, heartbeats, chain tables through
+ * the chain cache, the pagepool, suspects), lease.c (leases, recalls, fencing), ns.c
+ * (names, directories, xattrs, stripes), attr.c (getattr, setattr, access, ENTRY
+ * replies), file.c (open files: open, create, write gathering, read, flush, fsync,
+ * release), winode.c (the winode table, write-behind sending and draining, the size
+ * this client knows), readahead.c, data.c (store I/O for pieces of a file), sparse.c
+ * (st_blocks), stripe.c (block to object mapping). Calls go one way: file.c and ns.c
+ * use attr.c and winode.c, never each other.
+ *
  * DESIGN: one event-loop thread owns every connection (meta and stores); callers block in
  * their own threads on replies. A background thread sends session heartbeats; their
  * replies carry meta's chain-table epoch, meta also pushes it (CHAINS_CHANGED) when it
@@ -149,9 +158,11 @@ struct winode {
 };
 /* Whether stripe s of wi is recorded written; wi may be NULL (false). */
 bool client_winode_written(const struct winode *wi, uint32_t s);
-/* The security.capability cache of winode ino (file.c; ns.c reads and sets it): */
+/* The security.capability cache of winode ino (winode.c; ns.c reads and sets it): */
 bool client_winode_nocap(struct weft_client *c, uint64_t ino);
 void client_winode_set_nocap(struct weft_client *c, uint64_t ino, bool absent);
+/* The same on a winode the caller holds (a create: the new inode has no xattrs). */
+void client_winode_mark_nocap(struct weft_client *c, struct winode *wi, bool absent);
 
 /* A stripe unit fetched ahead of a sequential reader. */
 struct ra_block {
@@ -251,13 +262,42 @@ void client_pool_give(struct weft_client *c, uint64_t bytes);
 /* Takes bytes without waiting (a gathering buffer growing by at most its stripe unit). */
 void client_pool_grow(struct weft_client *c, uint64_t bytes);
 
-/* file.c: the winode table, and write-behind's part in a size change */
+/* winode.c: the winode table, sending and draining write-behind blocks, and the size
+ * this client knows (used by file.c, attr.c, ns.c, lease.c; calls none of them) */
 /* The winode of ino if this client has the file open, with a reference; NULL if not. */
 struct winode *client_winode_find(struct weft_client *c, uint64_t ino);
+/* Finds or creates the winode of a->ino (layout l, size and mtime from a), taking a
+ * reference. NULL when out of memory. */
+struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *a,
+				 const struct weft_layout *l);
 void client_winode_put(struct weft_client *c, struct winode *w);
+/* Sends block b (already unlinked from the dirty list); wi->lock held on entry and exit,
+ * dropped while sending. Waits first for an in-flight block of the same file block, so
+ * that overlapping writes reach the store in order. */
+void client_wb_submit(struct weft_client *c, struct winode *wi, struct wblock *b);
+/* Sends every gathered block; wi->lock held. */
+void client_wb_submit_dirty(struct weft_client *c, struct winode *wi);
+/* Sends everything and waits until nothing is in flight, resending blocks that failed
+ * for a retryable reason for a while (see winode.c). wi->lock held. Returns the first
+ * error, which it clears. */
+int client_wb_drain(struct weft_client *c, struct winode *wi);
+/* Sends and waits for blocks overlapping [off, off+len) so a read sees this client's
+ * writes; an error is kept for flush and close. wi->lock held. */
+void client_wb_drain_range(struct weft_client *c, struct winode *wi, uint64_t off, uint64_t len);
 /* Before a size change by setattr: sends and waits for buffered writes, then records
  * the new size locally. Returns the first write error. */
 int client_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size);
+/* Attributes from meta, corrected by what this client has written (size, mtime,
+ * st_blocks of writes in flight): client_fix_size finds the winode of a->ino (none: a
+ * is left alone), client_winode_fix_size takes one the caller holds. */
+void client_fix_size(struct weft_client *c, struct weft_attr *a);
+void client_winode_fix_size(struct winode *wi, struct weft_attr *a);
+
+/* attr.c: getattr, setattr, access (public), and for ns.c: */
+/* Calls meta (payload w taken) and decodes an ENTRY reply into attr and layout (each
+ * may be NULL), its size corrected by client_fix_size and its lease noted. */
+int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
+		      struct weft_layout *layout);
 
 /* data.c: store I/O for pieces of a file */
 struct io_batch {
@@ -317,10 +357,6 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
  * its bytes. 0, -WEFT_ECHECKSUM or -EIO. */
 int client_data_read_verify(struct weft_client *c, const struct frame *f, uint64_t obj_off,
 		     uint32_t len);
-
-/* file.c: attributes from meta, corrected by what this client has written (size, mtime,
- * st_blocks of writes in flight) */
-void client_fix_size(struct weft_client *c, struct weft_attr *a);
 
 /* session.c: targets this client could not reach */
 /* Remembers that target could not be reached (connect failed or timed out, the

@@ -94,7 +94,7 @@ static int take_read_reply(struct read_call *k, struct frame *f)
 {
 	struct weft_msg_obj_data m;
 	const char *why = NULL;
-	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+	if (proto_obj_data_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 		log_warn("read reply from target %u: %s", k->chain.members[k->member].target, why);
 		return -EIO;
 	}
@@ -179,7 +179,7 @@ static int send_read(struct read_call *k)
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
 					      .len = k->p.len, .flags = k->flags | WEFT_READ_HOLES};
-		weft_obj_read_encode(&w, &m);
+		proto_obj_read_encode(&w, &m);
 		pthread_mutex_lock(&k->batch->b.lock);
 		k->batch->b.outstanding++;
 		pthread_mutex_unlock(&k->batch->b.lock);
@@ -349,7 +349,7 @@ struct async_read {
 static struct frame *unhole(struct frame *f)
 {
 	struct weft_msg_obj_data m;
-	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 || !m.hole ||
+	if (proto_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 || !m.hole ||
 	    !f->h.bulk_len || m.hole > WEFT_BULK_MAX)
 		return f; /* nothing to move (an all-hole reply is short: zeros) */
 	size_t pl = f->h.payload_len, bl = (size_t)m.hole + f->h.bulk_len;
@@ -391,7 +391,7 @@ int client_data_read_verify(struct weft_client *c, const struct frame *f, uint64
 		     uint32_t len)
 {
 	struct weft_msg_obj_data m;
-	if (weft_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 ||
+	if (proto_obj_data_decode(f->payload, f->h.payload_len, &m, NULL) < 0 ||
 	    f->h.bulk_len > len || m.hole > len)
 		return -EIO;
 	/* the checked data begins after the hole (unhole put zeros before it) */
@@ -442,7 +442,7 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 					      .flags = WEFT_READ_HOLES |
 						       (client_winode_written(wi, p->stripe) ?
 							WEFT_READ_WRITTEN : 0)};
-		weft_obj_read_encode(&w, &m);
+		proto_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
 		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);
 		conn_put(cn);
@@ -499,7 +499,7 @@ static void write_done(void *arg, int status, struct frame *f)
 	} else {
 		atomic_fetch_add(&k->c->bytes_written, k->b->len);
 		struct weft_msg_obj_written m;
-		if (f && weft_obj_written_decode(f->payload, f->h.payload_len, &m, NULL) == 0)
+		if (f && proto_obj_written_decode(f->payload, f->h.payload_len, &m, NULL) == 0)
 			client_sparse_note_alloc(k->b->wi, k->stripe, m.allocated);
 	}
 	frame_free(f);
@@ -547,7 +547,7 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 		m->crcs.n = 0;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_write_encode(&w, m);
+	proto_obj_write_encode(&w, m);
 	free(m);
 	struct iovec v = {data, b->len};
 	atomic_fetch_add(&c->ops_written, 1);
@@ -594,11 +594,11 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 			struct weft_msg_obj_truncate m = {.ino = ino, .stripe = s, .replicas = l->replicas,
 							  .chain = ch.id, .chain_ver = ch.version,
 							  .size = stripe_object_len(l, s, size)};
-			weft_obj_truncate_encode(&w, &m);
+			proto_obj_truncate_encode(&w, &m);
 		} else {
 			struct weft_msg_obj_sync m = {.ino = ino, .stripe = s, .replicas = l->replicas,
 						      .chain = ch.id, .chain_ver = ch.version};
-			weft_obj_sync_encode(&w, &m);
+			proto_obj_sync_encode(&w, &m);
 		}
 		pthread_mutex_lock(&b.lock);
 		b.outstanding++;

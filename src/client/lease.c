@@ -147,7 +147,7 @@ bool client_recall_request(struct weft_client *c, struct conn *cn, struct frame 
 	struct client_recall *cr = c->recall;
 	struct weft_msg_recall m;
 	const char *why = NULL;
-	if (weft_recall_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+	if (proto_recall_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 		conn_reply_error(cn, f, -WEFT_EPROTO, 0, "RECALL: %s", why ? why : "malformed");
 		return false;
 	}

@@ -23,30 +23,6 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* Calls meta and decodes an ENTRY reply (attr + layout). */
-static int call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
-		      struct weft_layout *layout)
-{
-	struct frame *f;
-	uint64_t gen = client_recall_gen(c);
-	int err = client_meta_call(c, op, w, NULL, 0, &f);
-	if (err == 0) {
-		struct weft_msg_entry e;
-		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
-			err = -EIO;
-		} else {
-			client_lease_note(c, e.attr.ino, e.lease, gen);
-			client_fix_size(c, &e.attr);
-			if (attr)
-				*attr = e.attr;
-			if (layout)
-				*layout = e.layout;
-		}
-	}
-	frame_free(f);
-	return err;
-}
-
 int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name, struct weft_attr *attr)
 {
@@ -56,82 +32,8 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_lookup m = {.cred = *cr, .parent = parent, .name = name_of(name)};
-	weft_lookup_encode(&w, &m);
-	return call_entry(c, WEFT_OP_LOOKUP, &w, attr, NULL);
-}
-
-static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
-			  struct weft_attr *attr, struct weft_layout *layout)
-{
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
-	return call_entry(c, WEFT_OP_GETATTR, &w, attr, layout);
-}
-
-int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
-		 struct weft_attr *attr)
-{
-	return getattr_layout(c, cr, ino, attr, NULL);
-}
-
-int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
-		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
-{
-	int err;
-	if (valid & WEFT_SET_SIZE) {
-		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
-			return -EFBIG;
-		struct weft_attr cur;
-		struct weft_layout layout;
-		err = getattr_layout(c, cr, ino, &cur, &layout);
-		if (err)
-			return err;
-		if (S_ISDIR(cur.mode))
-			return -EISDIR;
-		if (!S_ISREG(cur.mode))
-			return -EINVAL;
-		/* buffered writes land first; then objects shrink before meta records the
-		 * size, so a crash in between never exposes stale bytes past the new end */
-		err = client_truncate_local(c, ino, cur.size);
-		if (err)
-			return err;
-		if (in->size < cur.size && layout.stripe_unit) {
-			/* objects shrink before meta records the size, so meta must say yes
-			 * first: a caller without write access (the kernel's view of the mode
-			 * may be stale) must not cut data it then fails to truncate. A write
-			 * handle's access was checked at open. */
-			if (!(valid & WEFT_SET_HANDLE) && (err = weft_access(c, cr, ino, W_OK)))
-				return err;
-			err = client_data_truncate(c, ino, &layout, in->size);
-			if (err)
-				return err;
-		}
-	}
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_setattr m = {.cred = *cr, .ino = ino, .valid = valid, .mode = in->mode,
-				     .uid = in->uid, .gid = in->gid, .size = in->size,
-				     .atime_ns = in->atime_ns, .mtime_ns = in->mtime_ns,
-				     .ctime_ns = in->ctime_ns};
-	weft_setattr_encode(&w, &m);
-	struct frame *f;
-	err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, &f);
-	if (err == 0) {
-		struct weft_msg_attr a;
-		if (weft_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {
-			err = -EIO;
-		} else {
-			if (valid & WEFT_SET_SIZE)
-				client_truncate_local(c, ino, a.attr.size);
-			client_fix_size(c, &a.attr);
-			if (out)
-				*out = a.attr;
-		}
-	}
-	frame_free(f);
-	return err;
+	proto_lookup_encode(&w, &m);
+	return client_call_entry(c, WEFT_OP_LOOKUP, &w, attr, NULL);
 }
 
 static int create_like(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
@@ -145,8 +47,8 @@ static int create_like(struct weft_client *c, uint16_t op, const struct weft_cre
 	wbuf_init(&w);
 	struct weft_msg_create m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .mode = mode, .rdev = rdev, .flags = flags};
-	weft_create_encode(&w, &m);
-	return call_entry(c, op, &w, attr, NULL);
+	proto_create_encode(&w, &m);
+	return client_call_entry(c, op, &w, attr, NULL);
 }
 
 int weft_mknod(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -172,7 +74,7 @@ static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *c
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
-	weft_name_encode(&w, &m);
+	proto_name_encode(&w, &m);
 	return client_meta_call(c, op, &w, NULL, 0, NULL);
 }
 
@@ -201,7 +103,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_rename m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .newparent = newparent, .newname = name_of(newname),
 				    .flags = flags};
-	weft_rename_encode(&w, &m);
+	proto_rename_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
 }
 
@@ -215,8 +117,8 @@ int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 	wbuf_init(&w);
 	struct weft_msg_link m = {.cred = *cr, .ino = ino, .newparent = newparent,
 				  .newname = name_of(newname)};
-	weft_link_encode(&w, &m);
-	return call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
+	proto_link_encode(&w, &m);
+	return client_call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
 }
 
 int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -231,8 +133,8 @@ int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t par
 	wbuf_init(&w);
 	struct weft_msg_symlink m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				     .target = name_of(target)};
-	weft_symlink_encode(&w, &m);
-	return call_entry(c, WEFT_OP_SYMLINK, &w, attr, NULL);
+	proto_symlink_encode(&w, &m);
+	return client_call_entry(c, WEFT_OP_SYMLINK, &w, attr, NULL);
 }
 
 int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, char *buf,
@@ -241,12 +143,12 @@ int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_READLINK, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_path p;
-		if (weft_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
+		if (proto_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
 			err = -EIO;
 		else
 			err = weft_str_copy(buf, cap, p.path);
@@ -265,7 +167,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
 					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
 					     .plus = plus};
-		weft_readdir_encode(&w, &m);
+		proto_readdir_encode(&w, &m);
 		struct frame *f;
 		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
 		if (err) {
@@ -273,7 +175,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 			return err;
 		}
 		struct weft_msg_dirlist dl;
-		if (weft_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
+		if (proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
 			frame_free(f);
 			return -EIO;
 		}
@@ -310,7 +212,7 @@ int weft_statfs(struct weft_client *c, struct weft_statfs *st)
 	int err = client_meta_call(c, WEFT_OP_STATFS, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_statfs_reply s;
-		if (weft_statfs_reply_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+		if (proto_statfs_reply_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
 			err = -EIO;
 		} else {
 			*st = (struct weft_statfs){.blocks = s.blocks, .bfree = s.bfree,
@@ -335,14 +237,14 @@ static ssize_t xattr_call(struct weft_client *c, uint16_t op, const struct weft_
 	wbuf_init(&w);
 	struct weft_msg_xattr m = {.cred = *cr, .ino = ino, .name = name_of(name ? name : ""),
 				   .flags = flags, .size = (uint32_t)(out ? cap : size)};
-	weft_xattr_encode(&w, &m);
+	proto_xattr_encode(&w, &m);
 	struct iovec v = {(void *)value, size};
 	struct frame *f;
 	int err = client_meta_call(c, op, &w, value ? &v : NULL, value ? 1 : 0, &f);
 	ssize_t rc = err;
 	if (err == 0 && out) {
 		struct weft_msg_size s;
-		if (weft_size_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
+		if (proto_size_decode(f->payload, f->h.payload_len, &s, NULL) < 0) {
 			rc = -EIO;
 		} else if (cap == 0) {
 			rc = s.size;
@@ -397,27 +299,18 @@ int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t
 	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
 }
 
-int weft_access(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, uint32_t mask)
-{
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_access m = {.cred = *cr, .ino = ino, .mask = mask};
-	weft_access_encode(&w, &m);
-	return client_meta_call(c, WEFT_OP_ACCESS, &w, NULL, 0, NULL);
-}
-
 int weft_getstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		   struct weft_layout *l, bool *is_default)
 {
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_GETSTRIPE, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_layout lm;
-		if (weft_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
+		if (proto_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0) {
 			err = -EIO;
 		} else {
 			*l = lm.layout;
@@ -435,6 +328,6 @@ int weft_setstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_setstripe m = {.cred = *cr, .ino = ino, .layout = *l};
-	weft_setstripe_encode(&w, &m);
+	proto_setstripe_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_SETSTRIPE, &w, NULL, 0, NULL);
 }

@@ -63,7 +63,7 @@ static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
-	weft_session_id_encode(&w, &m);
+	proto_session_id_encode(&w, &m);
 	conn_call(cn, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL, NULL, post_done,
 		  (void *)(uintptr_t)WEFT_OP_SESSION_BEAT);
 }
@@ -191,7 +191,7 @@ void client_report_failed(struct weft_client *c, uint32_t target, uint32_t chain
 	wbuf_init(&w);
 	struct weft_msg_target_failed m = {.reporter = 0, .target = target, .chain = chain,
 					   .replicas = replicas};
-	weft_target_failed_encode(&w, &m);
+	proto_target_failed_encode(&w, &m);
 	int err = client_meta_call(c, WEFT_OP_TARGET_FAILED, &w, NULL, 0, NULL);
 	log_warn("target %u (head of chain %u) unreachable; reported to meta%s%s", target, chain,
 		 err ? ": " : "", err ? weft_strerror(err) : "");
@@ -272,12 +272,12 @@ static int open_session(struct weft_client *c)
 	wbuf_init(&w);
 	struct weft_msg_session_open m = {.node = weft_str_of(c->node, strlen(c->node)),
 					   .flags = WEFT_SESSION_RECALLS};
-	weft_session_open_encode(&w, &m);
+	proto_session_open_encode(&w, &m);
 	struct frame *f;
 	int err = client_meta_call(c, WEFT_OP_SESSION_OPEN, &w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_session s;
-		err = weft_session_decode(f->payload, f->h.payload_len, &s, NULL);
+		err = proto_session_decode(f->payload, f->h.payload_len, &s, NULL);
 		if (err == 0) {
 			c->session = s.session;
 			c->lease_ms = s.lease_ms ? s.lease_ms : 10000;
@@ -292,7 +292,7 @@ bool client_session_lost(struct weft_client *c, uint64_t old)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = old};
-	weft_session_id_encode(&w, &m);
+	proto_session_id_encode(&w, &m);
 	int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, NULL);
 	return err == -ENOENT || err == -ESTALE;
 }
@@ -357,7 +357,7 @@ static int session_renew(struct weft_client *c, uint64_t old, bool evicted)
 		struct wbuf w;
 		wbuf_init(&w);
 		v[i].session = c->session;
-		weft_reopen_encode(&w, &v[i]);
+		proto_reopen_encode(&w, &v[i]);
 		int e = client_meta_call(c, WEFT_OP_REOPEN, &w, NULL, 0, NULL);
 		if (e == 0)
 			taken++;
@@ -433,14 +433,14 @@ static void beat(struct weft_client *c)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
-	weft_session_id_encode(&w, &m);
+	proto_session_id_encode(&w, &m);
 	struct frame *f = NULL;
 	int err = client_meta_call(c, WEFT_OP_SESSION_BEAT, &w, NULL, 0, &f);
 	struct weft_msg_heartbeat_reply r;
 	/* an older meta answers with an empty reply: the tables are then refreshed
 	 * only when a lookup or a store finds them stale */
 	if (err == 0 && f && f->h.payload_len &&
-	    weft_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
+	    proto_heartbeat_reply_decode(f->payload, f->h.payload_len, &r, NULL) == 0)
 		chaincache_announce(c->cc, r.chains_version);
 	frame_free(f);
 	if (err == 0 && sent > atomic_load(&c->last_beat_ok_ms))
@@ -517,7 +517,7 @@ static void meta_request(struct conn *cn, struct frame *f)
 		return;
 	}
 	if (f->h.opcode == WEFT_OP_CHAINS_CHANGED &&
-	    weft_chains_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
+	    proto_chains_decode(f->payload, f->h.payload_len, &m, NULL) == 0) {
 		log_info("meta announced chain tables version %llu", (unsigned long long)m.version);
 		pthread_mutex_lock(&c->beat_lock); /* once stopping, the cache may be gone */
 		if (!c->stopping && chaincache_announce(c->cc, m.version)) {
@@ -645,7 +645,7 @@ void weft_client_close(struct weft_client *c)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
-	weft_session_id_encode(&w, &m);
+	proto_session_id_encode(&w, &m);
 	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
 	client_lease_stop(c);
 	chaincache_free(c->cc);

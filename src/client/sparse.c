@@ -78,7 +78,7 @@ static void ext_done(void *arg, int status, struct frame *f)
 {
 	struct ext_req *r = arg;
 	int err = status;
-	if (!err && weft_obj_extent_reply_decode(f->payload, f->h.payload_len, &r->x, NULL) < 0)
+	if (!err && proto_obj_extent_reply_decode(f->payload, f->h.payload_len, &r->x, NULL) < 0)
 		err = -EIO;
 	if (err == -ENOENT) { /* never written */
 		r->x = (struct weft_msg_obj_extent_reply){0};
@@ -127,7 +127,7 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 		struct weft_msg_obj_extent m = {.ino = ino, .stripe = st[i], .replicas = l->replicas,
 						.chain = ch.id, .chain_ver = ch.version,
 						.offset = q[i]};
-		weft_obj_extent_encode(&w, &m);
+		proto_obj_extent_encode(&w, &m);
 		pthread_mutex_lock(&b.lock);
 		b.left++;
 		pthread_mutex_unlock(&b.lock);
@@ -180,13 +180,13 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 			struct weft_msg_obj_extent m = {.ino = ino, .stripe = s,
 							.replicas = l->replicas, .chain = ch.id,
 							.chain_ver = ch.version, .offset = off};
-			weft_obj_extent_encode(&w, &m);
+			proto_obj_extent_encode(&w, &m);
 			struct frame *f = NULL;
 			err = conn_call_sync(cn, WEFT_OP_OBJ_EXTENT, &w, NULL, 0,
 					     CLIENT_STORE_TIMEOUT_MS, &f);
 			conn_put(cn);
-			if (err == 0 && weft_obj_extent_reply_decode(f->payload, f->h.payload_len,
-								    x, NULL) < 0)
+			if (err == 0 && proto_obj_extent_reply_decode(f->payload, f->h.payload_len,
+								     x, NULL) < 0)
 				err = -EIO;
 			frame_free(f);
 			if (err == -ENOENT) { /* never written */

@@ -84,7 +84,7 @@ static int delete_on(struct meta_deleter *d, struct del_ep *e, uint64_t ino)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_delete m = {.ino = ino};
-	weft_obj_delete_encode(&w, &m);
+	proto_obj_delete_encode(&w, &m);
 	int rc = rpc_call(e->rpc, WEFT_OP_OBJ_DELETE, &w, NULL, 0, DEL_TIMEOUT_MS, NULL);
 	if (rc == -ENOENT)
 		rc = 0;

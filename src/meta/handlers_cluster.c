@@ -46,7 +46,7 @@ static void rep_session(struct mreq *r, struct wbuf *w)
 	struct weft_msg_session m = {.session = r->u64, .lease_ms = r->s->session_timeout_ms};
 	memcpy(m.fsid, r->s->fsid, 16);
 	meta_leases_bind(r->s->leases, r->c, r->u64); /* leases go to this connection */
-	weft_session_encode(w, &m);
+	proto_session_encode(w, &m);
 }
 
 /* SESSION_BEAT {session} -> HEARTBEAT_REPLY {lease_ms, chains_version}. A read: sessions
@@ -72,7 +72,7 @@ static void rep_session_beat(struct mreq *r, struct wbuf *w)
 	struct weft_msg_heartbeat_reply m = {.lease_ms = r->s->session_timeout_ms,
 					     .chains_version = r->u64};
 	meta_leases_bind(r->s->leases, r->c, MSG(session_id)->session);
-	weft_heartbeat_reply_encode(w, &m);
+	proto_heartbeat_reply_encode(w, &m);
 }
 
 /* SESSION_CLOSE {session} -> EMPTY: releases its opens (freeing orphans). ENOENT. */
@@ -129,7 +129,7 @@ static void rep_target_registered(struct mreq *r, struct wbuf *w)
 					       .lease_ms = r->s->target_timeout_ms,
 					       .checksums = r->s->checksums, .untrusted = r->flag};
 	memcpy(m.fsid, r->s->fsid, 16);
-	weft_target_registered_encode(w, &m);
+	proto_target_registered_encode(w, &m);
 }
 
 /* TARGET_HEARTBEAT {target, capacity, free, counters} -> HEARTBEAT_REPLY {lease_ms,
@@ -155,7 +155,7 @@ static void rep_heartbeat(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_heartbeat_reply m = {.lease_ms = r->s->target_timeout_ms,
 					     .chains_version = r->u64};
-	weft_heartbeat_reply_encode(w, &m);
+	proto_heartbeat_reply_encode(w, &m);
 }
 
 /* CHAINS_GET {known_version} -> CHAINS {version}, the chain set in bulk. */
@@ -174,7 +174,7 @@ static int h_chains_get(struct mreq *r, const struct meta_ctx *c)
 static void rep_chains(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_chains m = {.version = r->u64};
-	weft_chains_encode(w, &m);
+	proto_chains_encode(w, &m);
 }
 
 /* TARGET_FAILED {reporter, target, chain, replicas} -> EMPTY. The report is not
@@ -294,13 +294,13 @@ static void rep_rebalance(struct mreq *r, struct wbuf *w)
 	struct weft_msg_rebalance_reply m = {.active = r->written[0], .automatic = r->written[1],
 					     .threshold = r->u32, .spread = (uint32_t)r->u64,
 					     .moving = (uint32_t)(r->u64 >> 32)};
-	weft_rebalance_reply_encode(w, &m);
+	proto_rebalance_reply_encode(w, &m);
 }
 
 static void rep_target_out(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_target_out_reply m = {.chains = r->u32};
-	weft_target_out_reply_encode(w, &m);
+	proto_target_out_reply_encode(w, &m);
 }
 
 /* CHAIN_OBJECTS {replicas, chain, ino, max} -> CHAIN_OBJECTS_REPLY {count, next, eof},
@@ -354,7 +354,7 @@ static int h_chain_objects(struct mreq *r, const struct meta_ctx *c)
 static void rep_chain_objects(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_chain_objects_reply m = {.count = r->u32, .next = r->u64, .eof = r->flag};
-	weft_chain_objects_reply_encode(w, &m);
+	proto_chain_objects_reply_encode(w, &m);
 }
 
 /* RESYNC_PROGRESS {target, objects_left, bytes_left, rate} -> EMPTY: kept in memory
@@ -418,7 +418,7 @@ static int h_targets_get(struct mreq *r, const struct meta_ctx *c)
 static void rep_targets(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_targets m = {.count = r->u32};
-	weft_targets_encode(w, &m);
+	proto_targets_encode(w, &m);
 }
 
 #define H(op, write, del, fn, rep) {WEFT_OP_##op, write, false, del, false, fn, rep}

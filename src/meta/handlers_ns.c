@@ -165,7 +165,7 @@ static void rep_readlink(struct mreq *r, struct wbuf *w)
 {
 	/* the target travels in the payload: the bulk buffer only held it */
 	struct weft_msg_path m = {.path = weft_str_of((const char *)r->bulk.data, r->u64)};
-	weft_path_encode(w, &m);
+	proto_path_encode(w, &m);
 	wbuf_free(&r->bulk);
 	wbuf_init(&r->bulk);
 }
@@ -191,7 +191,7 @@ static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 				.has_attr = st->plus && e->attr};
 	if (d.has_attr)
 		d.attr = *e->attr;
-	weft_dirent_encode(&st->r->bulk, &d);
+	proto_dirent_encode(&st->r->bulk, &d);
 	st->count++;
 	return 0;
 }
@@ -216,7 +216,7 @@ static int h_readdir(struct mreq *r, const struct meta_ctx *c)
 static void rep_readdir(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_dirlist m = {.count = r->u32, .eof = r->flag};
-	weft_dirlist_encode(w, &m);
+	proto_dirlist_encode(w, &m);
 }
 
 /* STATFS {} -> STATFS_REPLY: capacity of the targets that are up, inodes. */
@@ -243,7 +243,7 @@ static void rep_statfs(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_statfs_reply o;
 	memcpy(&o, r->bulk.data, sizeof(o));
-	weft_statfs_reply_encode(w, &o);
+	proto_statfs_reply_encode(w, &o);
 	wbuf_free(&r->bulk);
 	wbuf_init(&r->bulk);
 }
@@ -298,7 +298,7 @@ static int h_getxattr(struct mreq *r, const struct meta_ctx *c)
 static void rep_size(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_size m = {.size = r->u32};
-	weft_size_encode(w, &m);
+	proto_size_encode(w, &m);
 }
 
 /* LISTXATTR {cred, ino, size} -> SIZE {size}, NUL-terminated names in bulk. */
@@ -424,7 +424,7 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
 				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};
-	weft_opened_encode(w, &m);
+	proto_opened_encode(w, &m);
 }
 
 /* RELEASE {ino, handle, session} -> EMPTY. Memory only (loop thread); r->flag is set
@@ -518,7 +518,7 @@ static int h_getstripe(struct mreq *r, const struct meta_ctx *c)
 static void rep_layout(struct mreq *r, struct wbuf *w)
 {
 	struct weft_msg_layout m = {.layout = r->layout, .is_default = r->flag};
-	weft_layout_encode(w, &m);
+	proto_layout_encode(w, &m);
 }
 
 #define RD(op, fn, rep) {WEFT_OP_##op, false, true, false, true, fn, rep}

@@ -84,7 +84,7 @@ static int probe_once(struct probe *p)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ping m = {.token = 1};
-	weft_ping_encode(&w, &m);
+	proto_ping_encode(&w, &m);
 	struct frame *rep = NULL;
 	rc = rpc_call(r, WEFT_OP_PING, &w, NULL, 0, META_PROBE_MS, &rep);
 	frame_free(rep);

@@ -25,7 +25,7 @@ static void push_one(struct conn *c, void *arg)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_chains m = {.version = *(const uint64_t *)arg};
-	weft_chains_encode(&w, &m);
+	proto_chains_encode(&w, &m);
 	conn_send_oneway(c, WEFT_OP_CHAINS_CHANGED, &w); /* a closing peer: nothing to do */
 }
 

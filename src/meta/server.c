@@ -55,12 +55,12 @@ static void mreq_finish(struct mreq *r, int rc)
 				/* the kernel caches the name with the child: both need a lease */
 				struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout,
 							   .lease = dir_ok ? lease : 0};
-				weft_entry_encode(&w, &m);
+				proto_entry_encode(&w, &m);
 				break;
 			}
 			case WEFT_MSG_attr: {
 				struct weft_msg_attr m = {.attr = r->attr};
-				weft_attr_encode(&w, &m);
+				proto_attr_encode(&w, &m);
 				break;
 			}
 			default:
@@ -196,8 +196,8 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	}
 	const char *why = NULL;
-	if (weft_msg_decode_any((enum weft_msg_type)t, f->payload, f->h.payload_len, r->msg,
-				&why) < 0) {
+	if (proto_msg_decode_any((enum weft_msg_type)t, f->payload, f->h.payload_len, r->msg,
+				 &why) < 0) {
 		if (h->name_errors && proto_decode_err(why) == -ENAMETOOLONG)
 			conn_reply_error(c, f, -ENAMETOOLONG, 0, "%s: name over %d bytes",
 					 weft_op_name(op), WEFT_NAME_MAX);

@@ -18,12 +18,12 @@ bool builtin_handle(struct conn *c, struct frame *f)
 	if (f->h.opcode == WEFT_OP_PING) {
 		struct weft_msg_ping m;
 		const char *why;
-		if (weft_ping_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
+		if (proto_ping_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 			conn_reply_error(c, f, -WEFT_EPROTO, 0, "PING: %s", why);
 		} else {
 			struct wbuf w;
 			wbuf_init(&w);
-			weft_ping_encode(&w, &m);
+			proto_ping_encode(&w, &m);
 			conn_reply(c, f, 0, &w, NULL, 0, NULL, NULL);
 		}
 		frame_free(f);

@@ -9,7 +9,7 @@ int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *o
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_chains_get m = {.known_version = 0};
-	weft_chains_get_encode(&w, &m);
+	proto_chains_get_encode(&w, &m);
 	struct frame *f = NULL;
 	int err = rpc_call(r, WEFT_OP_CHAINS_GET, &w, NULL, 0, timeout_ms, &f);
 	if (err == 0) {

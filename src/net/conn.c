@@ -1,5 +1,8 @@
-/* Connections: framing, send queue, calls in flight, handshake. See conn.h. */
+/* Connections: framing, send queue, calls in flight. The handshake is in handshake.c.
+ * See conn.h. */
 #include "net/conn.h"
+#include "net/conn_int.h"
+#include "net/handshake.h"
 #include "net/stats.h"
 
 #include <errno.h>
@@ -23,7 +26,6 @@
 #define RX_BULKY_READ (4u * 1024)  /* what is read into rx after one (header, payload) */
 #define QUEUE_HIGH    (64u * 1024 * 1024) /* stop reading requests above this */
 #define QUEUE_LOW     (16u * 1024 * 1024) /* resume below this */
-#define PENDING_HASH  256
 #define IOV_BATCH     64
 
 struct send_entry {
@@ -61,54 +63,6 @@ static uint64_t body_len(const struct wbuf *payload, const struct iovec *bulk, i
 		n += bulk[i].iov_len;
 	return n;
 }
-
-/* The largest HELLO or AUTH payload (a node name of WEFT_NODE_MAX and fixed fields fit). */
-#define HS_PAYLOAD_MAX 1024
-
-enum hs_state {
-	HS_SERVER_WAIT_HELLO,
-	HS_SERVER_WAIT_AUTH,
-	HS_CLIENT_WAIT_HELLO,
-	HS_CLIENT_WAIT_AUTH,
-	HS_READY,
-};
-
-struct conn {
-	atomic_int refs;
-	struct loop *loop;
-	struct loop_watch watch;
-	const struct conn_ops *ops;
-	void *ctx, *owner;
-	struct weft_key key;
-	char peer[64];
-	char peer_name[WEFT_NODE_MAX + 1];
-	uint8_t role, peer_role;
-	uint16_t version;
-	uint64_t born_ms;
-
-	/* loop thread only */
-	enum hs_state hs;
-	uint8_t nonce_c[WEFT_NONCE_LEN], nonce_s[WEFT_NONCE_LEN];
-	uint8_t *rx;               /* RX_BUF_SIZE */
-	size_t rx_len, rx_off;
-	struct frame *cur;         /* frame whose body is being read */
-	size_t cur_got, cur_need;
-	bool read_paused;
-	bool rx_bulky;             /* the last frame had a large body: read its successor's
-				    * header alone, so the body lands in the frame directly */
-
-	pthread_mutex_t lock;      /* guards everything below */
-	pthread_cond_t cond;       /* ready, closed, queue drained, sync calls */
-	struct send_entry *q_head, *q_tail;
-	size_t queued;
-	bool closed, close_posted, close_after_flush;
-	int close_err;
-	bool ready;
-
-	pthread_mutex_t plock;     /* guards the calls in flight, apart from the send queue */
-	uint64_t next_reqid;
-	struct call *pending[PENDING_HASH];
-};
 
 /* ---- frames ---- */
 
@@ -325,7 +279,7 @@ static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *pay
 			release(arg);
 		return -ENOMEM;
 	}
-	weft_hdr_encode(e->hdr, h);
+	proto_hdr_encode(e->hdr, h);
 	e->iov[e->niov++] = (struct iovec){e->hdr, WEFT_HDR_SIZE};
 	if (payload && payload->len) {
 		e->payload = payload->data;
@@ -413,7 +367,7 @@ int conn_reply_error(struct conn *c, const struct frame *req, int status, uint32
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_error m = {.target = target, .detail = weft_str_of(detail, strlen(detail))};
-	weft_error_encode(&w, &m);
+	proto_error_encode(&w, &m);
 	return conn_reply(c, req, status, &w, NULL, 0, NULL, NULL);
 }
 
@@ -423,7 +377,7 @@ uint32_t conn_error_detail(const struct frame *reply, char *buf, size_t cap)
 	if (cap)
 		buf[0] = '\0';
 	if (!reply || reply->h.payload_len == 0 ||
-	    weft_error_decode(reply->payload, reply->h.payload_len, &m, NULL) < 0)
+	    proto_error_decode(reply->payload, reply->h.payload_len, &m, NULL) < 0)
 		return 0;
 	if (cap)
 		snprintf(buf, cap, "%.*s", (int)m.detail.len, m.detail.p);
@@ -663,28 +617,10 @@ void conn_close(struct conn *c, int err)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- handshake ---- */
+/* ---- for the handshake (handshake.c) ---- */
 
-/* Lines a stranger can provoke, at most 10 per 10 s per process (a flood costs no disk). */
-static struct log_limit stranger_lines = LOG_LIMIT_INIT;
-
-static void hs_fail(struct conn *c, const char *why)
-{
-	unsigned dropped;
-	if (log_limit_ok(&stranger_lines, 10, 10000, &dropped)) {
-		char more[64] = "";
-		if (dropped)
-			snprintf(more, sizeof(more), " (and %u more not logged)", dropped);
-		if (c->hs == HS_SERVER_WAIT_HELLO || c->hs == HS_SERVER_WAIT_AUTH)
-			log_error("authentication failed from %s: %s%s", c->peer, why, more);
-		else
-			log_error("authentication failed to %s: %s%s", c->peer, why, more);
-	}
-	conn_close(c, -WEFT_EAUTH);
-}
-
-static void send_handshake(struct conn *c, uint16_t op, uint32_t flags, int status, uint64_t reqid,
-			   struct wbuf *w)
+void conn_send_handshake(struct conn *c, uint16_t op, uint32_t flags, int status, uint64_t reqid,
+			 struct wbuf *w)
 {
 	struct weft_hdr h;
 	if (build_hdr(&h, op, flags, status, reqid, w, NULL, 0) == 0)
@@ -693,7 +629,7 @@ static void send_handshake(struct conn *c, uint16_t op, uint32_t flags, int stat
 		wbuf_free(w);
 }
 
-static void become_ready(struct conn *c)
+void conn_become_ready(struct conn *c)
 {
 	c->hs = HS_READY;
 	pthread_mutex_lock(&c->lock);
@@ -702,145 +638,6 @@ static void become_ready(struct conn *c)
 	pthread_mutex_unlock(&c->lock);
 	if (c->ops && c->ops->on_ready)
 		c->ops->on_ready(c);
-}
-
-static void client_hello(struct conn *c)
-{
-	struct wbuf w;
-	wbuf_init(&w);
-	struct weft_msg_hello m = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX, .role = c->role};
-	auth_random(c->nonce_c, WEFT_NONCE_LEN);
-	memcpy(m.nonce, c->nonce_c, WEFT_NONCE_LEN);
-	m.name = weft_str_of(c->peer_name, strlen(c->peer_name));
-	weft_hello_encode(&w, &m);
-	c->peer_name[0] = '\0';
-	c->hs = HS_CLIENT_WAIT_HELLO;
-	send_handshake(c, WEFT_OP_HELLO, 0, 0, 0, &w);
-}
-
-/* Handles a frame before the connection is ready; consumes f. */
-static void handshake_frame(struct conn *c, struct frame *f)
-{
-	const char *why = NULL;
-	struct wbuf w;
-	wbuf_init(&w);
-	bool reply = f->h.flags & WEFT_F_REPLY;
-	const char *opname = weft_op_name(f->h.opcode);
-	char msg[160];
-
-	switch (c->hs) {
-	case HS_SERVER_WAIT_HELLO: {
-		struct weft_msg_hello m;
-		if (reply || f->h.opcode != WEFT_OP_HELLO) {
-			snprintf(msg, sizeof(msg), "expected HELLO, got %s (no key?)", opname);
-			hs_fail(c, msg);
-			break;
-		}
-		if (weft_hello_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
-			snprintf(msg, sizeof(msg), "malformed HELLO: %s", why);
-			hs_fail(c, msg);
-			break;
-		}
-		uint16_t lo = m.ver_min > WEFT_PROTO_MIN ? m.ver_min : WEFT_PROTO_MIN;
-		uint16_t hi = m.ver_max < WEFT_PROTO_MAX ? m.ver_max : WEFT_PROTO_MAX;
-		if (lo > hi) {
-			log_error("connection from %s: no common protocol version (peer %u..%u, ours %u..%u)",
-				  c->peer, m.ver_min, m.ver_max, WEFT_PROTO_MIN, WEFT_PROTO_MAX);
-			conn_close(c, -WEFT_EVERSION);
-			break;
-		}
-		c->version = hi;
-		c->peer_role = m.role;
-		weft_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
-		memcpy(c->nonce_c, m.nonce, WEFT_NONCE_LEN);
-		auth_random(c->nonce_s, WEFT_NONCE_LEN);
-		struct weft_msg_hello_reply r = {.version = c->version};
-		memcpy(r.nonce, c->nonce_s, WEFT_NONCE_LEN);
-		weft_hello_reply_encode(&w, &r);
-		c->hs = HS_SERVER_WAIT_AUTH;
-		send_handshake(c, WEFT_OP_HELLO, WEFT_F_REPLY, 0, f->h.reqid, &w);
-		break;
-	}
-	case HS_SERVER_WAIT_AUTH: {
-		struct weft_msg_auth m;
-		uint8_t want[32];
-		if (reply || f->h.opcode != WEFT_OP_AUTH) {
-			snprintf(msg, sizeof(msg), "expected AUTH, got %s", opname);
-			hs_fail(c, msg);
-			break;
-		}
-		if (weft_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
-			snprintf(msg, sizeof(msg), "malformed AUTH: %s", why);
-			hs_fail(c, msg);
-			break;
-		}
-		auth_mac(&c->key, "weft-client", c->nonce_c, c->nonce_s, c->version, want);
-		if (auth_mac_verify(want, m.mac) != 0) {
-			log_error("authentication failed from %s: wrong cluster key", c->peer);
-			pthread_mutex_lock(&c->lock);
-			c->close_after_flush = true;
-			pthread_mutex_unlock(&c->lock);
-			send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, -WEFT_EAUTH, f->h.reqid, &w);
-			break;
-		}
-		struct weft_msg_auth r;
-		auth_mac(&c->key, "weft-server", c->nonce_c, c->nonce_s, c->version, r.mac);
-		weft_auth_encode(&w, &r);
-		send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, 0, f->h.reqid, &w);
-		become_ready(c);
-		break;
-	}
-	case HS_CLIENT_WAIT_HELLO: {
-		struct weft_msg_hello_reply m;
-		if (!reply || f->h.opcode != WEFT_OP_HELLO || f->h.status) {
-			snprintf(msg, sizeof(msg), "server refused HELLO (%s)",
-				 f->h.status ? weft_strerror(f->h.status) : "unexpected frame");
-			hs_fail(c, msg);
-			break;
-		}
-		if (weft_hello_reply_decode(f->payload, f->h.payload_len, &m, &why) < 0 ||
-		    m.version < WEFT_PROTO_MIN || m.version > WEFT_PROTO_MAX) {
-			snprintf(msg, sizeof(msg), "bad HELLO reply: %s", why ? why : "version");
-			hs_fail(c, msg);
-			break;
-		}
-		c->version = m.version;
-		memcpy(c->nonce_s, m.nonce, WEFT_NONCE_LEN);
-		struct weft_msg_auth a;
-		auth_mac(&c->key, "weft-client", c->nonce_c, c->nonce_s, c->version, a.mac);
-		weft_auth_encode(&w, &a);
-		c->hs = HS_CLIENT_WAIT_AUTH;
-		send_handshake(c, WEFT_OP_AUTH, 0, 0, 0, &w);
-		break;
-	}
-	case HS_CLIENT_WAIT_AUTH: {
-		struct weft_msg_auth m;
-		uint8_t want[32];
-		if (!reply || f->h.opcode != WEFT_OP_AUTH) {
-			hs_fail(c, "unexpected frame during handshake");
-			break;
-		}
-		if (f->h.status == -WEFT_EAUTH) {
-			hs_fail(c, "server refused our cluster key (wrong cluster key)");
-			break;
-		}
-		if (f->h.status || weft_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
-			hs_fail(c, "malformed AUTH reply");
-			break;
-		}
-		auth_mac(&c->key, "weft-server", c->nonce_c, c->nonce_s, c->version, want);
-		if (auth_mac_verify(want, m.mac) != 0) {
-			hs_fail(c, "server does not hold our cluster key (wrong cluster key)");
-			break;
-		}
-		become_ready(c);
-		break;
-	}
-	case HS_READY:
-		break;
-	}
-	wbuf_free(&w);
-	frame_free(f);
 }
 
 /* ---- receive ---- */
@@ -876,7 +673,7 @@ static void deliver(struct conn *c, struct frame *f)
 static void protocol_error(struct conn *c, const char *why)
 {
 	unsigned dropped = 0;
-	if (c->hs == HS_READY || log_limit_ok(&stranger_lines, 10, 10000, &dropped))
+	if (c->hs == HS_READY || handshake_log_ok(&dropped))
 		log_warn("closing connection %s: %s%s", c->peer, why,
 			 dropped ? " (and more from unauthenticated peers not logged)" : "");
 	conn_close(c, -WEFT_EPROTO);
@@ -891,7 +688,7 @@ static bool parse_rx(struct conn *c)
 			break;
 		struct weft_hdr h;
 		const char *why;
-		if (weft_hdr_decode(c->rx + c->rx_off, &h, &why) < 0) {
+		if (proto_hdr_decode(c->rx + c->rx_off, &h, &why) < 0) {
 			protocol_error(c, why);
 			return false;
 		}
@@ -1045,6 +842,6 @@ struct conn *conn_new(int fd, const struct conn_params *p)
 		return c;
 	}
 	if (!p->is_server)
-		client_hello(c);
+		handshake_start(c);
 	return c;
 }

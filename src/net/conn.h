@@ -1,5 +1,6 @@
 /* One authenticated weft connection: framing, a send queue flushed with writev, many
- * requests in flight matched by request id, and the handshake.
+ * requests in flight matched by request id, and the handshake (handshake.c, HELLO and
+ * AUTH; conn_int.h holds what the two files share).
  *
  * DESIGN: the loop thread owns reading; it parses frames (header, then payload and bulk
  * read straight into one allocation) and hands requests to ops->on_request and replies

@@ -182,14 +182,14 @@ static void str_get(struct rbuf *r, struct weft_str *s, uint32_t max)
 #define DEC(kind, f, l) DEC_##kind(f, l)
 
 #define X(lname, FIELDS) \
-	int weft_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m) \
+	int proto_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m) \
 	{ \
 		(void)m; \
 		FIELDS(ENC) \
 		return w->err; \
 	} \
-	int weft_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
-				  const char **why) \
+	int proto_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
+				   const char **why) \
 	{ \
 		struct rbuf r; \
 		rbuf_init(&r, p, len); \
@@ -231,11 +231,11 @@ size_t weft_msg_size(enum weft_msg_type t)
 	return (unsigned)t < WEFT_MSG_COUNT ? msg_sizes[t] : 0;
 }
 
-int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why)
+int proto_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why)
 {
 	switch (t) {
 #define X(lname, FIELDS) \
-	case WEFT_MSG_##lname: return weft_##lname##_decode(p, len, m, why);
+	case WEFT_MSG_##lname: return proto_##lname##_decode(p, len, m, why);
 		WEFT_MESSAGES(X)
 #undef X
 	default:
@@ -245,11 +245,11 @@ int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m
 	}
 }
 
-int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m)
+int proto_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m)
 {
 	switch (t) {
 #define X(lname, FIELDS) \
-	case WEFT_MSG_##lname: return weft_##lname##_encode(w, m);
+	case WEFT_MSG_##lname: return proto_##lname##_encode(w, m);
 		WEFT_MESSAGES(X)
 #undef X
 	default:
@@ -294,7 +294,7 @@ size_t weft_dirent_size(size_t namelen, bool plus)
 	return 2 + namelen + 8 + 8 + 1 + 1 + (plus ? 80 : 0);
 }
 
-void weft_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
+void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 {
 	wbuf_str(w, d->name.p, d->name.len);
 	wbuf_u64(w, d->ino);

@@ -3,7 +3,7 @@
 
 #include "weft/err.h"
 
-void weft_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h)
+void proto_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h)
 {
 	put_le32(out + 0, h->magic);
 	put_le16(out + 4, h->version);
@@ -15,7 +15,7 @@ void weft_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h)
 	put_le32(out + 28, h->bulk_len);
 }
 
-int weft_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why)
+int proto_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why)
 {
 	h->magic = get_le32(in + 0);
 	h->version = get_le16(in + 4);

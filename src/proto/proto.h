@@ -41,10 +41,10 @@ struct weft_hdr {
 	uint32_t bulk_len;
 };
 
-void weft_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h);
+void proto_hdr_encode(uint8_t out[WEFT_HDR_SIZE], const struct weft_hdr *h);
 /* Decodes and validates a header (magic, version range, lengths within limits, flags
  * known). Returns 0, or -WEFT_EPROTO with *why naming the problem. */
-int weft_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why);
+int proto_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const char **why);
 
 /* Largest written-stripes mask (OPENED, EXTEND): one bit per stripe object. */
 #define WEFT_WRITTEN_MAX 512
@@ -416,10 +416,10 @@ enum weft_op {
 #define X(lname, FIELDS) \
 	struct weft_msg_##lname { FIELDS(WEFT_FIELD_DECL) char unused_; }; \
 	/* Appends the encoding to w; returns 0, -ENOMEM, or -EINVAL if a field is over its limit. */ \
-	int weft_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m); \
+	int proto_##lname##_encode(struct wbuf *w, const struct weft_msg_##lname *m); \
 	/* Decodes exactly len bytes; strings borrow from p. Returns 0 or -WEFT_EPROTO, *why set. */ \
-	int weft_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
-				  const char **why);
+	int proto_##lname##_decode(const void *p, size_t len, struct weft_msg_##lname *m, \
+				   const char **why);
 WEFT_MESSAGES(X)
 #undef X
 
@@ -432,12 +432,12 @@ enum weft_msg_type {
 };
 const char *weft_msg_name(enum weft_msg_type t);
 /* Decodes into an untyped buffer of at least weft_msg_size(t) bytes. */
-int weft_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
+int proto_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
 /* The error a decode failure stands for, from the why a decoder set: -ENAMETOOLONG for a
  * string over its limit (a name too long), else -WEFT_EPROTO. Compares the reason's
  * identity, not its text, so the wording may change. */
 int proto_decode_err(const char *why);
-int weft_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
+int proto_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
 size_t weft_msg_size(enum weft_msg_type t);
 
 /* Opcode table lookups; NULL / -1 for unknown opcodes. */
@@ -457,7 +457,7 @@ struct weft_dirent {
 	bool has_attr;
 	struct weft_attr attr;
 };
-void weft_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
+void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
 /* Decodes the next entry; returns 0, 1 at the end of the buffer, or -WEFT_EPROTO. */
 int weft_dirent_next(struct rbuf *r, struct weft_dirent *d);
 size_t weft_dirent_size(size_t namelen, bool plus);

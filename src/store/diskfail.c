@@ -64,7 +64,7 @@ int store_disk_report(struct store_server *s)
 	struct weft_msg_target_failed m = {.reporter = s->target_id, .target = s->target_id};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_target_failed_encode(&w, &m);
+	proto_target_failed_encode(&w, &m);
 	struct frame *rep = NULL;
 	int err = rpc_call(s->meta, WEFT_OP_TARGET_FAILED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);

@@ -132,13 +132,13 @@ static int register_once(struct store_server *s, struct weft_msg_target_register
 	}
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_target_register_encode(&w, &m);
+	proto_target_register_encode(&w, &m);
 	uint64_t sent = loop_now_ms();
 	struct frame *rep = NULL;
 	int rc = rpc_call(s->meta, WEFT_OP_TARGET_REGISTER, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	if (rc == 0) {
 		const char *why = NULL;
-		if (weft_target_registered_decode(rep->payload, rep->h.payload_len, out, &why)) {
+		if (proto_target_registered_decode(rep->payload, rep->h.payload_len, out, &why)) {
 			log_error("TARGET_REGISTER reply from meta %s: %s", s->meta_addr, why);
 			rc = -WEFT_EPROTO;
 		} else {
@@ -265,7 +265,7 @@ static int beat(struct store_server *s)
 	m.wseq = s->objs ? store_index_wseq(store_obj_index(s->objs)) : 0;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_target_heartbeat_encode(&w, &m);
+	proto_target_heartbeat_encode(&w, &m);
 	uint64_t sent = loop_now_ms();
 	uint32_t timeout = s->heartbeat_ms * 2 < 2000 ? 2000 : s->heartbeat_ms * 2;
 	struct frame *rep = NULL;
@@ -273,7 +273,7 @@ static int beat(struct store_server *s)
 	if (rc == 0) {
 		struct weft_msg_heartbeat_reply r;
 		const char *why = NULL;
-		if (weft_heartbeat_reply_decode(rep->payload, rep->h.payload_len, &r, &why)) {
+		if (proto_heartbeat_reply_decode(rep->payload, rep->h.payload_len, &r, &why)) {
 			log_error("heartbeat reply from meta %s: %s", s->meta_addr, why);
 			rc = -WEFT_EPROTO;
 		} else {
@@ -296,7 +296,7 @@ static void report_progress(struct store_server *s, bool *was)
 	store_resync_progress(s, &m);
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_resync_progress_encode(&w, &m);
+	proto_resync_progress_encode(&w, &m);
 	struct frame *rep = NULL;
 	rpc_call(s->meta, WEFT_OP_RESYNC_PROGRESS, &w, NULL, 0, 2000, &rep);
 	frame_free(rep);

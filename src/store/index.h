@@ -114,7 +114,7 @@ int store_index_settle(struct store_index *idx, uint64_t ino, uint32_t stripe,
 
 /* Records stamp as the files' stamp of (ino, stripe) now, outside a mutation (one
  * write transaction): for files found changed in place whose damage the chunks' CRCs
- * report (object_recover.c obj_old_copy). The object's lock must be held; -EBUSY if
+ * report (object_recover.c store_obj_old_copy). The object's lock must be held; -EBUSY if
  * the record is in flux. Returns 0 or -errno. */
 int store_index_restamp(struct store_index *idx, uint64_t ino, uint32_t stripe, uint64_t stamp);
 

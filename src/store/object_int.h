@@ -1,4 +1,5 @@
-/* Internals shared by object.c, object_read.c and object_recover.c. Not an API. */
+/* Internals shared by object.c, object_write.c, object_read.c, object_recover.c and
+ * object_seg.c. Not an API. */
 #ifndef WEFT_STORE_OBJECT_INT_H
 #define WEFT_STORE_OBJECT_INT_H
 
@@ -30,25 +31,27 @@ void store_obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc);
  * A read stops early at end of file (returns 0 with *done short). 0 or -errno. */
 int store_obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 /* Transfers of at least this many bytes, page-aligned in offset and memory, go to and
- * from the disk with O_DIRECT (obj_data_io). */
+ * from the disk with O_DIRECT (store_obj_data_io). */
 #define OBJ_DIRECT_MIN (128u << 10)
-/* obj_io on the object's data in its first segment: O_DIRECT for a large aligned
+/* store_obj_io on the object's data in its first segment: O_DIRECT for a large aligned
  * transfer while s->direct holds (cleared for good where the file system refuses it),
- * else through the page cache. 0 or -errno; *done as obj_io. */
+ * else through the page cache. 0 or -errno; *done as store_obj_io. */
 int store_obj_data_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 		const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 /* The stamp of an object's files: its data file's ctime in ns (0 if fstat fails). The
  * kernel sets ctime on every change to a file and nothing can set it back, so a file
  * restored from a copy (cp, rsync, tar, a snapshot) never has the stamp the index
  * recorded at the object's last mutation here. */
-uint64_t obj_stamp(int fd);
+uint64_t store_obj_stamp(int fd);
 /* Whether the open object e is an older copy than its index record vouches for: its
  * stamp differs and every chunk agrees with its CRC (a whole older copy put back). A
  * file whose stamp differs and whose chunks do not all agree was damaged in place: its
  * record is re-stamped and the CRCs govern it (false). Verifies the whole object, but
  * only when the stamp differs. *recorded (may be NULL): the record's stamp, when true.
  * Object lock held (read or write). Logs what it found. */
-bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded);
+bool store_obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded);
+/* fsync of directory rel under dirfd (a new entry made durable). 0 or -errno. */
+int store_obj_fsync_dirat(int dirfd, const char *rel);
 /* pread of len bytes at off into buf, zero-filling past end of file. 0 or -errno. */
 int store_obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Segments (object_seg.c): an object's bytes [k*SEG, (k+1)*SEG) live in segment k, so
@@ -59,7 +62,7 @@ int store_obj_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Object size from its segments, at open (e->size already holds segment 0's). */
 int store_obj_seg_size(struct store_objs *s, struct store_fdc_entry *e);
 bool store_obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe);
-/* obj_io over segments; reads fill holes (absent segments) with zeros. */
+/* store_obj_io over segments; reads fill holes (absent segments) with zeros. */
 int store_obj_seg_io(struct store_objs *s, struct store_fdc_entry *e, bool write,
 	       const struct iovec *iov, int cnt, uint64_t off, size_t *done);
 int store_obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *buf, size_t len,

@@ -1,6 +1,7 @@
 /* Object reads: whole covering chunks read with one preadv (full chunks straight into
  * the caller's buffers, partial end chunks into scratch), verified against the
- * sidecar, then one CRC per returned piece (see object.h). */
+ * sidecar, then one CRC per returned piece (see object.h); stat, extents, versions and
+ * the index's lists. */
 #include "store/object_int.h"
 
 #include <errno.h>
@@ -175,7 +176,7 @@ int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 		}
 	}
 	if (rc == 0)
-		rc = obj_old_copy(s, e, NULL) ? 1 : 0;
+		rc = store_obj_old_copy(s, e, NULL) ? 1 : 0;
 	store_fdc_put(s->fdc, e);
 	pthread_rwlock_unlock(lk);
 	return rc == -ENOENT ? 0 : rc;
@@ -262,7 +263,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 		rc = read_checked(s, e, off, iov, iovcnt, n, S, crcs, &r);
 	else
 		rc = read_plain(s, e, off, iov, iovcnt, n, crcs, ncrcs);
-	if (rc == 0 && !obj_old_copy(s, e, NULL)) {
+	if (rc == 0 && !store_obj_old_copy(s, e, NULL)) {
 		*nread = n;
 		store_target_count_read(s->t, n);
 	} else if (rc == 0) {
@@ -270,7 +271,7 @@ int store_obj_readv_flags(struct store_objs *s, uint64_t ino, uint32_t stripe, u
 	}
 	goto out;
 out_whole: /* nothing to read past the checks: the copy must still be current */
-	if (obj_old_copy(s, e, NULL))
+	if (store_obj_old_copy(s, e, NULL))
 		rc = -WEFT_EMISSING;
 out:
 	store_fdc_put(s->fdc, e);
@@ -290,4 +291,78 @@ int store_obj_read(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t
 {
 	struct iovec v = {buf, len};
 	return store_obj_readv(s, ino, stripe, off, &v, 1, crcs, ncrcs, nread, res);
+}
+
+uint64_t store_obj_version(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	struct store_index_rec rec;
+	return store_index_get(s->idx, ino, stripe, &rec) == 0 ? rec.committed : 0;
+}
+
+/* Size, allocation and, with the index's record, committed version of an open object. */
+static void stat_entry(struct store_objs *s, struct store_fdc_entry *e, bool version,
+		       struct store_obj_stat *st)
+{
+	struct store_index_rec rec;
+	st->size = e->size;
+	st->allocated = store_obj_seg_allocated(s, e);
+	st->version = version && store_index_get(s->idx, e->ino, e->stripe, &rec) == 0 ?
+		      rec.committed : 0;
+}
+
+int store_obj_stat(struct store_objs *s, uint64_t ino, uint32_t stripe,
+		   struct store_obj_stat *st)
+{
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		stat_entry(s, e, true, st);
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
+{
+	char path[OBJ_PATH_LEN];
+	struct stat st;
+	store_obj_path(path, ino, stripe, false);
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
+	pthread_rwlock_wrlock(lk);
+	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;
+	if (rc == -ENOENT)
+		store_fdc_drop(s->fdc, ino, stripe); /* a descriptor of a file removed behind us */
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_extent(struct store_objs *s, uint64_t ino, uint32_t stripe, uint64_t off,
+		     struct store_obj_stat *st, uint64_t *data, uint64_t *hole)
+{
+	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
+	pthread_rwlock_rdlock(lk);
+	struct store_fdc_entry *e;
+	int rc = store_fdc_get(s->fdc, ino, stripe, false, &e);
+	if (rc == 0) {
+		stat_entry(s, e, false, st);
+		*data = off < e->size ? (uint64_t)store_obj_seg_next_data(s, e, off) : e->size;
+		*hole = *data < e->size ? (uint64_t)store_obj_seg_next_hole(s, e, *data) : e->size;
+		store_fdc_put(s->fdc, e);
+	}
+	pthread_rwlock_unlock(lk);
+	return rc;
+}
+
+int store_obj_list(struct store_objs *s, uint64_t ino, uint32_t stripe,
+		   struct store_index_rec *out, size_t max, size_t *n)
+{
+	return store_index_list(s->idx, ino, stripe, out, max, n);
+}
+
+const struct store_torn *store_obj_torn(struct store_objs *s, size_t *n)
+{
+	return store_index_torn(s->idx, n);
 }

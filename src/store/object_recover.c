@@ -150,13 +150,13 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 	return rc;
 }
 
-bool obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded)
+bool store_obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_t *recorded)
 {
 	struct store_index_rec rec;
 	if (store_index_get(s->idx, e->ino, e->stripe, &rec) != 0 || rec.stamp == 0 ||
 	    rec.committed != rec.pending)
 		return false;
-	uint64_t stamp = obj_stamp(e->fd);
+	uint64_t stamp = store_obj_stamp(e->fd);
 	if (stamp == rec.stamp)
 		return false;
 	uint64_t nbad = 0, first = 0;
@@ -224,7 +224,7 @@ int store_obj_recover(struct store_objs *s)
 		t->size = e->size;
 		if (rc == 0)
 			rc = verify_entry(s, e, true, &t->nbad, &t->first_bad, &t->nrepaired);
-		uint64_t stamp = obj_stamp(e->fd);
+		uint64_t stamp = store_obj_stamp(e->fd);
 		store_fdc_put(s->fdc, e);
 		if (rc) {
 			log_error("recover objects/%s: %s", path, strerror(-rc));

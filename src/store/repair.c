@@ -96,7 +96,7 @@ static int peer_read(struct conn *c, const struct repair_job *j, uint64_t ver, u
 				      .len = PIECE, .flags = WEFT_READ_REPAIR};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_read_encode(&w, &m);
+	proto_obj_read_encode(&w, &m);
 	*rep = NULL;
 	int rc = conn_call_sync(c, WEFT_OP_OBJ_READ, &w, NULL, 0, STORE_META_TIMEOUT_MS * 2, rep);
 	if (rc) {
@@ -132,7 +132,7 @@ static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 		if (rc)
 			break;
 		const char *why = NULL;
-		if (weft_obj_data_decode(f->payload, f->h.payload_len, d, &why) < 0 ||
+		if (proto_obj_data_decode(f->payload, f->h.payload_len, d, &why) < 0 ||
 		    f->h.bulk_len > PIECE) {
 			frame_free(f);
 			rc = -WEFT_EPROTO;

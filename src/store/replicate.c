@@ -79,10 +79,10 @@ static void reply_done(struct sreq *q)
 	if (q->op == WEFT_OP_OBJ_WRITE) {
 		struct weft_msg_obj_written m = {.size = q->local_size,
 						 .allocated = q->local_allocated};
-		weft_obj_written_encode(&w, &m);
+		proto_obj_written_encode(&w, &m);
 	} else if (q->op == WEFT_OP_OBJ_TRUNCATE) {
 		struct weft_msg_obj_size m = {.size = q->local_size};
-		weft_obj_size_encode(&w, &m);
+		proto_obj_size_encode(&w, &m);
 	}
 	conn_reply(q->c, q->f, w.err, &w, NULL, 0, NULL, NULL);
 	wbuf_free(&w);
@@ -119,7 +119,7 @@ static void report_failure(struct sreq *q)
 					   .chain = q->chain, .replicas = q->replicas};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_target_failed_encode(&w, &m);
+	proto_target_failed_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = rpc_call(s->meta, WEFT_OP_TARGET_FAILED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);

@@ -315,7 +315,7 @@ void store_resync_missed_list(struct sreq *q)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_list_reply r = {.count = n, .eof = eof};
-	weft_obj_list_reply_encode(&w, &r);
+	proto_obj_list_reply_encode(&w, &r);
 	if (b.err || w.err) {
 		store_reply_status(q, -ENOMEM);
 		wbuf_free(&b);
@@ -386,7 +386,7 @@ static int chain_synced(struct store_server *s, const struct job *j, uint64_t co
 					  .chain = j->chain, .chain_ver = j->version};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_chain_synced_encode(&w, &m);
+	proto_chain_synced_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_SYNCED, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	frame_free(rep);
@@ -430,7 +430,7 @@ static int copy_object(struct store_server *s, struct rpc *src, const struct job
 					      .offset = off, .len = COPY_UNIT};
 		struct wbuf w;
 		wbuf_init(&w);
-		weft_obj_read_encode(&w, &m);
+		proto_obj_read_encode(&w, &m);
 		struct frame *rep = NULL;
 		int rc = rpc_call(src, WEFT_OP_OBJ_SYNC_READ, &w, NULL, 0, 30000, &rep);
 		if (rc == -ENOENT) { /* gone at the source: gone here too */
@@ -448,7 +448,7 @@ static int copy_object(struct store_server *s, struct rpc *src, const struct job
 		}
 		struct weft_msg_obj_data d;
 		const char *why = NULL;
-		if (weft_obj_data_decode(rep->payload, rep->h.payload_len, &d, &why)) {
+		if (proto_obj_data_decode(rep->payload, rep->h.payload_len, &d, &why)) {
 			frame_free(rep);
 			return -WEFT_EPROTO;
 		}
@@ -497,12 +497,12 @@ static int list_call(struct rpc *src, struct store_server *s, const struct job *
 					.ino = ino, .stripe = stripe, .max = LIST_BATCH};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_missed_encode(&w, &m);
+	proto_obj_missed_encode(&w, &m);
 	int rc = rpc_call(src, WEFT_OP_OBJ_MISSED, &w, NULL, 0, 10000, rep);
 	if (rc)
 		return rc;
 	const char *why = NULL;
-	if (weft_obj_list_reply_decode((*rep)->payload, (*rep)->h.payload_len, r, &why) ||
+	if (proto_obj_list_reply_decode((*rep)->payload, (*rep)->h.payload_len, r, &why) ||
 	    (*rep)->h.bulk_len != 16 + 12 * (uint64_t)r->count)
 		return -WEFT_EPROTO;
 	return 0;
@@ -517,11 +517,11 @@ static int chain_objects_page(struct store_server *s, const struct job *j, uint6
 					   .ino = ino, .max = 1024};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_chain_objects_encode(&w, &m);
+	proto_chain_objects_encode(&w, &m);
 	int rc = rpc_call(s->meta, WEFT_OP_CHAIN_OBJECTS, &w, NULL, 0, STORE_META_TIMEOUT_MS, rep);
 	const char *why = NULL;
-	if (rc == 0 && (weft_chain_objects_reply_decode((*rep)->payload, (*rep)->h.payload_len, r,
-							&why) ||
+	if (rc == 0 && (proto_chain_objects_reply_decode((*rep)->payload, (*rep)->h.payload_len, r,
+							 &why) ||
 			(*rep)->h.bulk_len != 12 * (uint64_t)r->count))
 		rc = -WEFT_EPROTO;
 	return rc;
@@ -727,12 +727,12 @@ static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, u
 	struct weft_msg_ino m = {.ino = ino};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = rpc_call(s->meta, WEFT_OP_GETSTRIPE, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	struct weft_msg_layout l;
 	const char *why = NULL;
-	if (rc == 0 && weft_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
+	if (rc == 0 && proto_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
 		rc = -WEFT_EPROTO;
 	frame_free(rep);
 	if (rc)

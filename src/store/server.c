@@ -126,7 +126,7 @@ static void do_read(struct sreq *q)
 	d->hole = r.hole;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_data_encode(&w, d);
+	proto_obj_data_encode(&w, d);
 	free(d);
 	if (w.err) {
 		wbuf_free(&w);
@@ -167,7 +167,7 @@ static void do_stat(struct sreq *q)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_size m = {.size = st.size};
-	weft_obj_size_encode(&w, &m);
+	proto_obj_size_encode(&w, &m);
 	reply_msg(q, 0, &w);
 }
 
@@ -191,7 +191,7 @@ static void do_extent(struct sreq *q)
 	r.allocated = st.allocated;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_extent_reply_encode(&w, &r);
+	proto_obj_extent_reply_encode(&w, &r);
 	reply_msg(q, 0, &w);
 }
 
@@ -224,7 +224,7 @@ static void do_list(struct sreq *q)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_obj_list_reply r = {.count = (uint32_t)n, .eof = n < max};
-	weft_obj_list_reply_encode(&w, &r);
+	proto_obj_list_reply_encode(&w, &r);
 	struct iovec v = {bulk, n * PROTO_OBJ_REC_SIZE};
 	if (n)
 		conn_reply(q->c, q->f, w.err, &w, &v, 1, free, bulk);
@@ -258,7 +258,7 @@ static void do_stats(struct sreq *q)
 	m.ops_written = c.ops_written;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_store_stats_encode(&w, &m);
+	proto_store_stats_encode(&w, &m);
 	reply_msg(q, 0, &w);
 }
 
@@ -386,8 +386,8 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	}
 	const char *why = NULL;
-	if (o->decode && weft_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
-					     f->h.payload_len, &q->m, &why)) {
+	if (o->decode && proto_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
+					      f->h.payload_len, &q->m, &why)) {
 		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
 		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
 				 why ? why : "malformed");

@@ -112,12 +112,12 @@ static int layout_of(struct store_server *s, uint64_t ino, struct weft_layout *o
 	struct weft_msg_ino m = {.ino = ino};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_ino_encode(&w, &m);
+	proto_ino_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = rpc_call(s->meta, WEFT_OP_GETSTRIPE, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
 	struct weft_msg_layout l;
 	const char *why = NULL;
-	if (rc == 0 && weft_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
+	if (rc == 0 && proto_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
 		rc = -WEFT_EPROTO;
 	frame_free(rep);
 	if (rc == 0)

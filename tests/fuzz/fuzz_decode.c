@@ -14,9 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= WEFT_HDR_SIZE) {
 		struct weft_hdr h;
 		const char *why = NULL;
-		if (weft_hdr_decode(data, &h, &why) == 0) {
+		if (proto_hdr_decode(data, &h, &why) == 0) {
 			uint8_t again[WEFT_HDR_SIZE];
-			weft_hdr_encode(again, &h);
+			proto_hdr_encode(again, &h);
 			if (memcmp(again, data, WEFT_HDR_SIZE) != 0)
 				abort();
 		} else if (!why) {
@@ -28,10 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum weft_msg_type t = (enum weft_msg_type)(data[0] % WEFT_MSG_COUNT);
 	static _Alignas(16) uint8_t m[1 << 16];
 	const char *why = NULL;
-	if (weft_msg_decode_any(t, data + 1, size - 1, m, &why) == 0) {
+	if (proto_msg_decode_any(t, data + 1, size - 1, m, &why) == 0) {
 		struct wbuf w;
 		wbuf_init(&w);
-		if (weft_msg_encode_any(t, &w, m) != 0 || w.len != size - 1 ||
+		if (proto_msg_encode_any(t, &w, m) != 0 || w.len != size - 1 ||
 		    (w.len && memcmp(w.data, data + 1, size - 1) != 0))
 			abort();
 		wbuf_free(&w);

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	uint8_t hdr[WEFT_HDR_SIZE];
 	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX,
 			     .opcode = WEFT_OP_HELLO, .reqid = 1, .bulk_len = 16u << 20};
-	weft_hdr_encode(hdr, &h);
+	proto_hdr_encode(hdr, &h);
 	int *fds = calloc((size_t)n, sizeof(int)), ok = 0;
 	for (int i = 0; i < n; i++) {
 		fds[i] = socket(AF_INET, SOCK_STREAM, 0);

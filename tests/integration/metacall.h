@@ -84,7 +84,7 @@ static inline int mc_call(struct mc *m, uint16_t op, const void *msg, const void
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	if (msg && weft_msg_encode_any((enum weft_msg_type)weft_op_req_type(op), &w, msg)) {
+	if (msg && proto_msg_encode_any((enum weft_msg_type)weft_op_req_type(op), &w, msg)) {
 		wbuf_free(&w);
 		return -EINVAL;
 	}
@@ -108,7 +108,7 @@ static inline int mc_entry(struct mc *m, uint16_t op, const void *msg, struct we
 	int rc = mc_call(m, op, msg, NULL, 0, &f);
 	if (rc == 0) {
 		struct weft_msg_entry e;
-		if (weft_entry_decode(f->payload, f->h.payload_len, &e, NULL))
+		if (proto_entry_decode(f->payload, f->h.payload_len, &e, NULL))
 			rc = -EIO;
 		else {
 			if (a)
@@ -171,7 +171,7 @@ static inline int mc_register(struct mc *m, uint8_t tag, const char *node, const
 	int rc = mc_call(m, WEFT_OP_TARGET_REGISTER, &q, NULL, 0, &f);
 	if (rc == 0) {
 		struct weft_msg_target_registered r;
-		if (weft_target_registered_decode(f->payload, f->h.payload_len, &r, NULL))
+		if (proto_target_registered_decode(f->payload, f->h.payload_len, &r, NULL))
 			rc = -EIO;
 		else if (id)
 			*id = r.target;

@@ -85,7 +85,7 @@ static int load_chain(void)
 		return rc;
 	}
 	struct weft_msg_store_stats st;
-	if (weft_store_stats_decode(rep->payload, rep->h.payload_len, &st, NULL))
+	if (proto_store_stats_decode(rep->payload, rep->h.payload_len, &st, NULL))
 		return -EPROTO;
 	frame_free(rep);
 	target = st.target;
@@ -127,7 +127,7 @@ static int do_write(uint64_t ino, uint32_t stripe, uint64_t off, size_t len, uin
 		m->flags = WEFT_WRITE_SYNC;
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_write_encode(&w, m);
+	proto_obj_write_encode(&w, m);
 	free(m);
 	struct iovec v = {buf, len};
 	struct frame *rep = NULL;
@@ -137,7 +137,7 @@ static int do_write(uint64_t ino, uint32_t stripe, uint64_t off, size_t len, uin
 		rc = print_err(rc, rep);
 	else {
 		struct weft_msg_obj_written o;
-		if (weft_obj_written_decode(rep->payload, rep->h.payload_len, &o, NULL))
+		if (proto_obj_written_decode(rep->payload, rep->h.payload_len, &o, NULL))
 			rc = 3;
 		else
 			printf("ok size=%" PRIu64 "\n", o.size);
@@ -155,7 +155,7 @@ static int read_obj(uint64_t ino, uint32_t stripe, uint64_t off, uint32_t len, u
 				      .len = len};
 	struct wbuf w;
 	wbuf_init(&w);
-	weft_obj_read_encode(&w, &m);
+	proto_obj_read_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = call(store, WEFT_OP_OBJ_READ, &w, NULL, 0, &rep);
 	if (rc) {
@@ -165,7 +165,7 @@ static int read_obj(uint64_t ino, uint32_t stripe, uint64_t off, uint32_t len, u
 	}
 	struct weft_msg_obj_data *d = malloc(sizeof(*d));
 	struct weft_crcs *want = malloc(sizeof(*want));
-	if (weft_obj_data_decode(rep->payload, rep->h.payload_len, d, NULL) ||
+	if (proto_obj_data_decode(rep->payload, rep->h.payload_len, d, NULL) ||
 	    rep->h.bulk_len > len) {
 		printf("bad reply\n");
 		rc = 3;
@@ -193,7 +193,7 @@ static int simple(uint16_t op, struct wbuf *w, const char *what)
 		rc = print_err(rc, rep);
 	} else if (op == WEFT_OP_OBJ_TRUNCATE || op == WEFT_OP_OBJ_STAT) {
 		struct weft_msg_obj_size o;
-		if (weft_obj_size_decode(rep->payload, rep->h.payload_len, &o, NULL))
+		if (proto_obj_size_decode(rep->payload, rep->h.payload_len, &o, NULL))
 			rc = 3;
 		else
 			printf("ok size=%" PRIu64 "\n", o.size);
@@ -285,7 +285,7 @@ static int do_stream(uint64_t ino, uint32_t stripe, long count, size_t bs, int i
 		weft_crcs_compute(k->buf, (uint32_t)(bs), k->off, &m->crcs);
 		struct wbuf w;
 		wbuf_init(&w);
-		weft_obj_write_encode(&w, m);
+		proto_obj_write_encode(&w, m);
 		free(m);
 		struct iovec v = {k->buf, bs};
 		if (conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, stream_release, k->buf, stream_done, k))
@@ -414,31 +414,31 @@ int main(int argc, char **argv)
 		struct weft_msg_obj_truncate m = {.ino = num(a[0]), .stripe = (uint32_t)num(a[1]),
 						  .replicas = chain.replicas, .chain = chain.id,
 						  .chain_ver = chain.version, .size = num(a[2])};
-		weft_obj_truncate_encode(&w, &m);
+		proto_obj_truncate_encode(&w, &m);
 		rc = simple(WEFT_OP_OBJ_TRUNCATE, &w, "");
 	} else if (strcmp(cmd, "fsync") == 0 && na == 2) {
 		struct weft_msg_obj_sync m = {.ino = num(a[0]), .stripe = (uint32_t)num(a[1]),
 					      .replicas = chain.replicas, .chain = chain.id,
 					      .chain_ver = chain.version};
-		weft_obj_sync_encode(&w, &m);
+		proto_obj_sync_encode(&w, &m);
 		rc = simple(WEFT_OP_OBJ_FSYNC, &w, "synced");
 	} else if (strcmp(cmd, "stat") == 0 && na == 2) {
 		struct weft_msg_obj_id m = {.ino = num(a[0]), .stripe = (uint32_t)num(a[1])};
-		weft_obj_id_encode(&w, &m);
+		proto_obj_id_encode(&w, &m);
 		rc = simple(WEFT_OP_OBJ_STAT, &w, "synced");
 	} else if (strcmp(cmd, "delete") == 0 && na == 1) {
 		struct weft_msg_obj_delete m = {.ino = num(a[0])};
-		weft_obj_delete_encode(&w, &m);
+		proto_obj_delete_encode(&w, &m);
 		rc = simple(WEFT_OP_OBJ_DELETE, &w, "deleted");
 	} else if (strcmp(cmd, "list") == 0) {
 		struct weft_msg_obj_list m = {.max = 1000};
-		weft_obj_list_encode(&w, &m);
+		proto_obj_list_encode(&w, &m);
 		struct frame *rep = NULL;
 		rc = call(store, WEFT_OP_OBJ_LIST, &w, NULL, 0, &rep);
 		struct weft_msg_obj_list_reply r;
 		if (rc)
 			rc = print_err(rc, rep);
-		else if (weft_obj_list_reply_decode(rep->payload, rep->h.payload_len, &r, NULL) ||
+		else if (proto_obj_list_reply_decode(rep->payload, rep->h.payload_len, &r, NULL) ||
 			 !proto_obj_recs_fit(rep->h.bulk_len, r.count))
 			rc = 3;
 		else
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
 		struct frame *rep = NULL;
 		rc = call(store, WEFT_OP_STORE_STATS, &w, NULL, 0, &rep);
 		struct weft_msg_store_stats st;
-		if (rc == 0 && weft_store_stats_decode(rep->payload, rep->h.payload_len, &st, NULL) == 0)
+		if (rc == 0 && proto_store_stats_decode(rep->payload, rep->h.payload_len, &st, NULL) == 0)
 			printf("target=%u capacity=%" PRIu64 " free=%" PRIu64 " bytes_read=%" PRIu64
 			       " bytes_written=%" PRIu64 " ops_read=%" PRIu64 " ops_written=%" PRIu64 "\n",
 			       st.target, st.capacity, st.free, st.bytes_read, st.bytes_written,

@@ -45,12 +45,12 @@ static int ping(struct rpc *r, uint64_t token)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ping m = {.token = token};
-	weft_ping_encode(&w, &m);
+	proto_ping_encode(&w, &m);
 	struct frame *rep;
 	int rc = rpc_call(r, WEFT_OP_PING, &w, NULL, 0, 5000, &rep);
 	if (rc == 0) {
 		struct weft_msg_ping o;
-		CHECK_OK(weft_ping_decode(rep->payload, rep->h.payload_len, &o, NULL));
+		CHECK_OK(proto_ping_decode(rep->payload, rep->h.payload_len, &o, NULL));
 		CHECK(o.token == token);
 	}
 	frame_free(rep);
@@ -100,7 +100,7 @@ static void test_many_in_flight(void)
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_ping m = {.token = (uint64_t)sent};
-		weft_ping_encode(&w, &m);
+		proto_ping_encode(&w, &m);
 		CHECK_OK(conn_call(c, WEFT_OP_PING, &w, NULL, 0, NULL, NULL, ping_done, &s));
 		sent++;
 		pthread_mutex_lock(&s.lock);
@@ -172,7 +172,7 @@ static void raw_send(int fd, uint16_t op, uint32_t flags, const struct wbuf *w)
 	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = op, .flags = flags,
 			     .reqid = 1, .payload_len = w ? (uint32_t)w->len : 0};
 	uint8_t hb[WEFT_HDR_SIZE];
-	weft_hdr_encode(hb, &h);
+	proto_hdr_encode(hb, &h);
 	CHECK_INT(write(fd, hb, sizeof(hb)), ==, WEFT_HDR_SIZE);
 	if (w && w->len)
 		CHECK_INT(write(fd, w->data, w->len), ==, w->len);
@@ -189,7 +189,7 @@ static int raw_recv(int fd, struct weft_hdr *h, uint8_t *buf, size_t cap)
 			return -1;
 		got += (size_t)r;
 	}
-	CHECK_OK(weft_hdr_decode(hb, h, NULL));
+	CHECK_OK(proto_hdr_decode(hb, h, NULL));
 	CHECK(h->payload_len <= cap);
 	got = 0;
 	while (got < h->payload_len) {
@@ -207,7 +207,7 @@ static void test_no_key(void)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ping m = {.token = 1};
-	weft_ping_encode(&w, &m);
+	proto_ping_encode(&w, &m);
 	raw_send(fd, WEFT_OP_PING, 0, &w);
 	struct weft_hdr h;
 	uint8_t buf[256];
@@ -223,17 +223,17 @@ static void raw_handshake(int fd, const uint8_t nonce_c[32], struct wbuf *auth_o
 	wbuf_init(&w);
 	struct weft_msg_hello hm = {.ver_min = 1, .ver_max = 1, .role = WEFT_ROLE_ADMIN};
 	memcpy(hm.nonce, nonce_c, 32);
-	weft_hello_encode(&w, &hm);
+	proto_hello_encode(&w, &hm);
 	raw_send(fd, WEFT_OP_HELLO, 0, &w);
 	struct weft_hdr h;
 	uint8_t buf[256];
 	CHECK_OK(raw_recv(fd, &h, buf, sizeof(buf)));
 	struct weft_msg_hello_reply hr;
-	CHECK_OK(weft_hello_reply_decode(buf, h.payload_len, &hr, NULL));
+	CHECK_OK(proto_hello_reply_decode(buf, h.payload_len, &hr, NULL));
 	if (auth_out->len == 0) {
 		struct weft_msg_auth a;
 		auth_mac(&key, "weft-client", nonce_c, hr.nonce, hr.version, a.mac);
-		weft_auth_encode(auth_out, &a);
+		proto_auth_encode(auth_out, &a);
 	}
 	raw_send(fd, WEFT_OP_AUTH, 0, auth_out);
 	int r = raw_recv(fd, &h, buf, sizeof(buf));
@@ -279,7 +279,7 @@ static void test_garbage_after_auth(void)
 	uint8_t hb[WEFT_HDR_SIZE];
 	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_ECHO,
 			     .reqid = 9, .bulk_len = 1u << 30};
-	weft_hdr_encode(hb, &h);
+	proto_hdr_encode(hb, &h);
 	CHECK_INT(write(fd, hb, sizeof(hb)), ==, WEFT_HDR_SIZE);
 	uint8_t buf[64];
 	CHECK_INT(raw_recv(fd, &h, buf, sizeof(buf)), ==, -1);

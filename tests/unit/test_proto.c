@@ -63,25 +63,25 @@ static void roundtrip(enum weft_msg_type t)
 	struct wbuf w1, w2;
 	wbuf_init(&w1);
 	wbuf_init(&w2);
-	CHECK_OK(weft_msg_encode_any(t, &w1, &a));
+	CHECK_OK(proto_msg_encode_any(t, &w1, &a));
 	const char *why = NULL;
-	int rc = weft_msg_decode_any(t, w1.data, w1.len, &b, &why);
+	int rc = proto_msg_decode_any(t, w1.data, w1.len, &b, &why);
 	if (rc) {
 		fprintf(stderr, "decode %s: %s\n", weft_msg_name(t), why);
 		CHECK(0);
 	}
-	CHECK_OK(weft_msg_encode_any(t, &w2, &b));
+	CHECK_OK(proto_msg_encode_any(t, &w2, &b));
 	CHECK_INT(w1.len, ==, w2.len);
 	CHECK(w1.len == 0 || memcmp(w1.data, w2.data, w1.len) == 0);
 	CHECK(w1.len <= WEFT_PAYLOAD_MAX);
 	for (size_t cut = 0; cut < w1.len; cut++) {
 		why = NULL;
-		CHECK_INT(weft_msg_decode_any(t, w1.data, cut, &b, &why), ==, -WEFT_EPROTO);
+		CHECK_INT(proto_msg_decode_any(t, w1.data, cut, &b, &why), ==, -WEFT_EPROTO);
 		CHECK(why != NULL);
 	}
 	wbuf_u8(&w1, 0);
 	why = NULL;
-	CHECK_INT(weft_msg_decode_any(t, w1.data, w1.len, &b, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_msg_decode_any(t, w1.data, w1.len, &b, &why), ==, -WEFT_EPROTO);
 	CHECK(strstr(why, "trailing") != NULL);
 	wbuf_free(&w1);
 	wbuf_free(&w2);
@@ -113,7 +113,7 @@ static void test_field_limits(void)
 	wbuf_init(&w);
 	/* encoder refuses a name over 255 bytes */
 	m.name = weft_str_of(text, 256);
-	CHECK_INT(weft_lookup_encode(&w, &m), ==, -EINVAL);
+	CHECK_INT(proto_lookup_encode(&w, &m), ==, -EINVAL);
 	/* a hand-made message with a 256-byte name is rejected by the decoder */
 	wbuf_reset(&w);
 	struct weft_cred cr = {0};
@@ -123,46 +123,46 @@ static void test_field_limits(void)
 	wbuf_str(&w, text, 256);
 	const char *why = NULL;
 	struct weft_msg_lookup d;
-	CHECK_INT(weft_lookup_decode(w.data, w.len, &d, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_lookup_decode(w.data, w.len, &d, &why), ==, -WEFT_EPROTO);
 	CHECK_STR(why, "string over its limit");
 	/* too many groups */
 	wbuf_reset(&w);
 	wbuf_u32(&w, 0); wbuf_u32(&w, 0); wbuf_u32(&w, 0); wbuf_u8(&w, 33);
-	CHECK_INT(weft_lookup_decode(w.data, w.len, &d, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_lookup_decode(w.data, w.len, &d, &why), ==, -WEFT_EPROTO);
 	CHECK_STR(why, "credential has more than 32 groups");
 	/* bit 7 of the count says more groups than were sent; the count is the rest */
 	wbuf_reset(&w);
 	wbuf_u32(&w, 5); wbuf_u32(&w, 6); wbuf_u32(&w, 0); wbuf_u8(&w, 0x81); wbuf_u32(&w, 7);
 	wbuf_u64(&w, 1);
 	wbuf_str(&w, text, 3);
-	CHECK_INT(weft_lookup_decode(w.data, w.len, &d, &why), ==, 0);
+	CHECK_INT(proto_lookup_decode(w.data, w.len, &d, &why), ==, 0);
 	CHECK_INT(d.cred.ngroups, ==, 1);
 	CHECK_INT(d.cred.groups[0], ==, 7);
 	CHECK_INT(d.cred.more_groups, ==, 1);
 	struct wbuf w2;
 	wbuf_init(&w2);
-	weft_lookup_encode(&w2, &d);
+	proto_lookup_encode(&w2, &d);
 	CHECK(w2.len == w.len && memcmp(w2.data, w.data, w.len) == 0);
 	wbuf_free(&w2);
 	/* too many checksums, before any allocation or read */
 	wbuf_reset(&w);
 	struct weft_msg_obj_data od = {.size = 1};
 	od.crcs.n = 3;
-	weft_obj_data_encode(&w, &od);
+	proto_obj_data_encode(&w, &od);
 	put_le32(w.data + 8, WEFT_CRCS_MAX + 1);
 	struct weft_msg_obj_data dd;
-	CHECK_INT(weft_obj_data_decode(w.data, w.len, &dd, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_obj_data_decode(w.data, w.len, &dd, &why), ==, -WEFT_EPROTO);
 	CHECK_STR(why, "more checksums than a bulk can have");
 	/* checksum count larger than the bytes present */
 	put_le32(w.data + 8, 200);
-	CHECK_INT(weft_obj_data_decode(w.data, w.len, &dd, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_obj_data_decode(w.data, w.len, &dd, &why), ==, -WEFT_EPROTO);
 	CHECK_STR(why, "checksum list truncated");
 	/* invalid layout */
 	wbuf_reset(&w);
 	struct weft_msg_layout lm = {.layout = {.stripe_unit = 3000, .replicas = 1}};
-	weft_layout_encode(&w, &lm);
+	proto_layout_encode(&w, &lm);
 	struct weft_msg_layout ld;
-	CHECK_INT(weft_layout_decode(w.data, w.len, &ld, &why), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_layout_decode(w.data, w.len, &ld, &why), ==, -WEFT_EPROTO);
 	CHECK(strstr(why, "stripe unit") != NULL);
 	wbuf_free(&w);
 }
@@ -172,8 +172,8 @@ static void hdr_expect(struct weft_hdr h, const char *reason)
 	uint8_t b[WEFT_HDR_SIZE];
 	struct weft_hdr d;
 	const char *why = NULL;
-	weft_hdr_encode(b, &h);
-	int rc = weft_hdr_decode(b, &d, &why);
+	proto_hdr_encode(b, &h);
+	int rc = proto_hdr_decode(b, &d, &why);
 	if (!reason) {
 		CHECK_OK(rc);
 		CHECK(memcmp(&d, &h, sizeof(h)) == 0);
@@ -212,11 +212,11 @@ static void test_dirents(void)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_dirent d = {.name = weft_str_of("hello", 5), .ino = 42, .next_cookie = 7, .type = 4};
-	weft_dirent_encode(&w, &d);
+	proto_dirent_encode(&w, &d);
 	d.has_attr = true;
 	d.attr.ino = 43;
 	d.name = weft_str_of("x", 1);
-	weft_dirent_encode(&w, &d);
+	proto_dirent_encode(&w, &d);
 	CHECK_INT(w.len, ==, weft_dirent_size(5, false) + weft_dirent_size(1, true));
 	struct rbuf r;
 	struct weft_dirent o;

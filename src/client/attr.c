@@ -1,0 +1,120 @@
+/* libweft attribute calls: getattr, setattr (a size change drains this client's writes
+ * and shrinks the objects before meta records it), access, and ENTRY replies corrected
+ * by what this client knows of the size (winode.c). ns.c (names) and file.c (open with
+ * O_TRUNC) use it; it calls neither. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+/* Calls meta and decodes an ENTRY reply (attr + layout). */
+int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
+		      struct weft_layout *layout)
+{
+	struct frame *f;
+	uint64_t gen = client_recall_gen(c);
+	int err = client_meta_call(c, op, w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_entry e;
+		if (proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
+			err = -EIO;
+		} else {
+			client_lease_note(c, e.attr.ino, e.lease, gen);
+			client_fix_size(c, &e.attr);
+			if (attr)
+				*attr = e.attr;
+			if (layout)
+				*layout = e.layout;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			  struct weft_attr *attr, struct weft_layout *layout)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	proto_ino_encode(&w, &m);
+	return client_call_entry(c, WEFT_OP_GETATTR, &w, attr, layout);
+}
+
+int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 struct weft_attr *attr)
+{
+	return getattr_layout(c, cr, ino, attr, NULL);
+}
+
+int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
+{
+	int err;
+	if (valid & WEFT_SET_SIZE) {
+		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
+			return -EFBIG;
+		struct weft_attr cur;
+		struct weft_layout layout;
+		err = getattr_layout(c, cr, ino, &cur, &layout);
+		if (err)
+			return err;
+		if (S_ISDIR(cur.mode))
+			return -EISDIR;
+		if (!S_ISREG(cur.mode))
+			return -EINVAL;
+		/* buffered writes land first; then objects shrink before meta records the
+		 * size, so a crash in between never exposes stale bytes past the new end */
+		err = client_truncate_local(c, ino, cur.size);
+		if (err)
+			return err;
+		if (in->size < cur.size && layout.stripe_unit) {
+			/* objects shrink before meta records the size, so meta must say yes
+			 * first: a caller without write access (the kernel's view of the mode
+			 * may be stale) must not cut data it then fails to truncate. A write
+			 * handle's access was checked at open. */
+			if (!(valid & WEFT_SET_HANDLE) && (err = weft_access(c, cr, ino, W_OK)))
+				return err;
+			err = client_data_truncate(c, ino, &layout, in->size);
+			if (err)
+				return err;
+		}
+	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_setattr m = {.cred = *cr, .ino = ino, .valid = valid, .mode = in->mode,
+				     .uid = in->uid, .gid = in->gid, .size = in->size,
+				     .atime_ns = in->atime_ns, .mtime_ns = in->mtime_ns,
+				     .ctime_ns = in->ctime_ns};
+	proto_setattr_encode(&w, &m);
+	struct frame *f;
+	err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, &f);
+	if (err == 0) {
+		struct weft_msg_attr a;
+		if (proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {
+			err = -EIO;
+		} else {
+			if (valid & WEFT_SET_SIZE)
+				client_truncate_local(c, ino, a.attr.size);
+			client_fix_size(c, &a.attr);
+			if (out)
+				*out = a.attr;
+		}
+	}
+	frame_free(f);
+	return err;
+}
+
+int weft_access(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, uint32_t mask)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_access m = {.cred = *cr, .ino = ino, .mask = mask};
+	proto_access_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_ACCESS, &w, NULL, 0, NULL);
+}
