@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		return 1;
 	uint8_t buf[4096];
 	memset(buf, 7, sizeof(buf));
-	uint32_t crc = weft_crc32c(0, buf, sizeof(buf)), crcs[2];
+	uint32_t crc = crc32c(0, buf, sizeof(buf)), crcs[2];
 	for (unsigned i = 0; i < nobj; i++)
 		if (store_obj_write(s, 1000 + i, 0, 0, buf, sizeof(buf), &crc, 1, NULL))
 			return 1;

@@ -64,7 +64,7 @@ static void meta_phase(struct worker *w, int p)
 			rbuf_init(&r, f->bulk, f->h.bulk_len);
 			struct weft_dirent d;
 			uint32_t n = 0;
-			while (weft_dirent_next(&r, &d) == 0) {
+			while (proto_dirent_next(&r, &d) == 0) {
 				cookie = d.next_cookie;
 				n++;
 			}

@@ -215,7 +215,7 @@ static void rpc_latency(struct conn *c, double *p50, double *p99, double *rate)
 
 int main(int argc, char **argv)
 {
-	weft_memtune();
+	memtune();
 	if (argc == 3 && strcmp(argv[1], "--seconds") == 0)
 		seconds = atof(argv[2]);
 	log_init("bench_rpc", LOG_WARN);

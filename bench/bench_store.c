@@ -26,7 +26,7 @@
 #include "proto/proto.h"
 #include "weft/err.h"
 
-static struct meta_chain chain;
+static struct weft_chain chain;
 static bool nocrc;
 static uint64_t bs;
 static int inflight = 8;
@@ -63,7 +63,7 @@ static void done(void *arg, int status, struct frame *rep)
 		    rep->h.bulk_len != bs)
 			bad = true;
 		else if (!nocrc) {
-			weft_crcs_compute(rep->bulk, (uint32_t)(rep->h.bulk_len), k->off, w);
+			proto_crcs_compute_buf(rep->bulk, (uint32_t)(rep->h.bulk_len), k->off, w);
 			bad = w->n != d->crcs.n || memcmp(w->v, d->crcs.v, w->n * 4) != 0;
 		}
 		free(d);
@@ -90,8 +90,8 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 		return 1;
 	}
 	frame_free(rep);
-	struct meta_chain_set set;
-	rc = meta_chain_set_fetch(meta, 10000, &set);
+	struct weft_chain_set set;
+	rc = chain_set_fetch(meta, 10000, &set);
 	if (rc) {
 		fprintf(stderr, "bench_store: chain tables: %s\n", weft_strerror(rc));
 		return 1;
@@ -102,7 +102,7 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 			chain = set.chains[0][i];
 			rc = 0;
 		}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	if (rc)
 		fprintf(stderr, "bench_store: no chain of 1 replica on target %u\n", ss.target);
 	return rc;
@@ -110,7 +110,7 @@ static int load_chain(struct rpc *meta, struct rpc *store)
 
 int main(int argc, char **argv)
 {
-	weft_memtune();
+	memtune();
 	uint64_t total = 1ull << 30, ino = 1000;
 	int objects = 4;
 	static const struct option opts[] = {
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 			*wm = (struct weft_msg_obj_write){.ino = obj, .replicas = 1, .chain = chain.id,
 							  .chain_ver = chain.version, .offset = off};
 			if (!nocrc)
-				weft_crcs_compute(k->buf, (uint32_t)(bs), off, &wm->crcs);
+				proto_crcs_compute_buf(k->buf, (uint32_t)(bs), off, &wm->crcs);
 			proto_obj_write_encode(&w, wm);
 			struct iovec v = {k->buf, bs};
 			rc = conn_call(c, WEFT_OP_OBJ_WRITE, &w, &v, 1, NULL, NULL, done, k);

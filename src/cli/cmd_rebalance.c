@@ -36,8 +36,8 @@ static int call(struct rpc *meta, uint8_t mode, uint32_t threshold,
 static unsigned set_rate(struct loop *loop, const struct weft_key *key, struct rpc *meta,
 			 uint32_t rate)
 {
-	struct meta_chain_set set;
-	if (meta_chain_set_fetch(meta, 10000, &set))
+	struct weft_chain_set set;
+	if (chain_set_fetch(meta, 10000, &set))
 		return 1;
 	unsigned failed = 0;
 	for (uint32_t i = 0; i < set.ntargets; i++) {
@@ -65,7 +65,7 @@ static unsigned set_rate(struct loop *loop, const struct weft_key *key, struct r
 			failed++;
 		}
 	}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	return failed;
 }
 

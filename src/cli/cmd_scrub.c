@@ -58,8 +58,8 @@ static int run(int argc, char **argv)
 		loop_free(loop);
 		return cli_usage_error("scrub", "bad meta address '%s'", addr);
 	}
-	struct meta_chain_set set;
-	int rc = meta_chain_set_fetch(meta, 10000, &set);
+	struct weft_chain_set set;
+	int rc = chain_set_fetch(meta, 10000, &set);
 	rpc_free(meta);
 	if (rc) {
 		loop_free(loop);
@@ -93,7 +93,7 @@ static int run(int argc, char **argv)
 			started++;
 		}
 	}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	loop_free(loop);
 	printf("scrub started on %u target%s (results in each store's log)\n", started,
 	       started == 1 ? "" : "s");

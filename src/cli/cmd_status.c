@@ -210,8 +210,8 @@ static int print_targets(struct admin *a, json_t *out)
 
 static int print_chains(struct admin *a, json_t *out)
 {
-	struct meta_chain_set set;
-	int rc = meta_chain_set_fetch(a->rpc, 10000, &set);
+	struct weft_chain_set set;
+	int rc = chain_set_fetch(a->rpc, 10000, &set);
 	if (rc)
 		return rc;
 	json_t *reps = json_object();
@@ -234,7 +234,7 @@ static int print_chains(struct admin *a, json_t *out)
 			printf("\n");
 		}
 		for (uint32_t i = 0; i < n; i++) {
-			const struct meta_chain *c = &set.chains[rep - 1][i];
+			const struct weft_chain *c = &set.chains[rep - 1][i];
 			json_t *members = json_array();
 			if (!out)
 				printf("    chain %-4u v%-4llu", c->id, (unsigned long long)c->version);
@@ -264,7 +264,7 @@ static int print_chains(struct admin *a, json_t *out)
 				    (json_int_t)set.epoch, "replicas", reps));
 	else
 		json_decref(reps);
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	return 0;
 }
 

@@ -64,8 +64,8 @@ static int show_new(const char *state, const char *node)
 			       .name = "weft-target"};
 	int rc = rpc_new(&p, &r) ? -EINVAL : -ETIMEDOUT;
 	for (int i = 0; rc == -ETIMEDOUT && i < 100; i++) {
-		struct meta_chain_set s;
-		if (meta_chain_set_fetch(r, 2000, &s) == 0) {
+		struct weft_chain_set s;
+		if (chain_set_fetch(r, 2000, &s) == 0) {
 			for (uint32_t t = 0; t < s.ntargets; t++) {
 				if (strcmp(s.targets[t].node, node) != 0 ||
 				    s.targets[t].state != WEFT_MEMBER_SERVING)
@@ -78,7 +78,7 @@ static int show_new(const char *state, const char *node)
 				       s.nchains[2]);
 				rc = 0;
 			}
-			meta_chain_set_free(&s);
+			proto_chain_set_free(&s);
 		}
 		if (rc) {
 			struct timespec ts = {0, 100000000};

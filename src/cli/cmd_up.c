@@ -175,12 +175,12 @@ static int wait_registered(const char *meta, const char *keyfile, uint32_t want,
 			       .name = "weft-up"};
 	int rc = rpc_new(&p, &r);
 	for (int i = 0; rc == 0 && i < secs * 10; i++) {
-		struct meta_chain_set set;
-		if (meta_chain_set_fetch(r, 2000, &set) == 0) {
+		struct weft_chain_set set;
+		if (chain_set_fetch(r, 2000, &set) == 0) {
 			uint32_t up = 0;
 			for (uint32_t t = 0; t < set.ntargets; t++)
 				up += set.targets[t].state == WEFT_MEMBER_SERVING;
-			meta_chain_set_free(&set);
+			proto_chain_set_free(&set);
 			if (up >= want) {
 				rc = 1;
 				break;

@@ -110,7 +110,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	weft_memtune();
+	memtune();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -245,7 +245,7 @@ int client_store_conn(struct weft_client *c, uint32_t target, struct conn **out)
 /* Copies chain (replicas, id) out of the table, fetching the tables first if they are
  * stale or do not have it (a store joined). -WEFT_ESTALECHAIN if meta does not know it
  * either or cannot be reached. */
-int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out);
+int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct weft_chain *out);
 /* sparse.c: st_blocks */
 /* Bytes the stores hold for the stripes set in mask (mlen bytes), one copy each:
  * st_blocks * 512 after a flush (sparse.c). 0 or -errno. */

@@ -40,14 +40,14 @@ static void batch_done(struct io_batch *b, int err)
 static bool crcs_match(const uint8_t *data, uint32_t len, uint64_t off, const struct weft_crcs *got)
 {
 	static _Thread_local struct weft_crcs want;
-	weft_crcs_compute(data, len, off, &want);
+	proto_crcs_compute_buf(data, len, off, &want);
 	return want.n == got->n && memcmp(want.v, got->v, want.n * sizeof(uint32_t)) == 0;
 }
 
 /* Index of the chain's head (its first serving member), or -1 when none serves. A
  * one-member chain whose target rejoined as new and empty (syncing: no reads until it
  * is vouched for again) still takes writes: new data is not lost with the old. */
-static int chain_head(const struct meta_chain *ch)
+static int chain_head(const struct weft_chain *ch)
 {
 	for (int i = 0; i < ch->nmembers; i++)
 		if (ch->members[i].state == WEFT_MEMBER_SERVING)
@@ -77,7 +77,7 @@ struct read_call {
 	uint64_t ino;
 	struct weft_layout layout;
 	struct stripe_piece p;
-	struct meta_chain chain;
+	struct weft_chain chain;
 	int member;      /* index of the member asked */
 	int tries;       /* members tried */
 	int stale;       /* resends after a stale-table refusal (they use no try) */
@@ -164,7 +164,7 @@ static int send_read(struct read_call *k)
 	int err = k->err ? k->err : -EIO;
 	for (; k->tries < k->chain.nmembers;
 	     k->tries++, k->member = (k->member + 1) % k->chain.nmembers) {
-		const struct meta_chain_member *mem = &k->chain.members[k->member];
+		const struct weft_chain_member *mem = &k->chain.members[k->member];
 		if (mem->state != WEFT_MEMBER_SERVING)
 			continue;
 		struct conn *cn;
@@ -212,7 +212,7 @@ static int start_read(struct weft_client *c, struct read_batch *rb, struct winod
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
 	k->member = (int)((ino + row) % k->chain.nmembers);
 	for (int i = 0; i < k->chain.nmembers; i++) { /* not one this client cannot reach */
-		const struct meta_chain_member *m = &k->chain.members[k->member];
+		const struct weft_chain_member *m = &k->chain.members[k->member];
 		if (m->state == WEFT_MEMBER_SERVING && !client_is_suspect(c, m->target))
 			break;
 		k->member = (k->member + 1) % k->chain.nmembers;
@@ -412,14 +412,14 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 		    const struct weft_layout *l, const struct stripe_piece *p,
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int err = client_chain(c, l->replicas, p->chain, &ch);
 	if (err)
 		return err;
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
 	/* first the members this client reached lately, then the others */
 	for (int t = 0; t < 2 * ch.nmembers; t++) {
-		const struct meta_chain_member *mem = &ch.members[(ino + row + (uint64_t)t) % ch.nmembers];
+		const struct weft_chain_member *mem = &ch.members[(ino + row + (uint64_t)t) % ch.nmembers];
 		if (mem->state != WEFT_MEMBER_SERVING ||
 		    client_is_suspect(c, mem->target) != (t >= ch.nmembers))
 			continue;
@@ -512,7 +512,7 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 {
 	struct stripe_piece p;
 	stripe_map(l, b->file_off, b->len, &p);
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int err = client_chain(c, l->replicas, p.chain, &ch);
 	if (err)
 		return err;
@@ -542,7 +542,7 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 					 .chain_ver = ch.version, .offset = p.obj_off};
 	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
 	if (c->checksums)
-		weft_crcs_compute(data, b->len, p.obj_off, &m->crcs);
+		proto_crcs_compute_buf(data, b->len, p.obj_off, &m->crcs);
 	else
 		m->crcs.n = 0;
 	struct wbuf w;
@@ -575,7 +575,7 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 	int err = 0;
 	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
 	for (uint32_t s = 0; s < sc && !err; s++) {
-		struct meta_chain ch;
+		struct weft_chain ch;
 		err = client_chain(c, l->replicas, stripe_chain(l, s), &ch);
 		if (err)
 			break;

@@ -510,7 +510,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 {
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
-					 .name = weft_str_of(name, strlen(name)),
+					 .name = proto_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
 					 .flags = excl ? WEFT_CREATE_EXCL : 0,
 					 .open_flags = (uint32_t)flags};

@@ -11,7 +11,7 @@
 
 static struct weft_str name_of(const char *s)
 {
-	return weft_str_of(s, strlen(s));
+	return proto_str_of(s, strlen(s));
 }
 
 /* Names longer than the protocol carries are refused here with the errno Linux gives. */
@@ -151,7 +151,7 @@ int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 		if (proto_path_decode(f->payload, f->h.payload_len, &p, NULL) < 0)
 			err = -EIO;
 		else
-			err = weft_str_copy(buf, cap, p.path);
+			err = proto_str_copy(buf, cap, p.path);
 	}
 	frame_free(f);
 	return err;
@@ -184,9 +184,9 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		struct weft_dirent d;
 		int rc, stop = 0;
 		uint32_t n = 0;
-		while (!stop && (rc = weft_dirent_next(&r, &d)) == 0) {
+		while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
 			char name[WEFT_NAME_MAX + 1];
-			weft_str_copy(name, sizeof(name), d.name);
+			proto_str_copy(name, sizeof(name), d.name);
 			if (d.has_attr)
 				client_fix_size(c, &d.attr);
 			struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,

@@ -105,7 +105,7 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			break;
 		if (!waited)
 			log_warn("meta %s unreachable (%s): %s waits for it (up to %d s)",
-				 rpc_addr(c->meta), weft_strerror(err), weft_op_name(op),
+				 rpc_addr(c->meta), weft_strerror(err), proto_op_name(op),
 				 CLIENT_META_WAIT_MS / 1000);
 		waited = true;
 		if (reply) {
@@ -116,7 +116,7 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
 	}
 	if (waited)
-		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), weft_op_name(op),
+		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), proto_op_name(op),
 			 meta_gone(err) ? "gave up" : "went through");
 	wbuf_free(p);
 	if (meta_gone(err) && waited)
@@ -227,7 +227,7 @@ bool client_is_suspect(struct weft_client *c, uint32_t target)
 	return s;
 }
 
-int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct meta_chain *out)
+int client_chain(struct weft_client *c, uint8_t replicas, uint32_t id, struct weft_chain *out)
 {
 	return chaincache_chain(c->cc, replicas, id, 0, out);
 }
@@ -270,7 +270,7 @@ static int open_session(struct weft_client *c)
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_session_open m = {.node = weft_str_of(c->node, strlen(c->node)),
+	struct weft_msg_session_open m = {.node = proto_str_of(c->node, strlen(c->node)),
 					   .flags = WEFT_SESSION_RECALLS};
 	proto_session_open_encode(&w, &m);
 	struct frame *f;
@@ -398,7 +398,7 @@ static void post_done(void *arg, int status, struct frame *reply)
 	uint16_t op = (uint16_t)(uintptr_t)arg;
 	frame_free(reply);
 	if (status)
-		log_debug("%s (not waited for): %s", weft_op_name(op), weft_strerror(status));
+		log_debug("%s (not waited for): %s", proto_op_name(op), weft_strerror(status));
 }
 
 void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)

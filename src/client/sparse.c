@@ -109,12 +109,12 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 	pthread_cond_init(&b.cond, NULL);
 	for (uint32_t i = 0; i < n; i++) {
 		r[i] = (struct ext_req){.b = &b, .err = -EIO};
-		struct meta_chain ch;
+		struct weft_chain ch;
 		if (client_chain(c, l->replicas, stripe_chain(l, st[i]), &ch))
 			continue;
-		const struct meta_chain_member *mem = NULL;
+		const struct weft_chain_member *mem = NULL;
 		for (int k = 0; k < ch.nmembers && !mem; k++) {
-			const struct meta_chain_member *m = &ch.members[(ino + st[i] + (uint64_t)k) %
+			const struct weft_chain_member *m = &ch.members[(ino + st[i] + (uint64_t)k) %
 									(uint64_t)ch.nmembers];
 			if (m->state == WEFT_MEMBER_SERVING && !client_is_suspect(c, m->target))
 				mem = m;
@@ -161,12 +161,12 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 {
 	int err = -EIO;
 	for (int round = 0; round < 2; round++) {
-		struct meta_chain ch;
+		struct weft_chain ch;
 		if ((err = client_chain(c, l->replicas, stripe_chain(l, s), &ch)))
 			return err;
 		err = -EIO;
 		for (int i = 0; i < ch.nmembers; i++) {
-			const struct meta_chain_member *mem = &ch.members[(ino + s + (uint64_t)i) %
+			const struct weft_chain_member *mem = &ch.members[(ino + s + (uint64_t)i) %
 									   (uint64_t)ch.nmembers];
 			if (mem->state != WEFT_MEMBER_SERVING)
 				continue;

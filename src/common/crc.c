@@ -4,7 +4,7 @@
 
 #include <isa-l/crc.h>
 
-uint32_t weft_crc32c(uint32_t seed, const void *p, size_t len)
+uint32_t crc32c(uint32_t seed, const void *p, size_t len)
 {
 	return ~crc32_iscsi((unsigned char *)p, (int)len, ~seed);
 }

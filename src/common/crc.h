@@ -6,6 +6,6 @@
 #include <stdint.h>
 
 /* CRC32C of len bytes, continuing from seed (0 for a fresh checksum). Any thread. */
-uint32_t weft_crc32c(uint32_t seed, const void *p, size_t len);
+uint32_t crc32c(uint32_t seed, const void *p, size_t len);
 
 #endif

@@ -2,7 +2,7 @@
 
 #include <malloc.h>
 
-void weft_memtune(void)
+void memtune(void)
 {
 	/* above the largest frame (16 MiB of bulk + checksums + header page) */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);

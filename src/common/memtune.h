@@ -7,6 +7,6 @@
  * unmaps it on free, so each MiB moved costs 256 page faults and zeroed pages, which
  * profiles of weft store showed as its largest cost after the socket copy (docs/
  * PERFORMANCE.md). Call once at start, before threads. */
-void weft_memtune(void);
+void memtune(void);
 
 #endif

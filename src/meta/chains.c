@@ -167,7 +167,7 @@ static void chain_key(uint8_t kb[5], uint8_t replicas, uint32_t id)
 	meta_be32(kb + 1, id);
 }
 
-static int chain_decode(const MDB_val *k, const MDB_val *v, struct meta_chain *c)
+static int chain_decode(const MDB_val *k, const MDB_val *v, struct weft_chain *c)
 {
 	const uint8_t *p = v->mv_data;
 	if (k->mv_size != 5 || v->mv_size < 14 || p[0] != CHAIN_VERSION)
@@ -191,7 +191,7 @@ static int chain_decode(const MDB_val *k, const MDB_val *v, struct meta_chain *c
 	return 0;
 }
 
-static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c)
+static int chain_put(struct meta_db *db, MDB_txn *txn, const struct weft_chain *c)
 {
 	uint8_t kb[5], vb[14 + 5 * WEFT_CHAIN_MEMBERS_MAX];
 	chain_key(kb, c->replicas, c->id);
@@ -210,7 +210,7 @@ static int chain_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *
 }
 
 int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t id,
-		    struct meta_chain *out)
+		    struct weft_chain *out)
 {
 	uint8_t kb[5];
 	chain_key(kb, replicas, id);
@@ -245,13 +245,13 @@ int meta_chains_count(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32
 
 /* Loads table replicas into a malloc'd array indexed by id. */
 static int chains_load(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
-		       struct meta_chain **out, uint32_t *n)
+		       struct weft_chain **out, uint32_t *n)
 {
 	int rc = meta_chains_count(db, txn, replicas, n);
 	*out = NULL;
 	if (rc || *n == 0)
 		return rc;
-	struct meta_chain *a = calloc(*n, sizeof(*a));
+	struct weft_chain *a = calloc(*n, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < *n; i++)
@@ -315,7 +315,7 @@ static uint32_t distinct_nodes(const struct meta_target *t, uint32_t n)
 	return d;
 }
 
-static bool same_members(const struct meta_chain *a, const struct meta_chain *b)
+static bool same_members(const struct weft_chain *a, const struct weft_chain *b)
 {
 	if (a->nmembers != b->nmembers || a->owner != b->owner)
 		return false;
@@ -375,7 +375,7 @@ static int place(const struct meta_target *t, uint32_t n, const uint32_t *order,
 static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t used,
 		      const struct meta_target *t, uint32_t n, const uint32_t *order, bool *changed)
 {
-	struct meta_chain *ch;
+	struct weft_chain *ch;
 	uint32_t nch;
 	int rc = chains_load(db, txn, replicas, &ch, &nch);
 	if (rc)
@@ -403,7 +403,7 @@ static int grow_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32
 			continue;
 		if ((rc = place(t, n, order, oi, replicas, count, pick)))
 			goto out;
-		struct meta_chain c = { .id = id, .replicas = replicas, .nmembers = replicas,
+		struct weft_chain c = { .id = id, .replicas = replicas, .nmembers = replicas,
 					.owner = t[h].id, .version = 1 };
 		int k = 0; /* live members first, offline ones at the end */
 		for (int pass = 0; pass < 2; pass++)
@@ -465,9 +465,9 @@ static int grow(struct meta_db *db, MDB_txn *txn)
 }
 
 /* Moves member m to position `to`, shifting the ones between. */
-static void move_member(struct meta_chain *c, int m, int to)
+static void move_member(struct weft_chain *c, int m, int to)
 {
-	struct meta_chain_member x = c->members[m];
+	struct weft_chain_member x = c->members[m];
 	if (m < to)
 		memmove(&c->members[m], &c->members[m + 1], (size_t)(to - m) * sizeof(x));
 	else if (m > to)
@@ -483,12 +483,12 @@ static int member_change(struct meta_db *db, MDB_txn *txn, uint32_t id, bool off
 	bool changed = false;
 	int rc = 0;
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
-		struct meta_chain *ch;
+		struct weft_chain *ch;
 		uint32_t n;
 		if ((rc = chains_load(db, txn, r, &ch, &n)))
 			break;
 		for (uint32_t i = 0; i < n && !rc; i++) {
-			struct meta_chain *c = &ch[i];
+			struct weft_chain *c = &ch[i];
 			for (int m = 0; m < c->nmembers; m++) {
 				if (c->members[m].target != id)
 					continue;
@@ -627,12 +627,12 @@ static int members_rebuilding(struct meta_db *db, MDB_txn *txn, uint32_t id)
 	bool changed = false;
 	int rc = 0;
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
-		struct meta_chain *ch;
+		struct weft_chain *ch;
 		uint32_t n;
 		if ((rc = chains_load(db, txn, r, &ch, &n)))
 			break;
 		for (uint32_t i = 0; i < n && !rc; i++) {
-			struct meta_chain *c = &ch[i];
+			struct weft_chain *c = &ch[i];
 			uint8_t want = c->nmembers > 1 ? WEFT_MEMBER_REBUILDING : WEFT_MEMBER_SYNCING;
 			for (int m = 0; m < c->nmembers; m++) {
 				if (c->members[m].target != id || c->members[m].state == want)
@@ -750,7 +750,7 @@ static int in_chains(struct meta_db *db, MDB_txn *txn, uint32_t id, bool *yes)
 {
 	*yes = false;
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !*yes; r++) {
-		struct meta_chain *ch;
+		struct weft_chain *ch;
 		uint32_t n;
 		int rc = chains_load(db, txn, r, &ch, &n);
 		if (rc)
@@ -773,7 +773,7 @@ int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned 
 		return rc;
 	bool changed = false;
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++) {
-		struct meta_chain *ch;
+		struct weft_chain *ch;
 		uint32_t n;
 		if ((rc = chains_load(db, txn, r, &ch, &n)))
 			break;
@@ -788,7 +788,7 @@ int meta_chains_replace(struct meta_db *db, MDB_txn *txn, uint32_t id, unsigned 
 				for (uint32_t k = 0; k < nt; k++)
 					count[k] += t[k].id == ch[i].members[m].target;
 		for (uint32_t i = 0; i < n && !rc; i++) {
-			struct meta_chain *c = &ch[i];
+			struct weft_chain *c = &ch[i];
 			int m = -1;
 			for (int j = 0; j < c->nmembers; j++)
 				if (c->members[j].target == id)
@@ -868,7 +868,7 @@ int meta_chains_replace_expired(struct meta_db *db, MDB_txn *txn, int64_t now_ns
 /* A chain with an extra member (a move): once replicas members serve without the one
  * leaving, the leaving one is dropped, in the same version as the newcomer's promotion,
  * so the chain never has fewer serving copies than before the move began. */
-static void move_finish(struct meta_chain *c)
+static void move_finish(struct weft_chain *c)
 {
 	if (c->nmembers <= c->replicas)
 		return;
@@ -890,7 +890,7 @@ static void move_finish(struct meta_chain *c)
 int meta_chains_member_serving(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
 			       uint32_t chain, uint32_t target)
 {
-	struct meta_chain c;
+	struct weft_chain c;
 	int rc = meta_chains_get(db, txn, replicas, chain, &c);
 	if (rc)
 		return rc;
@@ -932,7 +932,7 @@ int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_
 		     uint64_t *room)
 {
 	struct meta_target *t;
-	struct meta_chain *ch;
+	struct weft_chain *ch;
 	uint32_t nt, nch;
 	int rc = targets_load(db, txn, &t, &nt);
 	if (rc)
@@ -960,7 +960,7 @@ int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_
 	return 0;
 }
 
-int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out)
+int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct weft_chain_set *out)
 {
 	struct meta_target *t;
 	struct meta_super sb;
@@ -985,7 +985,7 @@ int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX && !rc; r++)
 		rc = chains_load(db, txn, r, &out->chains[r - 1], &out->nchains[r - 1]);
 	if (rc)
-		meta_chain_set_free(out);
+		proto_chain_set_free(out);
 	return rc;
 }
 
@@ -1003,12 +1003,12 @@ int meta_chains_targets(struct meta_db *db, MDB_txn *txn, struct meta_target **o
 }
 
 int meta_chains_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
-		      struct meta_chain **out, uint32_t *n)
+		      struct weft_chain **out, uint32_t *n)
 {
 	return chains_load(db, txn, replicas, out, n);
 }
 
-int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c)
+int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct weft_chain *c)
 {
 	return chain_put(db, txn, c);
 }
@@ -1018,7 +1018,7 @@ int meta_chains_epoch_bump(struct meta_db *db, MDB_txn *txn)
 	return epoch_bump(db, txn);
 }
 
-void meta_chains_move_member(struct meta_chain *c, int m, int to)
+void meta_chains_move_member(struct weft_chain *c, int m, int to)
 {
 	move_member(c, m, to);
 }

@@ -107,7 +107,7 @@ int meta_chains_target_get(struct meta_db *db, MDB_txn *txn, uint32_t id,
 			   struct meta_target *out);
 /* Errors: -ENOENT no such chain. */
 int meta_chains_get(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t id,
-		    struct meta_chain *out);
+		    struct weft_chain *out);
 /* Size of the table for replicas (0 when it does not exist yet). */
 int meta_chains_count(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t *n);
 /* Sum of capacity and free bytes of all targets that are up. */
@@ -116,8 +116,8 @@ int meta_chains_capacity(struct meta_db *db, MDB_txn *txn, uint64_t *total, uint
  * (what the chain can still take); 0 for a chain with no live member or none at all. */
 int meta_chains_room(struct meta_db *db, MDB_txn *txn, uint8_t replicas, uint32_t n,
 		     uint64_t *room);
-/* Loads every target and table into *out (free with meta_chain_set_free). */
-int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct meta_chain_set *out);
+/* Loads every target and table into *out (free with proto_chain_set_free). */
+int meta_chains_snapshot(struct meta_db *db, MDB_txn *txn, struct weft_chain_set *out);
 
 /* Building blocks for moves.c, on the caller's txn: the targets not removed (id
  * order), table replicas (indexed by id), one chain written back, the epoch bumped,
@@ -126,9 +126,9 @@ int meta_chains_target_put(struct meta_db *db, MDB_txn *txn, const struct meta_t
 int meta_chains_targets(struct meta_db *db, MDB_txn *txn, struct meta_target **out,
 			uint32_t *n);
 int meta_chains_table(struct meta_db *db, MDB_txn *txn, uint8_t replicas,
-		      struct meta_chain **out, uint32_t *n);
-int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct meta_chain *c);
+		      struct weft_chain **out, uint32_t *n);
+int meta_chains_put(struct meta_db *db, MDB_txn *txn, const struct weft_chain *c);
 int meta_chains_epoch_bump(struct meta_db *db, MDB_txn *txn);
-void meta_chains_move_member(struct meta_chain *c, int m, int to);
+void meta_chains_move_member(struct weft_chain *c, int m, int to);
 
 #endif

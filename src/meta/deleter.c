@@ -46,7 +46,7 @@ struct meta_deleter {
 	uint64_t deleted;        /* records completed (deleter thread) */
 };
 
-static struct del_ep *endpoint(struct meta_deleter *d, const struct meta_chain_target *t)
+static struct del_ep *endpoint(struct meta_deleter *d, const struct weft_chain_target *t)
 {
 	for (size_t i = 0; i < d->neps; i++) {
 		if (d->eps[i].target != t->id)
@@ -97,7 +97,7 @@ static int delete_on(struct meta_deleter *d, struct del_ep *e, uint64_t ino)
 }
 
 /* Deletes rec's objects everywhere; 0 when every member acknowledged. */
-static int delete_record(struct meta_deleter *d, const struct meta_chain_set *set,
+static int delete_record(struct meta_deleter *d, const struct weft_chain_set *set,
 			 const struct meta_pending *p)
 {
 	const struct weft_layout *l = &p->layout;
@@ -109,15 +109,15 @@ static int delete_record(struct meta_deleter *d, const struct meta_chain_set *se
 		stripes = l->chain_count;
 	int result = 0;
 	for (uint32_t st = 0; st < stripes; st++) {
-		const struct meta_chain *ch =
-			meta_chain_set_get(set, l->replicas, (l->first_chain + st) % l->chain_count);
+		const struct weft_chain *ch =
+			proto_chain_set_get(set, l->replicas, (l->first_chain + st) % l->chain_count);
 		if (!ch)
 			continue; /* a table never shrinks; nothing can be there */
 		for (unsigned m = 0; m < ch->nmembers; m++) {
 			uint32_t tid = ch->members[m].target;
 			if (tid < META_TARGETS_MAX && (done[tid / 32] & (1u << (tid % 32))))
 				continue;
-			const struct meta_chain_target *t = NULL;
+			const struct weft_chain_target *t = NULL;
 			for (uint32_t i = 0; i < set->ntargets; i++)
 				if (set->targets[i].id == tid)
 					t = &set->targets[i];
@@ -160,7 +160,7 @@ static int pass(struct meta_deleter *d)
 	MDB_txn *txn;
 	struct meta_pending *recs = calloc(DEL_BATCH, sizeof(*recs));
 	uint64_t *seqs = calloc(DEL_BATCH, sizeof(*seqs));
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	size_t n = 0, ndone = 0;
 	int rc = recs && seqs ? meta_db_read_begin(db, &txn) : -ENOMEM;
 	if (rc)
@@ -176,7 +176,7 @@ static int pass(struct meta_deleter *d)
 	for (size_t i = 0; i < n; i++)
 		if (delete_record(d, &set, &recs[i]) == 0)
 			seqs[ndone++] = recs[i].seq;
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	if (ndone) {
 		struct done_list dl = {.db = db, .seq = seqs, .n = ndone};
 		rc = meta_commit_run(d->s->gc, done_apply, &dl);

@@ -161,13 +161,13 @@ static void rep_heartbeat(struct mreq *r, struct wbuf *w)
 /* CHAINS_GET {known_version} -> CHAINS {version}, the chain set in bulk. */
 static int h_chains_get(struct mreq *r, const struct meta_ctx *c)
 {
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	int rc = meta_chains_snapshot(c->db, c->txn, &set);
 	if (rc)
 		return rc;
-	meta_chain_set_encode(&set, &r->bulk);
+	proto_chain_set_encode(&set, &r->bulk);
 	r->u64 = set.epoch;
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	return r->bulk.err;
 }
 
@@ -205,7 +205,7 @@ static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 static int h_chain_synced(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_chain_synced *m = MSG(chain_synced);
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int rc = meta_chains_get(c->db, c->txn, m->replicas, m->chain, &ch);
 	if (rc)
 		return rc;

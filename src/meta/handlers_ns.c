@@ -164,7 +164,7 @@ static int h_readlink(struct mreq *r, const struct meta_ctx *c)
 static void rep_readlink(struct mreq *r, struct wbuf *w)
 {
 	/* the target travels in the payload: the bulk buffer only held it */
-	struct weft_msg_path m = {.path = weft_str_of((const char *)r->bulk.data, r->u64)};
+	struct weft_msg_path m = {.path = proto_str_of((const char *)r->bulk.data, r->u64)};
 	proto_path_encode(w, &m);
 	wbuf_free(&r->bulk);
 	wbuf_init(&r->bulk);
@@ -182,11 +182,11 @@ struct rd_state {
 static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 {
 	struct rd_state *st = arg;
-	if (st->r->bulk.len + weft_dirent_size(e->len, st->plus) > st->max) {
+	if (st->r->bulk.len + proto_dirent_size(e->len, st->plus) > st->max) {
 		st->full = true;
 		return 1;
 	}
-	struct weft_dirent d = {.name = weft_str_of(e->name, e->len), .ino = e->ino,
+	struct weft_dirent d = {.name = proto_str_of(e->name, e->len), .ino = e->ino,
 				.next_cookie = e->cookie, .type = e->type,
 				.has_attr = st->plus && e->attr};
 	if (d.has_attr)

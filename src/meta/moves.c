@@ -13,7 +13,7 @@
 struct view {
 	struct meta_target *t;
 	uint32_t nt;
-	struct meta_chain *ch[WEFT_REPLICAS_MAX];
+	struct weft_chain *ch[WEFT_REPLICAS_MAX];
 	uint32_t n[WEFT_REPLICAS_MAX];
 	uint32_t *count[WEFT_REPLICAS_MAX]; /* memberships per target index, per table */
 };
@@ -58,7 +58,7 @@ static int index_of(const struct view *v, uint32_t id)
 
 /* Can target index k join chain c in place of member skip (-1: none)? Up, not
  * draining, not a member yet, on a node none of the other members is on. */
-static bool may_join(const struct view *v, const struct meta_chain *c, int skip, uint32_t k)
+static bool may_join(const struct view *v, const struct weft_chain *c, int skip, uint32_t k)
 {
 	if (v->t[k].state != WEFT_MEMBER_SERVING || (v->t[k].flags & META_TARGET_DRAINING))
 		return false;
@@ -84,7 +84,7 @@ static uint64_t permille(const struct meta_target *t, uint64_t used)
 }
 
 /* Starts moving member m of chain c (table r) to target index k. */
-static int start_move(struct meta_db *db, MDB_txn *txn, struct view *v, struct meta_chain *c,
+static int start_move(struct meta_db *db, MDB_txn *txn, struct view *v, struct weft_chain *c,
 		      int m, uint32_t k, const char *why)
 {
 	int live = 0;
@@ -92,7 +92,7 @@ static int start_move(struct meta_db *db, MDB_txn *txn, struct view *v, struct m
 	for (int j = 0; j < c->nmembers; j++)
 		live += c->members[j].state != WEFT_MEMBER_OFFLINE;
 	c->members[m].leaving = true;
-	c->members[c->nmembers] = (struct meta_chain_member){.target = v->t[k].id,
+	c->members[c->nmembers] = (struct weft_chain_member){.target = v->t[k].id,
 							     .state = WEFT_MEMBER_REBUILDING};
 	c->nmembers++;
 	/* behind the live members: it gets their writes forwarded and copies from the last */
@@ -121,7 +121,7 @@ static int step_drain(struct meta_db *db, MDB_txn *txn, struct view *v,
 	int rc = 0;
 	for (int r = 0; r < WEFT_REPLICAS_MAX && !rc; r++)
 		for (uint32_t i = 0; i < v->n[r] && !rc && res->moving < MOVES_DRAIN_MAX; i++) {
-			struct meta_chain *c = &v->ch[r][i];
+			struct weft_chain *c = &v->ch[r][i];
 			if (c->nmembers != c->replicas)
 				continue;
 			int m = -1, live = 0;
@@ -195,7 +195,7 @@ static int step_rebalance(struct meta_db *db, MDB_txn *txn, struct view *v,
 		return 0; /* no room to take it with a margin for what is written meanwhile */
 	for (int r = 0; r < WEFT_REPLICAS_MAX; r++)
 		for (uint32_t i = 0; i < v->n[r] && i < used_chains[r]; i++) {
-			struct meta_chain *c = &v->ch[r][i];
+			struct weft_chain *c = &v->ch[r][i];
 			int m = -1, serving = 0;
 			if (c->nmembers != c->replicas)
 				continue;
@@ -243,7 +243,7 @@ int meta_moves_memberships(struct meta_db *db, MDB_txn *txn, uint32_t id, unsign
 {
 	*n = 0;
 	for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX; r++) {
-		struct meta_chain *ch;
+		struct weft_chain *ch;
 		uint32_t nc;
 		int rc = meta_chains_table(db, txn, r, &ch, &nc);
 		if (rc)

@@ -235,7 +235,7 @@ static void send_recall(struct meta_server *s, struct meta_park *k, uint64_t ses
 	struct weft_msg_recall m = {.ino = it->ino, .what = it->what, .name = it->name};
 	proto_recall_encode(&w, &m);
 	log_debug("recall inode %llu (what %#x) from session %llu for %s",
-		 (unsigned long long)it->ino, it->what, (unsigned long long)session, weft_op_name(k->r->h->op));
+		 (unsigned long long)it->ino, it->what, (unsigned long long)session, proto_op_name(k->r->h->op));
 	int e = conn_call(c, WEFT_OP_RECALL, &w, NULL, 0, NULL, NULL, recall_done, x);
 	if (e) {
 		log_debug("recall to session %llu: %s", (unsigned long long)session,

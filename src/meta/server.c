@@ -42,7 +42,7 @@ static void mreq_finish(struct mreq *r, int rc)
 		if (r->h->reply) {
 			r->h->reply(r, &w);
 		} else {
-			switch (weft_op_rep_type(r->h->op)) {
+			switch (proto_op_rep_type(r->h->op)) {
 			case WEFT_MSG_entry: {
 				/* a lease on what the reply shows; LOOKUP's covers the name too */
 				uint64_t sess = meta_conn_session(r->s, c), now = loop_now_ms();
@@ -167,7 +167,7 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	const struct meta_handler *h = find_handler(op);
 	if (!h) {
-		const char *name = weft_op_name(op);
+		const char *name = proto_op_name(op);
 		conn_reply_error(c, f, -ENOSYS, 0, "opcode 0x%04x (%s) is not served by meta", op,
 				 name ? name : "unknown");
 		frame_free(f);
@@ -183,12 +183,12 @@ static void on_request(struct conn *c, struct frame *f)
 	    meta_leases_session_of(s->leases, c, &fenced) && fenced) {
 		/* an evicted session's late requests (lease.h) */
 		conn_reply_error(c, f, -WEFT_EEVICTED, 0, "%s: this session was evicted",
-				 weft_op_name(op));
+				 proto_op_name(op));
 		frame_free(f);
 		return;
 	}
-	int t = weft_op_req_type(op);
-	size_t msz = weft_msg_size((enum weft_msg_type)t);
+	int t = proto_op_req_type(op);
+	size_t msz = proto_msg_size((enum weft_msg_type)t);
 	struct mreq *r = calloc(1, sizeof(*r) + msz);
 	if (!r) {
 		conn_reply(c, f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
@@ -200,11 +200,11 @@ static void on_request(struct conn *c, struct frame *f)
 				 &why) < 0) {
 		if (h->name_errors && proto_decode_err(why) == -ENAMETOOLONG)
 			conn_reply_error(c, f, -ENAMETOOLONG, 0, "%s: name over %d bytes",
-					 weft_op_name(op), WEFT_NAME_MAX);
+					 proto_op_name(op), WEFT_NAME_MAX);
 		else
-			conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
+			conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", proto_op_name(op),
 					 why ? why : "malformed");
-		log_debug("malformed %s from %s: %s", weft_op_name(op), conn_peer(c),
+		log_debug("malformed %s from %s: %s", proto_op_name(op), conn_peer(c),
 			  why ? why : "?");
 		frame_free(f);
 		free(r);
@@ -246,7 +246,7 @@ static void on_request(struct conn *c, struct frame *f)
 	if (r->mut.grows && meta_space_low(s->space)) {
 		snprintf(r->detail, sizeof(r->detail),
 			 "%s: meta's metadata disk is full (what is left is kept for deletes)",
-			 weft_op_name(op));
+			 proto_op_name(op));
 		mreq_finish(r, -ENOSPC);
 		return;
 	}

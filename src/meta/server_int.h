@@ -107,7 +107,7 @@ struct mreq {
 	uint8_t nbusy;
 	uint32_t err_target;        /* ERROR.target of a failed reply */
 	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
-	_Alignas(16) unsigned char msg[]; /* the decoded request (weft_msg_size bytes) */
+	_Alignas(16) unsigned char msg[]; /* the decoded request (proto_msg_size bytes) */
 };
 
 /* Handler tables (handlers_ns.c, handlers_cluster.c), terminated by op 0. */

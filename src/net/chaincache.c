@@ -34,7 +34,7 @@ struct chaincache {
 	char who[32];
 
 	pthread_rwlock_t lock;          /* guards set and rpcs; held for lookups only */
-	struct meta_chain_set set;      /* targets sorted by id */
+	struct weft_chain_set set;      /* targets sorted by id */
 	struct rpc **rpcs;              /* rpcs[i]: the connection to set.targets[i] */
 
 	atomic_uint_fast64_t gen;       /* bumped (under lock) by every install */
@@ -56,10 +56,10 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int fetch_meta(void *arg, struct meta_chain_set *out)
+static int fetch_meta(void *arg, struct weft_chain_set *out)
 {
 	struct chaincache *cc = arg;
-	return meta_chain_set_fetch(cc->p.meta, cc->p.meta_timeout_ms, out);
+	return chain_set_fetch(cc->p.meta, cc->p.meta_timeout_ms, out);
 }
 
 int chaincache_new(const struct chaincache_params *p, struct chaincache **out)
@@ -95,7 +95,7 @@ void chaincache_free(struct chaincache *cc)
 		free(e);
 	}
 	free(cc->rpcs);
-	meta_chain_set_free(&cc->set);
+	proto_chain_set_free(&cc->set);
 	pthread_rwlock_destroy(&cc->lock);
 	pthread_mutex_destroy(&cc->refresh_lock);
 	free(cc);
@@ -138,13 +138,13 @@ void chaincache_counts(struct chaincache *cc, uint64_t *fetches, uint64_t *failu
 
 static int target_cmp(const void *a, const void *b)
 {
-	uint32_t x = ((const struct meta_chain_target *)a)->id;
-	uint32_t y = ((const struct meta_chain_target *)b)->id;
+	uint32_t x = ((const struct weft_chain_target *)a)->id;
+	uint32_t y = ((const struct weft_chain_target *)b)->id;
 	return x < y ? -1 : x > y;
 }
 
 /* Index of target id in set (sorted), or -1. Lock held. */
-static int find_target(const struct meta_chain_set *s, uint32_t id)
+static int find_target(const struct weft_chain_set *s, uint32_t id)
 {
 	uint32_t lo = 0, hi = s->ntargets;
 	while (lo < hi) {
@@ -200,11 +200,11 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	}
 	/* cleared before the fetch: a mark made while it runs is kept for the next one */
 	atomic_store(&cc->stale, false);
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	int rc = cc->p.fetch(cc->p.fetch_arg, &set);
 	struct rpc **rpcs = NULL;
 	if (rc == 0 && !(rpcs = calloc(set.ntargets ? set.ntargets : 1, sizeof(*rpcs)))) {
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 		rc = -ENOMEM;
 	}
 	cc->last_rc = rc;
@@ -224,7 +224,7 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	pthread_rwlock_wrlock(&cc->lock);
 	uint64_t old_epoch = cc->set.epoch;
 	bool first = atomic_load(&cc->gen) == 0;
-	struct meta_chain_set old = cc->set;
+	struct weft_chain_set old = cc->set;
 	struct rpc **old_rpcs = cc->rpcs;
 	cc->set = set;
 	cc->rpcs = rpcs;
@@ -237,7 +237,7 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 		log_info("%s: chain tables version %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3",
 			 cc->who, set.epoch, set.ntargets, set.nchains[0], set.nchains[1],
 			 set.nchains[2]);
-	meta_chain_set_free(&old);
+	proto_chain_set_free(&old);
 	free(old_rpcs);
 	/* a target meta marked offline loses its connection: requests waiting on a silent or
 	 * frozen host fail now and go to the other members (the rpc reconnects on next use) */
@@ -249,7 +249,7 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	return 0;
 }
 
-int chaincache_snapshot(struct chaincache *cc, struct meta_chain_set *out)
+int chaincache_snapshot(struct chaincache *cc, struct weft_chain_set *out)
 {
 	memset(out, 0, sizeof(*out));
 	int rc = 0;
@@ -280,16 +280,16 @@ int chaincache_snapshot(struct chaincache *cc, struct meta_chain_set *out)
 out:
 	pthread_rwlock_unlock(&cc->lock);
 	if (rc)
-		meta_chain_set_free(out);
+		proto_chain_set_free(out);
 	return rc;
 }
 
 /* Copies the chain if the table has it at min_ver or later. */
 static bool lookup(struct chaincache *cc, uint8_t replicas, uint32_t id, uint64_t min_ver,
-		   struct meta_chain *out)
+		   struct weft_chain *out)
 {
 	pthread_rwlock_rdlock(&cc->lock);
-	const struct meta_chain *c = meta_chain_set_get(&cc->set, replicas, id);
+	const struct weft_chain *c = proto_chain_set_get(&cc->set, replicas, id);
 	bool ok = c && c->version >= min_ver;
 	if (ok)
 		*out = *c;
@@ -298,7 +298,7 @@ static bool lookup(struct chaincache *cc, uint8_t replicas, uint32_t id, uint64_
 }
 
 int chaincache_chain(struct chaincache *cc, uint8_t replicas, uint32_t id, uint64_t min_ver,
-		     struct meta_chain *out)
+		     struct weft_chain *out)
 {
 	uint64_t g = atomic_load(&cc->gen);
 	if (atomic_load(&cc->stale) && (g == 0 || now_ms() >= atomic_load(&cc->retry_at_ms))) {

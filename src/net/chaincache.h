@@ -34,7 +34,7 @@ struct rpc;
 struct loop;
 
 /* Fills *out with the current tables (the cache takes ownership). 0 or -errno. */
-typedef int (*chaincache_fetch_fn)(void *arg, struct meta_chain_set *out);
+typedef int (*chaincache_fetch_fn)(void *arg, struct weft_chain_set *out);
 
 struct chaincache_params {
 	struct loop *loop;           /* runs the connections to targets */
@@ -85,7 +85,7 @@ bool chaincache_stale(struct chaincache *cc);
  * again. Errors: -WEFT_ESTALECHAIN meta does not know the chain either (or could not be
  * asked: the fetch's error is logged). */
 int chaincache_chain(struct chaincache *cc, uint8_t replicas, uint32_t id, uint64_t min_ver,
-		     struct meta_chain *out);
+		     struct weft_chain *out);
 /* Copies the address of target id into buf (NUL-terminated, truncated to cap); false
  * if the table does not know it. */
 bool chaincache_target_addr(struct chaincache *cc, uint32_t id, char *buf, size_t cap);
@@ -93,9 +93,9 @@ bool chaincache_target_addr(struct chaincache *cc, uint32_t id, char *buf, size_
  * needed; one connection per target is shared by all callers. Errors: -ENXIO target
  * unknown; the connect's -errno (-ECONNREFUSED, -ETIMEDOUT, -WEFT_EAUTH...). */
 int chaincache_conn(struct chaincache *cc, uint32_t id, struct conn **out);
-/* A copy of the whole current table into *out (free it with meta_chain_set_free), for
+/* A copy of the whole current table into *out (free it with proto_chain_set_free), for
  * code that walks every chain (resync). -ENOENT before the first table, -ENOMEM. */
-int chaincache_snapshot(struct chaincache *cc, struct meta_chain_set *out);
+int chaincache_snapshot(struct chaincache *cc, struct weft_chain_set *out);
 /* Counters, for tests and logs: successful fetches, failed fetches. */
 void chaincache_counts(struct chaincache *cc, uint64_t *fetches, uint64_t *failures);
 

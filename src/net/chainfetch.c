@@ -4,7 +4,7 @@
 #include "common/log.h"
 #include "weft/err.h"
 
-int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out)
+int chain_set_fetch(struct rpc *r, int timeout_ms, struct weft_chain_set *out)
 {
 	struct wbuf w;
 	wbuf_init(&w);
@@ -15,7 +15,7 @@ int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *o
 	if (err == 0) {
 		struct rbuf rb;
 		rbuf_init(&rb, f->bulk, f->h.bulk_len);
-		err = meta_chain_set_decode(&rb, out);
+		err = proto_chain_set_decode(&rb, out);
 		if (err)
 			log_warn("chain tables from meta %s: %s", rpc_addr(r),
 				 rb.why ? rb.why : weft_strerror(err));

@@ -9,6 +9,6 @@
 struct rpc;
 /* Asks meta (over r) for the whole set: CHAINS_GET, then decode. Not from r's loop
  * thread. Returns 0 or -errno (the call's, or the decoder's). */
-int meta_chain_set_fetch(struct rpc *r, int timeout_ms, struct meta_chain_set *out);
+int chain_set_fetch(struct rpc *r, int timeout_ms, struct weft_chain_set *out);
 
 #endif

@@ -366,7 +366,7 @@ int conn_reply_error(struct conn *c, const struct frame *req, int status, uint32
 	}
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_error m = {.target = target, .detail = weft_str_of(detail, strlen(detail))};
+	struct weft_msg_error m = {.target = target, .detail = proto_str_of(detail, strlen(detail))};
 	proto_error_encode(&w, &m);
 	return conn_reply(c, req, status, &w, NULL, 0, NULL, NULL);
 }

@@ -40,7 +40,7 @@ void handshake_start(struct conn *c)
 	struct weft_msg_hello m = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX, .role = c->role};
 	auth_random(c->nonce_c, WEFT_NONCE_LEN);
 	memcpy(m.nonce, c->nonce_c, WEFT_NONCE_LEN);
-	m.name = weft_str_of(c->peer_name, strlen(c->peer_name));
+	m.name = proto_str_of(c->peer_name, strlen(c->peer_name));
 	proto_hello_encode(&w, &m);
 	c->peer_name[0] = '\0';
 	c->hs = HS_CLIENT_WAIT_HELLO;
@@ -53,7 +53,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 	struct wbuf w;
 	wbuf_init(&w);
 	bool reply = f->h.flags & WEFT_F_REPLY;
-	const char *opname = weft_op_name(f->h.opcode);
+	const char *opname = proto_op_name(f->h.opcode);
 	char msg[160];
 
 	switch (c->hs) {
@@ -79,7 +79,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 		}
 		c->version = hi;
 		c->peer_role = m.role;
-		weft_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
+		proto_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
 		memcpy(c->nonce_c, m.nonce, WEFT_NONCE_LEN);
 		auth_random(c->nonce_s, WEFT_NONCE_LEN);
 		struct weft_msg_hello_reply r = {.version = c->version};

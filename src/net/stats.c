@@ -183,7 +183,7 @@ static int put_ops(json_t *root, const char *key, enum stats_dir d)
 		uint64_t n = GET(s->ops);
 		if (!n)
 			continue;
-		const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+		const char *name = i == OP_SLOTS - 1 ? "OTHER" : proto_op_name(op_of_slot(i));
 		char unknown[16];
 		if (!name) {
 			snprintf(unknown, sizeof(unknown), "OP_%04x", op_of_slot(i));
@@ -301,7 +301,7 @@ static void prom_ops(struct text *t, const char *lb, enum stats_dir d)
 			struct op_slot *s = &slots[d][i];
 			if (!GET(s->ops))
 				continue;
-			const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+			const char *name = i == OP_SLOTS - 1 ? "OTHER" : proto_op_name(op_of_slot(i));
 			uint64_t v = f == 0 ? GET(s->ops) : f == 1 ? GET(s->errors)
 				   : f == 2 ? GET(s->bytes_in)
 				   : GET(s->bytes_out);
@@ -315,7 +315,7 @@ static void prom_ops(struct text *t, const char *lb, enum stats_dir d)
 		struct op_slot *s = &slots[d][i];
 		if (!GET(s->ops))
 			continue;
-		const char *name = i == OP_SLOTS - 1 ? "OTHER" : weft_op_name(op_of_slot(i));
+		const char *name = i == OP_SLOTS - 1 ? "OTHER" : proto_op_name(op_of_slot(i));
 		if (!name)
 			name = "UNKNOWN";
 		uint64_t cum = 0;

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "weft/err.h"
 
-void meta_chain_set_free(struct meta_chain_set *s)
+void proto_chain_set_free(struct weft_chain_set *s)
 {
 	if (!s)
 		return;
@@ -18,13 +18,13 @@ void meta_chain_set_free(struct meta_chain_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w)
+void proto_chain_set_encode(const struct weft_chain_set *s, struct wbuf *w)
 {
 	wbuf_u8(w, META_CHAINSET_VERSION);
 	wbuf_u64(w, s->epoch);
 	wbuf_u32(w, s->ntargets);
 	for (uint32_t i = 0; i < s->ntargets; i++) {
-		const struct meta_chain_target *t = &s->targets[i];
+		const struct weft_chain_target *t = &s->targets[i];
 		wbuf_u32(w, t->id);
 		wbuf_u8(w, t->state);
 		wbuf_str(w, t->node, strnlen(t->node, WEFT_NODE_MAX));
@@ -33,7 +33,7 @@ void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w)
 	for (int r = 0; r < WEFT_REPLICAS_MAX; r++) {
 		wbuf_u32(w, s->nchains[r]);
 		for (uint32_t i = 0; i < s->nchains[r]; i++) {
-			const struct meta_chain *c = &s->chains[r][i];
+			const struct weft_chain *c = &s->chains[r][i];
 			wbuf_u32(w, c->id);
 			wbuf_u64(w, c->version);
 			wbuf_u8(w, c->nmembers);
@@ -60,7 +60,7 @@ static void get_str(struct rbuf *r, char *out, size_t max, const char *why)
 
 #define TARGET_MIN_LEN (4 + 1 + 2 + 2)
 
-static int decode(struct rbuf *r, struct meta_chain_set *s)
+static int decode(struct rbuf *r, struct weft_chain_set *s)
 {
 	if (rbuf_u8(r) != META_CHAINSET_VERSION) {
 		rbuf_fail(r, "chain set: unknown version");
@@ -77,7 +77,7 @@ static int decode(struct rbuf *r, struct meta_chain_set *s)
 	if (s->ntargets && !(s->targets = calloc(s->ntargets, sizeof(*s->targets))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->ntargets; i++) {
-		struct meta_chain_target *t = &s->targets[i];
+		struct weft_chain_target *t = &s->targets[i];
 		t->id = rbuf_u32(r);
 		t->state = rbuf_u8(r);
 		if (t->state > WEFT_MEMBER_OFFLINE)
@@ -96,10 +96,10 @@ static int decode(struct rbuf *r, struct meta_chain_set *s)
 			break;
 		}
 		s->nchains[k] = n;
-		if (n && !(s->chains[k] = calloc(n, sizeof(struct meta_chain))))
+		if (n && !(s->chains[k] = calloc(n, sizeof(struct weft_chain))))
 			return -ENOMEM;
 		for (uint32_t i = 0; i < n && rbuf_ok(r); i++) {
-			struct meta_chain *c = &s->chains[k][i];
+			struct weft_chain *c = &s->chains[k][i];
 			c->id = rbuf_u32(r);
 			c->replicas = reps;
 			c->version = rbuf_u64(r);
@@ -119,16 +119,16 @@ static int decode(struct rbuf *r, struct meta_chain_set *s)
 	return rbuf_ok(r) ? 0 : -WEFT_EPROTO;
 }
 
-int meta_chain_set_decode(struct rbuf *r, struct meta_chain_set *out)
+int proto_chain_set_decode(struct rbuf *r, struct weft_chain_set *out)
 {
 	memset(out, 0, sizeof(*out));
 	int rc = decode(r, out);
 	if (rc)
-		meta_chain_set_free(out);
+		proto_chain_set_free(out);
 	return rc;
 }
 
-const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint8_t replicas,
+const struct weft_chain *proto_chain_set_get(const struct weft_chain_set *s, uint8_t replicas,
 					    uint32_t id)
 {
 	if (replicas < 1 || replicas > WEFT_REPLICAS_MAX || id >= s->nchains[replicas - 1])

@@ -29,7 +29,7 @@
 /* a chain's members: its replicas, and one more while a membership moves */
 #define WEFT_CHAIN_MEMBERS_MAX (WEFT_REPLICAS_MAX + 1)
 
-struct meta_chain_member {
+struct weft_chain_member {
 	uint32_t target;
 	uint8_t state; /* enum weft_member_state */
 	/* meta only, not on the wire: went offline before it finished rebuilding (it must
@@ -41,7 +41,7 @@ struct meta_chain_member {
 
 /* One chain: members in order, head first. Reads go to any SERVING member, writes to
  * the first SERVING member, which forwards down the rest. */
-struct meta_chain {
+struct weft_chain {
 	uint32_t id;      /* index in the table of its replica count; never changes meaning */
 	uint8_t replicas; /* table it belongs to (1..3) */
 	uint8_t nmembers; /* replicas, or replicas + 1 while a membership moves (drain,
@@ -49,35 +49,35 @@ struct meta_chain {
 			   * dropped at meta in one step */
 	uint32_t owner;   /* target the chain was built around (not encoded on the wire) */
 	uint64_t version; /* bumped on any change of members or their states */
-	struct meta_chain_member members[WEFT_CHAIN_MEMBERS_MAX];
+	struct weft_chain_member members[WEFT_CHAIN_MEMBERS_MAX];
 };
 
-struct meta_chain_target {
+struct weft_chain_target {
 	uint32_t id;
 	uint8_t state; /* WEFT_MEMBER_SERVING (up) or WEFT_MEMBER_OFFLINE (down) */
 	char node[WEFT_NODE_MAX + 1];
 	char addr[WEFT_ADDR_MAX + 1];
 };
 
-struct meta_chain_set {
+struct weft_chain_set {
 	uint64_t epoch;
 	uint32_t ntargets;
-	struct meta_chain_target *targets;           /* malloc'd, ntargets */
+	struct weft_chain_target *targets;           /* malloc'd, ntargets */
 	uint32_t nchains[WEFT_REPLICAS_MAX];
-	struct meta_chain *chains[WEFT_REPLICAS_MAX]; /* malloc'd, chains[r-1][id] */
+	struct weft_chain *chains[WEFT_REPLICAS_MAX]; /* malloc'd, chains[r-1][id] */
 };
 
 /* Frees the arrays and zeroes the set; NULL-safe and idempotent. */
-void meta_chain_set_free(struct meta_chain_set *s);
+void proto_chain_set_free(struct weft_chain_set *s);
 /* Appends the encoding to w; check w->err afterwards (-ENOMEM). */
-void meta_chain_set_encode(const struct meta_chain_set *s, struct wbuf *w);
-/* Decodes a set from r into *out (arrays malloc'd; free with meta_chain_set_free).
+void proto_chain_set_encode(const struct weft_chain_set *s, struct wbuf *w);
+/* Decodes a set from r into *out (arrays malloc'd; free with proto_chain_set_free).
  * Every count and length is checked against its limit and the bytes left before
  * anything is allocated. Errors: -WEFT_EPROTO malformed (r->why says why), -ENOMEM.
  * On error *out holds nothing. */
-int meta_chain_set_decode(struct rbuf *r, struct meta_chain_set *out);
+int proto_chain_set_decode(struct rbuf *r, struct weft_chain_set *out);
 /* Chain id of table replicas, or NULL when out of range. */
-const struct meta_chain *meta_chain_set_get(const struct meta_chain_set *s, uint8_t replicas,
+const struct weft_chain *proto_chain_set_get(const struct weft_chain_set *s, uint8_t replicas,
 					    uint32_t id);
 
 #endif

@@ -221,12 +221,12 @@ static const size_t msg_sizes[] = {
 #undef X
 };
 
-const char *weft_msg_name(enum weft_msg_type t)
+const char *proto_msg_name(enum weft_msg_type t)
 {
 	return (unsigned)t < WEFT_MSG_COUNT ? msg_names[t] : "unknown";
 }
 
-size_t weft_msg_size(enum weft_msg_type t)
+size_t proto_msg_size(enum weft_msg_type t)
 {
 	return (unsigned)t < WEFT_MSG_COUNT ? msg_sizes[t] : 0;
 }
@@ -257,7 +257,7 @@ int proto_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m)
 	}
 }
 
-const char *weft_op_name(uint16_t op)
+const char *proto_op_name(uint16_t op)
 {
 	switch (op) {
 #define X(NAME, num, req, rep) case num: return #NAME;
@@ -267,7 +267,7 @@ const char *weft_op_name(uint16_t op)
 	}
 }
 
-int weft_op_req_type(uint16_t op)
+int proto_op_req_type(uint16_t op)
 {
 	switch (op) {
 #define X(NAME, num, req, rep) case num: return WEFT_MSG_##req;
@@ -277,7 +277,7 @@ int weft_op_req_type(uint16_t op)
 	}
 }
 
-int weft_op_rep_type(uint16_t op)
+int proto_op_rep_type(uint16_t op)
 {
 	switch (op) {
 #define X(NAME, num, req, rep) case num: return WEFT_MSG_##rep;
@@ -289,7 +289,7 @@ int weft_op_rep_type(uint16_t op)
 
 /* ---- directory entries ---- */
 
-size_t weft_dirent_size(size_t namelen, bool plus)
+size_t proto_dirent_size(size_t namelen, bool plus)
 {
 	return 2 + namelen + 8 + 8 + 1 + 1 + (plus ? 80 : 0);
 }
@@ -305,7 +305,7 @@ void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 		proto_attr_put(w, &d->attr);
 }
 
-int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
+int proto_dirent_next(struct rbuf *r, struct weft_dirent *d)
 {
 	if (!rbuf_ok(r))
 		return -WEFT_EPROTO;
@@ -327,7 +327,7 @@ int weft_dirent_next(struct rbuf *r, struct weft_dirent *d)
 	return rbuf_ok(r) ? 0 : -WEFT_EPROTO;
 }
 
-int weft_str_copy(char *out, size_t cap, struct weft_str s)
+int proto_str_copy(char *out, size_t cap, struct weft_str s)
 {
 	if (cap == 0 || s.len >= cap)
 		return -ENAMETOOLONG;
@@ -336,7 +336,7 @@ int weft_str_copy(char *out, size_t cap, struct weft_str s)
 	return 0;
 }
 
-uint32_t weft_crc_pieces(uint64_t off, uint64_t len)
+uint32_t proto_crc_pieces(uint64_t off, uint64_t len)
 {
 	if (len == 0)
 		return 0;
@@ -359,7 +359,7 @@ static int64_t crcs_walk(uint64_t off, const struct iovec *iov, int iovcnt, uint
 		size_t len = iov[i].iov_len;
 		while (len) {
 			size_t n = len < left ? len : (size_t)left;
-			crc = weft_crc32c(crc, p, n);
+			crc = crc32c(crc, p, n);
 			open = true;
 			p += n;
 			len -= n;
@@ -385,10 +385,10 @@ static int64_t crcs_walk(uint64_t off, const struct iovec *iov, int iovcnt, uint
 	return -1;
 }
 
-void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out)
+void proto_crcs_compute_buf(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out)
 {
 	struct iovec v = {(void *)p, len};
-	out->n = weft_crc_pieces(off, len);
+	out->n = proto_crc_pieces(off, len);
 	crcs_walk(off, &v, 1, out->v, NULL);
 }
 

@@ -43,7 +43,7 @@ int proto_hdr_decode(const uint8_t in[WEFT_HDR_SIZE], struct weft_hdr *h, const 
 		bad = "request with a non-zero status";
 	else if (h->status > 0 || h->status < -WEFT_ERR_MAX)
 		bad = "status out of range";
-	else if (!weft_op_name(h->opcode))
+	else if (!proto_op_name(h->opcode))
 		bad = "unknown opcode";
 	if (bad) {
 		if (why)

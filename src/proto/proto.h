@@ -430,20 +430,20 @@ enum weft_msg_type {
 #undef X
 	WEFT_MSG_COUNT
 };
-const char *weft_msg_name(enum weft_msg_type t);
-/* Decodes into an untyped buffer of at least weft_msg_size(t) bytes. */
+const char *proto_msg_name(enum weft_msg_type t);
+/* Decodes into an untyped buffer of at least proto_msg_size(t) bytes. */
 int proto_msg_decode_any(enum weft_msg_type t, const void *p, size_t len, void *m, const char **why);
 /* The error a decode failure stands for, from the why a decoder set: -ENAMETOOLONG for a
  * string over its limit (a name too long), else -WEFT_EPROTO. Compares the reason's
  * identity, not its text, so the wording may change. */
 int proto_decode_err(const char *why);
 int proto_msg_encode_any(enum weft_msg_type t, struct wbuf *w, const void *m);
-size_t weft_msg_size(enum weft_msg_type t);
+size_t proto_msg_size(enum weft_msg_type t);
 
 /* Opcode table lookups; NULL / -1 for unknown opcodes. */
-const char *weft_op_name(uint16_t op);
-int weft_op_req_type(uint16_t op);
-int weft_op_rep_type(uint16_t op);
+const char *proto_op_name(uint16_t op);
+int proto_op_req_type(uint16_t op);
+int proto_op_rep_type(uint16_t op);
 
 /* ---- bulk encodings ---- */
 
@@ -459,8 +459,8 @@ struct weft_dirent {
 };
 void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
 /* Decodes the next entry; returns 0, 1 at the end of the buffer, or -WEFT_EPROTO. */
-int weft_dirent_next(struct rbuf *r, struct weft_dirent *d);
-size_t weft_dirent_size(size_t namelen, bool plus);
+int proto_dirent_next(struct rbuf *r, struct weft_dirent *d);
+size_t proto_dirent_size(size_t namelen, bool plus);
 
 /* Field helpers, shared with other encodings (chain tables). */
 void proto_attr_put(struct wbuf *w, const struct weft_attr *a);
@@ -470,8 +470,8 @@ void proto_layout_get(struct rbuf *r, struct weft_layout *l);
 
 /* Copies a borrowed string into a NUL-terminated buffer of size cap; returns -ENAMETOOLONG
  * if it does not fit. */
-int weft_str_copy(char *out, size_t cap, struct weft_str s);
-static inline struct weft_str weft_str_of(const char *s, size_t len)
+int proto_str_copy(char *out, size_t cap, struct weft_str s);
+static inline struct weft_str proto_str_of(const char *s, size_t len)
 {
 	struct weft_str r = {s, (uint32_t)len};
 	return r;
@@ -479,11 +479,11 @@ static inline struct weft_str weft_str_of(const char *s, size_t len)
 
 /* Pieces of a bulk transfer at object offset `off` of length `len`, split at
  * WEFT_CHUNK_SIZE boundaries: returns how many; the CRC list has one entry per piece. */
-uint32_t weft_crc_pieces(uint64_t off, uint64_t len);
+uint32_t proto_crc_pieces(uint64_t off, uint64_t len);
 /* Fills out with the CRC32C of each such piece of the len bytes at p, which sit at object
  * offset off. len must be at most WEFT_BULK_MAX. */
-void weft_crcs_compute(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out);
-/* The same over iov[0..iovcnt) at object offset off, into crcs[weft_crc_pieces(off, len)]
+void proto_crcs_compute_buf(const void *p, uint32_t len, uint64_t off, struct weft_crcs *out);
+/* The same over iov[0..iovcnt) at object offset off, into crcs[proto_crc_pieces(off, len)]
  * (store_obj_piece_crcs, a writer with checksums off). */
 void proto_crcs_compute(uint64_t off, const struct iovec *iov, int iovcnt, uint32_t *crcs);
 /* Checks the bytes against crcs (one per piece): the first piece that does not match, or

@@ -19,7 +19,7 @@ static void zero_init(void)
 	uint32_t c = 0;
 	zero_crc[0] = 0;
 	for (uint32_t i = 1; i <= WEFT_CHUNK_SIZE; i++) {
-		c = weft_crc32c(c, zero_chunk, 1);
+		c = crc32c(c, zero_chunk, 1);
 		zero_crc[i] = c;
 	}
 }
@@ -34,7 +34,7 @@ uint32_t store_crc_extend_zeros(uint32_t crc, uint64_t n)
 {
 	while (n > 0) {
 		size_t take = n < sizeof(zero_chunk) ? (size_t)n : sizeof(zero_chunk);
-		crc = weft_crc32c(crc, zero_chunk, take);
+		crc = crc32c(crc, zero_chunk, take);
 		n -= take;
 	}
 	return crc;

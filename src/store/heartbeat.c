@@ -123,8 +123,8 @@ static int register_once(struct store_server *s, struct weft_msg_target_register
 {
 	struct weft_msg_target_register m = {0};
 	memcpy(m.uuid, s->uuid, sizeof(m.uuid));
-	m.node = weft_str_of(s->node, strlen(s->node));
-	m.addr = weft_str_of(s->addr, strlen(s->addr));
+	m.node = proto_str_of(s->node, strlen(s->node));
+	m.addr = proto_str_of(s->addr, strlen(s->addr));
 	space(s, &m.capacity, &m.free);
 	if (s->t && s->objs) {
 		m.incarnation = store_target_incarnation(s->t);
@@ -219,7 +219,7 @@ int store_chains_refresh(struct store_server *s, bool force)
 }
 
 int store_chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
-		 bool is_read, struct meta_chain *out, int *me)
+		 bool is_read, struct weft_chain *out, int *me)
 {
 	/* a request naming a chain we do not have, or a newer version of it, makes the
 	 * cache fetch the tables (single-flight) before it answers */

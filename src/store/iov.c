@@ -57,7 +57,7 @@ uint32_t store_iov_crc(uint32_t seed, const struct iovec *iov, int cnt, size_t o
 		size_t take = iov[i].iov_len - skip;
 		if (take > len)
 			take = len;
-		seed = weft_crc32c(seed, (const char *)iov[i].iov_base + skip, take);
+		seed = crc32c(seed, (const char *)iov[i].iov_base + skip, take);
 		len -= take;
 	}
 	return seed;

@@ -105,7 +105,7 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 		uint64_t cs = c * STORE_CHUNK;
 		size_t cov = (size_t)(COV_END(c) - cs);
 		const uint8_t *sb = (c == c0 && p0) ? s0 : (c == c1 && p1) ? s1 : NULL;
-		uint32_t crc = sb ? weft_crc32c(0, sb, cov)
+		uint32_t crc = sb ? crc32c(0, sb, cov)
 				  : store_iov_crc(0, iov, iovcnt, (size_t)(cs - off), cov);
 		if (crc != store_crc_from_entry(ent[c - c0], (uint32_t)cov)) {
 			char path[OBJ_PATH_LEN];
@@ -119,7 +119,7 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 			uint64_t ws = max64(cs, off), we = min64(cs + STORE_CHUNK, end);
 			store_iov_copy_in(iov, iovcnt, (size_t)(ws - off), sb + (ws - cs),
 					  (size_t)(we - ws));
-			crc = weft_crc32c(0, sb + (ws - cs), (size_t)(we - ws));
+			crc = crc32c(0, sb + (ws - cs), (size_t)(we - ws));
 		}
 		crcs[c - c0] = crc;
 	}

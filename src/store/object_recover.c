@@ -36,12 +36,12 @@ static bool zero_extension_matches(const uint8_t *buf, size_t cov, uint32_t entr
 	size_t z = cov;
 	while (z > 0 && buf[z - 1] == 0)
 		z--;
-	uint32_t crc = weft_crc32c(0, buf, z);
+	uint32_t crc = crc32c(0, buf, z);
 	static const uint8_t zero = 0;
 	for (size_t l = z; l < cov; l++) {
 		if (store_crc_to_entry(crc, (uint32_t)l) == entry)
 			return true;
-		crc = weft_crc32c(crc, &zero, 1);
+		crc = crc32c(crc, &zero, 1);
 	}
 	return false;
 }
@@ -53,7 +53,7 @@ static long prefix_match(const uint8_t *buf, size_t cov, uint32_t entry)
 	for (size_t l = 0; l < cov; l++) {
 		if (store_crc_to_entry(crc, (uint32_t)l) == entry)
 			return (long)l;
-		crc = weft_crc32c(crc, buf + l, 1);
+		crc = crc32c(crc, buf + l, 1);
 	}
 	return -1;
 }
@@ -75,7 +75,7 @@ static int cut_torn_tail(struct store_objs *s, struct store_fdc_entry *e, struct
 			rc = store_obj_crc_read(s, e, c, 1, &ent);
 		if (rc)
 			break;
-		if (store_crc_to_entry(weft_crc32c(0, buf, cov), (uint32_t)cov) == ent)
+		if (store_crc_to_entry(crc32c(0, buf, cov), (uint32_t)cov) == ent)
 			break;
 		if (ent == 0) {
 			cut = cs;
@@ -132,7 +132,7 @@ static int verify_entry(struct store_objs *s, struct store_fdc_entry *e, bool re
 			uint64_t cs = (c0 + i) * STORE_CHUNK;
 			size_t cov = (size_t)((cs + STORE_CHUNK < S ? cs + STORE_CHUNK : S) - cs);
 			const uint8_t *p = buf + i * STORE_CHUNK;
-			uint32_t crc = weft_crc32c(0, p, cov);
+			uint32_t crc = crc32c(0, p, cov);
 			if (store_crc_to_entry(crc, (uint32_t)cov) == ent[i])
 				continue;
 			if (repair && zero_extension_matches(p, cov, ent[i])) {

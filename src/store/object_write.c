@@ -66,7 +66,7 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 				rc = store_obj_seg_pread(s, e, scratch, olen, cs);
 				if (rc)
 					goto out;
-				if (weft_crc32c(0, scratch, olen) !=
+				if (crc32c(0, scratch, olen) !=
 				    store_crc_from_entry(old, (uint32_t)olen)) {
 					char path[OBJ_PATH_LEN];
 					store_obj_path(path, e->ino, e->stripe, false);
@@ -76,10 +76,10 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 					rc = -WEFT_ECHECKSUM;
 					goto out;
 				}
-				crc = weft_crc32c(0, scratch, (size_t)(ws - cs));
+				crc = crc32c(0, scratch, (size_t)(ws - cs));
 				crc = store_iov_crc(crc, iov, cnt, poff, plen);
 				if (we < oe)
-					crc = weft_crc32c(crc, scratch + (we - cs), (size_t)(oe - we));
+					crc = crc32c(crc, scratch + (we - cs), (size_t)(oe - we));
 				crc = store_crc_extend_zeros(crc, ne - max64(we, oe));
 			}
 		}
@@ -305,8 +305,8 @@ static int truncate_entry(struct store_objs *s, struct store_fdc_entry *e, uint6
 			return -ENOMEM;
 		rc = store_obj_seg_pread(s, e, buf, olen, cs);
 		if (rc == 0) {
-			uint32_t head = weft_crc32c(0, buf, nlen);
-			uint32_t full = weft_crc32c(head, buf + nlen, olen - nlen);
+			uint32_t head = crc32c(0, buf, nlen);
+			uint32_t full = crc32c(head, buf + nlen, olen - nlen);
 			if (full != store_crc_from_entry(old, (uint32_t)olen)) {
 				rc = -WEFT_ECHECKSUM;
 			} else {

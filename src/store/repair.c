@@ -68,7 +68,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 /* The member to copy from: the nearest serving one before this target in the chain
  * (it applied every write this one got), else the nearest after it. */
 static int pick_source(struct store_server *s, uint8_t replicas, uint32_t chain,
-		       struct meta_chain *ch)
+		       struct weft_chain *ch)
 {
 	if (chaincache_chain(s->cc, replicas, chain, 0, ch))
 		return -1;
@@ -110,7 +110,7 @@ static int peer_read(struct conn *c, const struct repair_job *j, uint64_t ver, u
 static int copy_object(struct repair_job *j, uint32_t *source, bool *touched)
 {
 	struct store_server *s = j->s;
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int src = pick_source(s, j->replicas, j->chain, &ch);
 	if (src < 0)
 		return -WEFT_ENOTSERVING;

@@ -37,7 +37,7 @@ static void reply_done(struct sreq *q)
 					 s->target_id, q->local_detail);
 		else
 			conn_reply_error(q->c, q->f, rc, s->target_id, "target %u: %s: %s",
-					 s->target_id, weft_op_name(q->op), weft_strerror(rc));
+					 s->target_id, proto_op_name(q->op), weft_strerror(rc));
 		return;
 	}
 	rc = q->fwd_rc;
@@ -280,9 +280,9 @@ static void disk_failed(struct sreq *q)
 		       q->op == WEFT_OP_OBJ_TRUNCATE ? q->m.t.ino : q->m.sy.ino;
 	uint32_t stripe = q->op == WEFT_OP_OBJ_WRITE ? q->m.w.stripe :
 			  q->op == WEFT_OP_OBJ_TRUNCATE ? q->m.t.stripe : q->m.sy.stripe;
-	store_disk_write_error(q->s, q->local_rc, weft_op_name(q->op), ino, stripe);
+	store_disk_write_error(q->s, q->local_rc, proto_op_name(q->op), ino, stripe);
 	snprintf(q->local_detail, sizeof(q->local_detail), "its disk failed %s: %s; the target "
-		 "is down", weft_op_name(q->op), weft_strerror(q->local_rc));
+		 "is down", proto_op_name(q->op), weft_strerror(q->local_rc));
 	q->local_rc = -WEFT_ETARGETDOWN;
 }
 
@@ -389,7 +389,7 @@ void store_repl_write(struct sreq *q)
 	}
 	int succ = -1, nparts = 0;
 	{
-		struct meta_chain ch;
+		struct weft_chain ch;
 		int me;
 		int rc = store_chains_check(s, q->replicas, q->chain, ver, false, &ch, &me);
 		if (rc == 0 && conn_peer_role(q->c) != WEFT_ROLE_STORE) {

@@ -201,7 +201,7 @@ int store_resync_open(struct store_server *s)
 	return 0;
 }
 
-void store_resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+void store_resync_note(struct store_server *s, const struct weft_chain *ch, uint64_t ino,
 		 uint32_t stripe)
 {
 	struct store_resync *rs = s->rs;
@@ -224,9 +224,9 @@ void store_resync_note(struct store_server *s, const struct meta_chain *ch, uint
 }
 
 /* Is target `t` still owed anything in chain (r, c) of the current tables? */
-static bool still_owed(const struct meta_chain_set *set, const struct note *x)
+static bool still_owed(const struct weft_chain_set *set, const struct note *x)
 {
-	const struct meta_chain *c = meta_chain_set_get(set, x->replicas, x->chain);
+	const struct weft_chain *c = proto_chain_set_get(set, x->replicas, x->chain);
 	if (!c)
 		return true; /* tables not loaded: keep */
 	for (int m = 0; m < c->nmembers; m++)
@@ -241,7 +241,7 @@ void store_resync_tables_changed(struct store_server *s)
 	if (!rs)
 		return;
 	store_sweep_tables_changed(s);
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	if (chaincache_snapshot(s->cc, &set))
 		return; /* no table yet, or no memory: keep every note */
 	pthread_mutex_lock(&rs->lock);
@@ -249,7 +249,7 @@ void store_resync_tables_changed(struct store_server *s)
 	for (size_t i = 0; i < rs->n; i++)
 		if (still_owed(&set, &rs->notes[i]))
 			rs->notes[k++] = rs->notes[i];
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	bool dropped = k != rs->n;
 	rs->n = k;
 	if (dropped)
@@ -268,7 +268,7 @@ void store_resync_missed_list(struct sreq *q)
 	struct store_server *s = q->s;
 	struct store_resync *rs = s->rs;
 	const struct weft_msg_obj_missed *m = &q->m.ms;
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int me;
 	int rc = store_chains_check(s, m->replicas, m->chain, m->chain_ver, true, &ch, &me);
 	if (rc) {
@@ -349,11 +349,11 @@ static bool stopping(struct store_resync *rs)
 static size_t collect(struct store_server *s, struct job *out, size_t max)
 {
 	size_t n = 0;
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	bool have = chaincache_snapshot(s->cc, &set) == 0;
 	for (int r = 1; have && r <= WEFT_REPLICAS_MAX; r++)
 		for (uint32_t i = 0; i < set.nchains[r - 1] && n < max; i++) {
-			const struct meta_chain *c = &set.chains[r - 1][i];
+			const struct weft_chain *c = &set.chains[r - 1][i];
 			int me = -1, src = -1;
 			for (int m = 0; m < c->nmembers; m++) {
 				if (c->members[m].target == s->target_id)
@@ -375,7 +375,7 @@ static size_t collect(struct store_server *s, struct job *out, size_t max)
 				if (set.targets[t].id == j->source)
 					snprintf(j->addr, sizeof(j->addr), "%s", set.targets[t].addr);
 		}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	return n;
 }
 
@@ -670,10 +670,10 @@ static void do_repairs(struct store_server *s)
 	pthread_mutex_unlock(&rs->wake_lock);
 	for (unsigned i = 0; i < n && !stopping(rs); i++) {
 		struct job j = {.replicas = rp[i].replicas, .chain = rp[i].chain};
-		struct meta_chain_set set;
+		struct weft_chain_set set;
 		bool have = chaincache_snapshot(s->cc, &set) == 0;
-		const struct meta_chain *c = have ?
-			meta_chain_set_get(&set, rp[i].replicas, rp[i].chain) : NULL;
+		const struct weft_chain *c = have ?
+			proto_chain_set_get(&set, rp[i].replicas, rp[i].chain) : NULL;
 		for (int m = 0; c && m < c->nmembers && !j.source; m++) {
 			if (c->members[m].target == s->target_id ||
 			    c->members[m].state != WEFT_MEMBER_SERVING)
@@ -684,7 +684,7 @@ static void do_repairs(struct store_server *s)
 				if (set.targets[t].id == j.source)
 					snprintf(j.addr, sizeof(j.addr), "%s", set.targets[t].addr);
 		}
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 		if (!j.source) {
 			log_warn("ino %" PRIu64 " stripe %" PRIu32 " is damaged here and no other member "
 				 "of chain %u/%u serves: not repaired", rp[i].ino, rp[i].stripe,
@@ -795,12 +795,12 @@ static void scrub_missing(struct store_server *s)
 	struct job jobs[64];
 	size_t n = 0;
 	uint64_t nrestored = 0;
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	if (chaincache_snapshot(s->cc, &set) != 0)
 		return;
 	for (int r = 2; r <= WEFT_REPLICAS_MAX; r++)
 		for (uint32_t i = 0; i < set.nchains[r - 1] && n < 64; i++) {
-			const struct meta_chain *c = &set.chains[r - 1][i];
+			const struct weft_chain *c = &set.chains[r - 1][i];
 			int me = -1, src = -1;
 			for (int m = 0; m < c->nmembers; m++) {
 				if (c->members[m].state != WEFT_MEMBER_SERVING)
@@ -822,7 +822,7 @@ static void scrub_missing(struct store_server *s)
 				if (set.targets[t].id == j->source)
 					snprintf(j->addr, sizeof(j->addr), "%s", set.targets[t].addr);
 		}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	for (size_t i = 0; i < n && !stopping(s->rs); i++) {
 		struct rpc_params p = {.loop = s->loop, .key = &s->key, .addr = jobs[i].addr,
 				       .default_port = 7071, .role = WEFT_ROLE_STORE, .name = s->node,

@@ -53,7 +53,7 @@ static void reply_msg(struct sreq *q, int status, struct wbuf *w)
  * request is answered with why (ESTALECHAIN, ENOTSERVING...). */
 static bool serves_reads(struct sreq *q, uint8_t replicas, uint32_t chain, uint64_t ver)
 {
-	struct meta_chain ch;
+	struct weft_chain ch;
 	int me;
 	int rc = store_chains_check(q->s, replicas, chain, ver, true, &ch, &me);
 	if (rc)
@@ -292,7 +292,7 @@ static uint64_t key_read_repair(const struct sreq *q)
 	return (q->m.r.flags & WEFT_READ_REPAIR) ? key_read(q) : STORE_JOB_ANY;
 }
 
-/* One opcode a store serves. The request message (weft_op_req_type) is decoded into
+/* One opcode a store serves. The request message (proto_op_req_type) is decoded into
  * q->m on the loop thread; handler runs on the worker chosen by key. */
 struct store_op {
 	uint16_t op;
@@ -375,7 +375,7 @@ static void on_request(struct conn *c, struct frame *f)
 	const struct store_op *o = store_op_find(op);
 	if (!o) {
 		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
-				 weft_op_name(op) ? weft_op_name(op) : "unknown opcode", op);
+				 proto_op_name(op) ? proto_op_name(op) : "unknown opcode", op);
 		frame_free(f);
 		return;
 	}
@@ -386,10 +386,10 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	}
 	const char *why = NULL;
-	if (o->decode && proto_msg_decode_any((enum weft_msg_type)weft_op_req_type(op), f->payload,
+	if (o->decode && proto_msg_decode_any((enum weft_msg_type)proto_op_req_type(op), f->payload,
 					      f->h.payload_len, &q->m, &why)) {
-		log_warn("%s from %s: %s", weft_op_name(op), conn_peer(c), why ? why : "malformed");
-		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", weft_op_name(op),
+		log_warn("%s from %s: %s", proto_op_name(op), conn_peer(c), why ? why : "malformed");
+		conn_reply_error(c, f, -WEFT_EPROTO, 0, "%s: %s", proto_op_name(op),
 				 why ? why : "malformed");
 		frame_free(f);
 		free(q);

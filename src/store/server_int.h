@@ -153,7 +153,7 @@ int store_chains_refresh(struct store_server *s, bool force);
  * newer than ours. Errors: -WEFT_ESTALECHAIN, -WEFT_ENOTSERVING (read from a member
  * that is not SERVING; write to an OFFLINE one). */
 int store_chains_check(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ver,
-		 bool is_read, struct meta_chain *out, int *me);
+		 bool is_read, struct weft_chain *out, int *me);
 /* Address of target id from the table into buf; false if unknown. */
 bool store_chains_target_addr(struct store_server *s, uint32_t target, char *buf, size_t cap);
 /* A connection to target (new reference): chaincache_conn. */
@@ -182,7 +182,7 @@ int store_resync_start(struct store_server *s);
 /* Stops the copier, closes the log. No-op without resync_open. */
 void store_resync_close(struct store_server *s);
 /* Notes (ino, stripe) as missed by every OFFLINE member of ch (before a mutation). */
-void store_resync_note(struct store_server *s, const struct meta_chain *ch, uint64_t ino,
+void store_resync_note(struct store_server *s, const struct weft_chain *ch, uint64_t ino,
 		 uint32_t stripe);
 /* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
 void store_resync_tables_changed(struct store_server *s);

@@ -72,7 +72,7 @@ static bool has(const uint64_t *a, size_t n, uint64_t k)
 void store_sweep_tables_changed(struct store_server *s)
 {
 	struct store_sweep *sw = s->sweep;
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	if (!sw || chaincache_snapshot(s->cc, &set))
 		return;
 	size_t cap = 0, n = 0;
@@ -80,17 +80,17 @@ void store_sweep_tables_changed(struct store_server *s)
 		cap += set.nchains[r];
 	uint64_t *mine = calloc(cap ? cap : 1, sizeof(*mine));
 	if (!mine) {
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 		return;
 	}
 	for (int r = 1; r <= WEFT_REPLICAS_MAX; r++)
 		for (uint32_t i = 0; i < set.nchains[r - 1]; i++) {
-			const struct meta_chain *c = &set.chains[r - 1][i];
+			const struct weft_chain *c = &set.chains[r - 1][i];
 			for (int m = 0; m < c->nmembers; m++)
 				if (c->members[m].target == s->target_id)
 					mine[n++] = (uint64_t)r << 32 | i;
 		}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	pthread_mutex_lock(&sw->lock);
 	bool lost = false;
 	for (size_t i = 0; sw->known && i < sw->n && !lost; i++)
@@ -126,14 +126,14 @@ static int layout_of(struct store_server *s, uint64_t ino, struct weft_layout *o
 }
 
 /* May this target's copy of (ino, stripe), whose file has layout l, go? */
-static bool not_needed(const struct store_server *s, const struct meta_chain_set *set,
+static bool not_needed(const struct store_server *s, const struct weft_chain_set *set,
 		       const struct weft_layout *l, uint32_t stripe, const char **why)
 {
 	*why = "no layout";
 	if (!l->chain_count)
 		return false;
 	uint32_t chain = (uint32_t)(((uint64_t)l->first_chain + stripe) % l->chain_count);
-	const struct meta_chain *c = meta_chain_set_get(set, l->replicas, chain);
+	const struct weft_chain *c = proto_chain_set_get(set, l->replicas, chain);
 	*why = "its chain moves (or is unknown here)";
 	if (!c || c->nmembers != c->replicas)
 		return false; /* ask again later */
@@ -151,7 +151,7 @@ static bool not_needed(const struct store_server *s, const struct meta_chain_set
 /* One pass over the local objects. Copier thread. */
 static void sweep_pass(struct store_server *s)
 {
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	if (chaincache_snapshot(s->cc, &set))
 		return;
 	struct store_index_rec recs[256];
@@ -193,7 +193,7 @@ static void sweep_pass(struct store_server *s)
 		if (stripe == 0)
 			ino++;
 	}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	if (deleted)
 		log_info("sweep: %" PRIu64 " objects of chains this target left deleted (their "
 			 "chains hold their copies elsewhere); %" PRIu64 " kept", deleted, kept);

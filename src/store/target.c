@@ -52,7 +52,7 @@ static void encode(const struct store_target *t, uint8_t *b)
 	memcpy(b + 32, t->fs_uuid, STORE_UUID_LEN);
 	put_le32(b + 48, t->target_id);
 	put_le64(b + 52, t->incarnation);
-	put_le32(b + 60, weft_crc32c(0, b, 60));
+	put_le32(b + 60, crc32c(0, b, 60));
 }
 
 static int decode(struct store_target *t, const uint8_t *b, size_t len, const char *path)
@@ -61,7 +61,7 @@ static int decode(struct store_target *t, const uint8_t *b, size_t len, const ch
 		log_error("%s: not a weft target (bad magic or length %zu)", path, len);
 		return -EINVAL;
 	}
-	if (get_le32(b + 60) != weft_crc32c(0, b, 60)) {
+	if (get_le32(b + 60) != crc32c(0, b, 60)) {
 		log_error("%s: identity file checksum mismatch (damaged)", path);
 		return -EINVAL;
 	}

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rbuf r;
 	struct weft_dirent d;
 	rbuf_init(&r, data + 1, size - 1);
-	while (weft_dirent_next(&r, &d) == 0)
+	while (proto_dirent_next(&r, &d) == 0)
 		if (d.name.len == 0 || d.name.len > WEFT_NAME_MAX)
 			abort();
 	return 0;

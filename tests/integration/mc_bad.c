@@ -132,7 +132,7 @@ int run_bad(struct mc *m)
 	/* names */
 	EXPECT(mc_create(m, &root, d, "x/y", S_IFREG | 0644, 0, &x), -EINVAL);
 	EXPECT(mc_create(m, &root, d, "/", S_IFDIR | 0755, WEFT_CREATE_EXCL, &x), -EINVAL);
-	struct weft_msg_name nq = {.cred = root, .parent = d, .name = weft_str_of("\0", 1)};
+	struct weft_msg_name nq = {.cred = root, .parent = d, .name = proto_str_of("\0", 1)};
 	EXPECT(mc_call(m, WEFT_OP_UNLINK, &nq, NULL, 0, NULL), -EINVAL);
 	EXPECT(mc_create(m, &root, d, "", S_IFDIR | 0755, WEFT_CREATE_EXCL, &x), -ENOENT);
 	EXPECT(mc_create(m, &root, d, ".", S_IFREG | 0644, 0, &x), -EEXIST);

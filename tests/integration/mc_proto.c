@@ -31,7 +31,7 @@ static void t_targets(struct mc *m)
 	/* chains: both tables for 1 and 2 replicas exist, none for 3 */
 	struct weft_msg_chains_get cg = {0};
 	OK(mc_call(m, WEFT_OP_CHAINS_GET, &cg, NULL, 0, &f));
-	struct meta_chain_set set = {0};
+	struct weft_chain_set set = {0};
 	uint64_t v1 = 0;
 	if (f) {
 		struct weft_msg_chains cm;
@@ -39,7 +39,7 @@ static void t_targets(struct mc *m)
 		v1 = cm.version;
 		struct rbuf r;
 		rbuf_init(&r, f->bulk, f->h.bulk_len);
-		OK(meta_chain_set_decode(&r, &set));
+		OK(proto_chain_set_decode(&r, &set));
 		EXPECT(set.ntargets, 2);
 		EXPECT(set.nchains[0], 2);
 		EXPECT(set.nchains[1], 2);
@@ -48,7 +48,7 @@ static void t_targets(struct mc *m)
 		for (uint32_t i = 0; i < set.ntargets; i++)
 			if (set.targets[i].id == b)
 				TRUE(strcmp(set.targets[i].addr, "127.0.0.1:2") == 0);
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 	}
 	frame_free(f);
 	/* a reported target that does not answer meta's probe (nothing listens on port 2)
@@ -71,10 +71,10 @@ static void t_targets(struct mc *m)
 		TRUE(cm.version > v1);
 		struct rbuf r;
 		rbuf_init(&r, f->bulk, f->h.bulk_len);
-		OK(meta_chain_set_decode(&r, &set));
-		const struct meta_chain *c = meta_chain_set_get(&set, 2, 0);
+		OK(proto_chain_set_decode(&r, &set));
+		const struct weft_chain *c = proto_chain_set_get(&set, 2, 0);
 		TRUE(c && c->members[1].state == WEFT_MEMBER_OFFLINE);
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 	}
 	frame_free(f);
 	tf.target = 4242;
@@ -621,7 +621,7 @@ static void t_names(struct mc *m)
 	wbuf_free(&w);
 	/* '/' and NUL inside names, empty names */
 	EXPECT(mc_create(m, &root, 1, "a/b", S_IFREG | 0644, WEFT_CREATE_EXCL, &x), -EINVAL);
-	struct weft_msg_create cq = {.cred = root, .parent = 1, .name = weft_str_of("a\0b", 3),
+	struct weft_msg_create cq = {.cred = root, .parent = 1, .name = proto_str_of("a\0b", 3),
 				     .mode = S_IFREG | 0644};
 	EXPECT(mc_entry(m, WEFT_OP_CREATE, &cq, NULL, NULL), -EINVAL);
 	EXPECT(mc_create(m, &root, 1, "", S_IFREG | 0644, WEFT_CREATE_EXCL, &x), -ENOENT);

@@ -26,10 +26,10 @@ int readdir_page(struct mc *m, const struct weft_cred *cr, uint64_t ino, uint64_
 	rbuf_init(&r, f->bulk, f->h.bulk_len);
 	struct weft_dirent d;
 	uint32_t cnt = 0;
-	while ((rc = weft_dirent_next(&r, &d)) == 0) {
+	while ((rc = proto_dirent_next(&r, &d)) == 0) {
 		*out = realloc(*out, (*n + 1) * sizeof(**out));
 		struct ent *e = &(*out)[(*n)++];
-		weft_str_copy(e->name, sizeof(e->name), d.name);
+		proto_str_copy(e->name, sizeof(e->name), d.name);
 		e->ino = d.ino;
 		e->cookie = d.next_cookie;
 		e->type = d.type;

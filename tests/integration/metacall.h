@@ -84,7 +84,7 @@ static inline int mc_call(struct mc *m, uint16_t op, const void *msg, const void
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	if (msg && proto_msg_encode_any((enum weft_msg_type)weft_op_req_type(op), &w, msg)) {
+	if (msg && proto_msg_encode_any((enum weft_msg_type)proto_op_req_type(op), &w, msg)) {
 		wbuf_free(&w);
 		return -EINVAL;
 	}
@@ -121,7 +121,7 @@ static inline int mc_entry(struct mc *m, uint16_t op, const void *msg, struct we
 	return rc;
 }
 
-#define MC_STR(s) weft_str_of((s), strlen(s))
+#define MC_STR(s) proto_str_of((s), strlen(s))
 
 static inline int mc_lookup(struct mc *m, const struct weft_cred *cr, uint64_t parent,
 			    const char *name, struct weft_attr *a)

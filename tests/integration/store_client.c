@@ -35,7 +35,7 @@
 static struct loop *loop;
 static struct weft_key key;
 static struct rpc *meta, *store;
-static struct meta_chain chain;
+static struct weft_chain chain;
 static uint32_t target;
 static int want_replicas = 1;
 static long want_chain = -1;
@@ -71,7 +71,7 @@ static int call(struct rpc *r, uint16_t op, struct wbuf *w, const struct iovec *
 static int load_chain(void)
 {
 	if (want_ver >= 0) {
-		chain = (struct meta_chain){.id = (uint32_t)want_chain, .replicas = (uint8_t)want_replicas,
+		chain = (struct weft_chain){.id = (uint32_t)want_chain, .replicas = (uint8_t)want_replicas,
 					    .version = (uint64_t)want_ver};
 		return 0;
 	}
@@ -89,22 +89,22 @@ static int load_chain(void)
 		return -EPROTO;
 	frame_free(rep);
 	target = st.target;
-	struct meta_chain_set set;
-	rc = meta_chain_set_fetch(meta, 30000, &set);
+	struct weft_chain_set set;
+	rc = chain_set_fetch(meta, 30000, &set);
 	if (rc) {
 		fprintf(stderr, "chain tables: %s\n", weft_strerror(rc));
 		return rc;
 	}
 	rc = -ENOENT;
 	for (uint32_t i = 0; i < set.nchains[want_replicas - 1]; i++) {
-		const struct meta_chain *c = &set.chains[want_replicas - 1][i];
+		const struct weft_chain *c = &set.chains[want_replicas - 1][i];
 		if (want_chain >= 0 ? c->id == (uint32_t)want_chain : c->members[0].target == target) {
 			chain = *c;
 			rc = 0;
 			break;
 		}
 	}
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	if (rc)
 		fprintf(stderr, "no chain of %d replicas %s target %u\n", want_replicas,
 			want_chain >= 0 ? "with that id for" : "headed by", target);
@@ -120,7 +120,7 @@ static int do_write(uint64_t ino, uint32_t stripe, uint64_t off, size_t len, uin
 	*m = (struct weft_msg_obj_write){.ino = ino, .stripe = stripe, .replicas = chain.replicas,
 					 .chain = chain.id, .chain_ver = chain.version, .offset = off};
 	if (!(mode && strcmp(mode, "nocrc") == 0))
-		weft_crcs_compute(buf, (uint32_t)(len), off, &m->crcs);
+		proto_crcs_compute_buf(buf, (uint32_t)(len), off, &m->crcs);
 	if (mode && strcmp(mode, "badcrc") == 0 && m->crcs.n)
 		m->crcs.v[m->crcs.n / 2] ^= 1;
 	if (mode && strcmp(mode, "sync") == 0)
@@ -170,7 +170,7 @@ static int read_obj(uint64_t ino, uint32_t stripe, uint64_t off, uint32_t len, u
 		printf("bad reply\n");
 		rc = 3;
 	} else {
-		weft_crcs_compute(rep->bulk, (uint32_t)(rep->h.bulk_len), off, want);
+		proto_crcs_compute_buf(rep->bulk, (uint32_t)(rep->h.bulk_len), off, want);
 		if (want->n != d->crcs.n || memcmp(want->v, d->crcs.v, want->n * 4)) {
 			printf("bad crcs in reply (%u pieces, store sent %u)\n", want->n, d->crcs.n);
 			rc = 3;
@@ -282,7 +282,7 @@ static int do_stream(uint64_t ino, uint32_t stripe, long count, size_t bs, int i
 		*m = (struct weft_msg_obj_write){.ino = ino, .stripe = stripe,
 						 .replicas = chain.replicas, .chain = chain.id,
 						 .chain_ver = chain.version, .offset = k->off};
-		weft_crcs_compute(k->buf, (uint32_t)(bs), k->off, &m->crcs);
+		proto_crcs_compute_buf(k->buf, (uint32_t)(bs), k->off, &m->crcs);
 		struct wbuf w;
 		wbuf_init(&w);
 		proto_obj_write_encode(&w, m);

@@ -29,7 +29,7 @@ static int fetch_delay_ms;
 
 /* One chain of 2 replicas per target (targets listed in reverse id order: the cache
  * sorts them), encoded and decoded as on the wire. */
-static int fetch(void *arg, struct meta_chain_set *out)
+static int fetch(void *arg, struct weft_chain_set *out)
 {
 	(void)arg;
 	atomic_fetch_add(&fetches, 1);
@@ -39,7 +39,7 @@ static int fetch(void *arg, struct meta_chain_set *out)
 	while (meta_hold)
 		pthread_cond_wait(&meta_cond, &meta_lock);
 	meta_waiting--;
-	struct meta_chain_set s = {.epoch = meta_epoch, .ntargets = meta_targets};
+	struct weft_chain_set s = {.epoch = meta_epoch, .ntargets = meta_targets};
 	int fail = meta_fail;
 	uint64_t ver = meta_version;
 	pthread_mutex_unlock(&meta_lock);
@@ -49,26 +49,26 @@ static int fetch(void *arg, struct meta_chain_set *out)
 		return fail;
 	s.targets = calloc(s.ntargets, sizeof(*s.targets));
 	s.nchains[1] = s.ntargets;
-	s.chains[1] = calloc(s.ntargets, sizeof(struct meta_chain));
+	s.chains[1] = calloc(s.ntargets, sizeof(struct weft_chain));
 	CHECK(s.targets && s.chains[1]);
 	for (uint32_t i = 0; i < s.ntargets; i++) {
-		struct meta_chain_target *t = &s.targets[i];
+		struct weft_chain_target *t = &s.targets[i];
 		t->id = s.ntargets - i; /* ids 1..n, reversed */
 		snprintf(t->node, sizeof(t->node), "node%u", t->id);
 		snprintf(t->addr, sizeof(t->addr), "127.0.0.1:%u", 1 + t->id);
-		struct meta_chain *c = &s.chains[1][i];
-		*c = (struct meta_chain){.id = i, .replicas = 2, .nmembers = 2, .version = ver};
+		struct weft_chain *c = &s.chains[1][i];
+		*c = (struct weft_chain){.id = i, .replicas = 2, .nmembers = 2, .version = ver};
 		c->members[0].target = i + 1;
 		c->members[1].target = (i + 1) % s.ntargets + 1;
 	}
 	struct wbuf w;
 	wbuf_init(&w);
-	meta_chain_set_encode(&s, &w);
-	meta_chain_set_free(&s);
+	proto_chain_set_encode(&s, &w);
+	proto_chain_set_free(&s);
 	CHECK_OK(w.err);
 	struct rbuf r;
 	rbuf_init(&r, w.data, w.len);
-	int rc = meta_chain_set_decode(&r, out);
+	int rc = proto_chain_set_decode(&r, out);
 	wbuf_free(&w);
 	return rc;
 }
@@ -88,7 +88,7 @@ struct racer {
 	pthread_t th;
 	uint32_t chain;
 	int rc;
-	struct meta_chain got;
+	struct weft_chain got;
 };
 
 static pthread_barrier_t start_line;
@@ -161,7 +161,7 @@ static void test_readers_do_not_wait(void)
 	pthread_mutex_unlock(&meta_lock);
 	int64_t t0 = ms_now();
 	for (int i = 0; i < 1000; i++) {
-		struct meta_chain c;
+		struct weft_chain c;
 		CHECK_OK(chaincache_chain(cc, 2, (uint32_t)i % 5, 0, &c));
 		CHECK_INT(c.version, ==, 1); /* the old table */
 		struct conn *cn;
@@ -174,7 +174,7 @@ static void test_readers_do_not_wait(void)
 	pthread_mutex_unlock(&meta_lock);
 	pthread_join(rf.th, NULL);
 	CHECK_OK(rf.rc);
-	struct meta_chain c;
+	struct weft_chain c;
 	CHECK_OK(chaincache_chain(cc, 2, 0, 0, &c));
 	CHECK_INT(c.version, ==, 2);
 	printf("ok: lookups answer from the old table while a refresh waits for meta\n");
@@ -182,7 +182,7 @@ static void test_readers_do_not_wait(void)
 
 static void test_stale_and_announce(void)
 {
-	struct meta_chain c;
+	struct weft_chain c;
 	int f0 = atomic_load(&fetches);
 	/* the same epoch announced: nothing to do */
 	CHECK(!chaincache_announce(cc, 3));
@@ -221,7 +221,7 @@ static void test_stale_and_announce(void)
  * within the backoff; an unknown one still asks. */
 static void test_fetch_failure(void)
 {
-	struct meta_chain c;
+	struct weft_chain c;
 	meta_fail = -ECONNREFUSED;
 	chaincache_mark_stale(cc);
 	int f0 = atomic_load(&fetches);
@@ -280,7 +280,7 @@ int main(void)
 	struct chaincache_params p = {.loop = loop, .key = &key, .role = WEFT_ROLE_CLIENT,
 				      .name = "test", .fetch = fetch, .who = "test"};
 	CHECK_OK(chaincache_new(&p, &cc));
-	struct meta_chain c;
+	struct weft_chain c;
 	CHECK_OK(chaincache_chain(cc, 2, 3, 0, &c)); /* the first lookup fetches */
 	CHECK_INT(c.members[0].target, ==, 4);
 	CHECK_INT(chaincache_chain(cc, 2, 4, 0, &c), ==, -WEFT_ESTALECHAIN);

@@ -15,7 +15,7 @@
 #include "test_meta_util.h"
 #include "weft/err.h"
 
-static const struct meta_chain_target *find_target(const struct meta_chain_set *s, uint32_t id)
+static const struct weft_chain_target *find_target(const struct weft_chain_set *s, uint32_t id)
 {
 	for (uint32_t i = 0; i < s->ntargets; i++)
 		if (s->targets[i].id == id)
@@ -24,17 +24,17 @@ static const struct meta_chain_target *find_target(const struct meta_chain_set *
 }
 
 /* Checks table invariants; returns max - min memberships over targets. */
-static unsigned check_table(const struct meta_chain_set *s, uint8_t r, bool verbose)
+static unsigned check_table(const struct weft_chain_set *s, uint8_t r, bool verbose)
 {
 	unsigned heads[64] = { 0 }, joins[64] = { 0 };
 	uint32_t n = s->nchains[r - 1];
 	CHECK_INT(n, ==, s->ntargets);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct meta_chain *c = &s->chains[r - 1][i];
+		const struct weft_chain *c = &s->chains[r - 1][i];
 		CHECK_INT(c->id, ==, i);
 		CHECK_INT(c->nmembers, ==, r);
 		for (int m = 0; m < r; m++) {
-			const struct meta_chain_target *t = find_target(s, c->members[m].target);
+			const struct weft_chain_target *t = find_target(s, c->members[m].target);
 			CHECK(t != NULL);
 			CHECK(t->id < 64);
 			joins[t->id]++;
@@ -60,7 +60,7 @@ static unsigned check_table(const struct meta_chain_set *s, uint8_t r, bool verb
 static void test_balance(unsigned ntargets, unsigned nodes)
 {
 	char dir[256];
-	struct meta_chain_set s;
+	struct weft_chain_set s;
 	MDB_txn *txn;
 	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
 	tmeta_targets(db, ntargets, nodes);
@@ -70,7 +70,7 @@ static void test_balance(unsigned ntargets, unsigned nodes)
 	CHECK_INT(s.ntargets, ==, ntargets);
 	for (uint8_t r = 1; r <= 3; r++)
 		CHECK_INT(check_table(&s, r, true), <=, r == 1 ? 0 : 1);
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 	tmeta_close(db, dir);
 }
 
@@ -124,14 +124,14 @@ static void test_too_few_nodes(void)
 	CHECK_OK(meta_db_write(db, create_f, a));
 	CHECK_INT(l.replicas, ==, 2);
 	CHECK_INT(l.chain_count, ==, 3);
-	struct meta_chain_set s;
+	struct weft_chain_set s;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_count(db, txn, 3, &n));
 	CHECK_INT(n, ==, 0);
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
 	meta_db_read_end(db, txn);
 	check_table(&s, 2, false);
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 	tmeta_close(db, dir);
 }
 
@@ -190,7 +190,7 @@ static void test_liveness(void)
 	meta_db_read_end(db, txn);
 	CHECK_INT(sbm.chains_epoch, ==, sb0.chains_epoch);
 
-	struct meta_chain_set s0;
+	struct weft_chain_set s0;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s0));
 	meta_db_read_end(db, txn);
@@ -205,7 +205,7 @@ static void test_liveness(void)
 	a.step = 1;
 	CHECK_OK(meta_db_write(db, live_apply, &a));
 	CHECK_INT(a.n, ==, 1);
-	struct meta_chain_set s;
+	struct weft_chain_set s;
 	struct meta_super sb1;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_target_get(db, txn, ids[0], &t));
@@ -225,7 +225,7 @@ static void test_liveness(void)
 	unsigned touched = 0;
 	for (uint8_t r = 1; r <= 3; r++)
 		for (uint32_t i = 0; i < s.nchains[r - 1]; i++) {
-			const struct meta_chain *c = &s.chains[r - 1][i];
+			const struct weft_chain *c = &s.chains[r - 1][i];
 			bool has = false;
 			for (int m = 0; m < r; m++)
 				if (c->members[m].target == ids[1]) {
@@ -239,7 +239,7 @@ static void test_liveness(void)
 			touched += has;
 		}
 	CHECK_INT(touched, ==, 1 + 2 + 3);
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 
 	/* it comes back: syncing, behind the live members; then serving */
 	a.step = 2;
@@ -248,23 +248,23 @@ static void test_liveness(void)
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
 	meta_db_read_end(db, txn);
-	const struct meta_chain *c3 = NULL;
+	const struct weft_chain *c3 = NULL;
 	for (uint32_t i = 0; i < s.nchains[2]; i++)
 		if (s.chains[2][i].members[2].target == ids[1])
 			c3 = &s.chains[2][i];
 	CHECK(c3 != NULL);
 	CHECK_INT(c3->members[2].state, ==, WEFT_MEMBER_SYNCING);
 	CHECK_INT(c3->version, ==, s0.chains[2][c3->id].version + 2);
-	meta_chain_set_free(&s0);
+	proto_chain_set_free(&s0);
 	uint32_t cid = c3->id;
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 
 	/* two members down in one chain: both at the end, in the order they failed */
 	a.step = 3;
 	a.id = ids[3];
 	CHECK_OK(meta_db_write(db, live_apply, &a));
 	CHECK_OK(meta_db_write(db, live_apply, &a)); /* already offline: no change */
-	struct meta_chain c;
+	struct weft_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 3, cid, &c));
 	meta_db_read_end(db, txn);
@@ -297,7 +297,7 @@ static void test_member_serving(void)
 	CHECK_OK(meta_db_write(db, live_apply, &a));
 	a.step = 2;
 	CHECK_OK(meta_db_write(db, live_apply, &a));
-	struct meta_chain c;
+	struct weft_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
 	meta_db_read_end(db, txn);
@@ -311,7 +311,7 @@ static void test_member_serving(void)
 	memcpy(v + 4, &db, sizeof(db));
 	CHECK_OK(meta_db_write(db, serving_apply, v));
 	CHECK_OK(meta_db_read_begin(db, &txn));
-	struct meta_chain c2;
+	struct weft_chain c2;
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c2));
 	meta_db_read_end(db, txn);
 	CHECK_INT(c2.members[pos].state, ==, WEFT_MEMBER_SERVING);
@@ -348,7 +348,7 @@ static int vouch_apply(MDB_txn *txn, void *arg)
 static int state_in_chain0(struct meta_db *db, int *pos)
 {
 	MDB_txn *txn;
-	struct meta_chain c;
+	struct weft_chain c;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_get(db, txn, 2, 0, &c));
 	meta_db_read_end(db, txn);
@@ -455,7 +455,7 @@ static void test_replace(void)
 	MDB_txn *txn;
 	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
 	tmeta_targets(db, 4, 4);
-	struct meta_chain_set before, after;
+	struct weft_chain_set before, after;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &before));
 	meta_db_read_end(db, txn);
@@ -473,7 +473,7 @@ static void test_replace(void)
 	for (uint8_t r = 1; r <= 3; r++) {
 		CHECK_INT(after.nchains[r - 1], ==, before.nchains[r - 1]);
 		for (uint32_t i = 0; i < after.nchains[r - 1]; i++) {
-			const struct meta_chain *b = &before.chains[r - 1][i], *c = &after.chains[r - 1][i];
+			const struct weft_chain *b = &before.chains[r - 1][i], *c = &after.chains[r - 1][i];
 			CHECK_INT(c->owner, ==, b->owner);
 			bool had = false, has = false;
 			int rebuilding = 0;
@@ -502,8 +502,8 @@ static void test_replace(void)
 		}
 	}
 	CHECK_INT(changed, ==, n);
-	meta_chain_set_free(&before);
-	meta_chain_set_free(&after);
+	proto_chain_set_free(&before);
+	proto_chain_set_free(&after);
 	id = 4242;
 	CHECK_INT(meta_db_write(db, replace_apply, a), ==, -ENOENT);
 	tmeta_close(db, dir);
@@ -513,7 +513,7 @@ static void test_codec(void)
 {
 	char dir[256];
 	MDB_txn *txn;
-	struct meta_chain_set s, d;
+	struct weft_chain_set s, d;
 	struct wbuf w;
 	struct rbuf r;
 	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
@@ -522,12 +522,12 @@ static void test_codec(void)
 	CHECK_OK(meta_chains_snapshot(db, txn, &s));
 	meta_db_read_end(db, txn);
 	wbuf_init(&w);
-	meta_chain_set_encode(&s, &w);
+	proto_chain_set_encode(&s, &w);
 	CHECK_OK(w.err);
 	CHECK_INT(w.len, ==, 1 + 8 + 4 + 5 * (4 + 1 + 2 + 5 + 2 + 14) + 3 * 4 + 5 * (13 + 5) +
 				 5 * (13 + 10) + 5 * (13 + 15));
 	rbuf_init(&r, w.data, w.len);
-	CHECK_OK(meta_chain_set_decode(&r, &d));
+	CHECK_OK(proto_chain_set_decode(&r, &d));
 	CHECK_INT(rbuf_left(&r), ==, 0);
 	CHECK_INT(d.epoch, ==, s.epoch);
 	CHECK_INT(d.ntargets, ==, 5);
@@ -542,19 +542,19 @@ static void test_codec(void)
 					  s.chains[k][i].members[m].target);
 		}
 	}
-	const struct meta_chain *c = meta_chain_set_get(&d, 3, 4);
+	const struct weft_chain *c = proto_chain_set_get(&d, 3, 4);
 	CHECK(c && c->id == 4 && c->replicas == 3);
-	CHECK(meta_chain_set_get(&d, 3, 5) == NULL);
-	CHECK(meta_chain_set_get(&d, 4, 0) == NULL);
-	meta_chain_set_free(&d);
-	meta_chain_set_free(&d); /* idempotent */
+	CHECK(proto_chain_set_get(&d, 3, 5) == NULL);
+	CHECK(proto_chain_set_get(&d, 4, 0) == NULL);
+	proto_chain_set_free(&d);
+	proto_chain_set_free(&d); /* idempotent */
 
 	/* every truncation is refused, never read past the end */
 	for (size_t len = 0; len < w.len; len++) {
 		uint8_t *copy = malloc(len ? len : 1);
 		memcpy(copy, w.data, len);
 		rbuf_init(&r, copy, len);
-		CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+		CHECK_INT(proto_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
 		CHECK(r.why != NULL);
 		CHECK(d.targets == NULL && d.chains[0] == NULL);
 		free(copy);
@@ -563,20 +563,20 @@ static void test_codec(void)
 	uint8_t evil[1 + 8 + 4] = { 1 };
 	put_le32(evil + 9, 0xffffffffu);
 	rbuf_init(&r, evil, sizeof(evil));
-	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
 	/* bad state, bad member count, bad version */
 	uint8_t *bad = malloc(w.len);
 	memcpy(bad, w.data, w.len);
 	bad[0] = 2;
 	rbuf_init(&r, bad, w.len);
-	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
 	memcpy(bad, w.data, w.len);
 	bad[1 + 8 + 4 + 4] = 7; /* first target's state */
 	rbuf_init(&r, bad, w.len);
-	CHECK_INT(meta_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
+	CHECK_INT(proto_chain_set_decode(&r, &d), ==, -WEFT_EPROTO);
 	free(bad);
 	wbuf_free(&w);
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 	tmeta_close(db, dir);
 }
 
@@ -586,7 +586,7 @@ static void test_growth_after_use(void)
 {
 	char dir[256];
 	MDB_txn *txn;
-	struct meta_chain_set a, b;
+	struct weft_chain_set a, b;
 	struct weft_layout l;
 	struct meta_db *db = tmeta_open(dir, sizeof(dir), 2);
 	tmeta_targets(db, 4, 4);
@@ -609,8 +609,8 @@ static void test_growth_after_use(void)
 	CHECK_INT(check_table(&b, 2, true), <=, 2);
 	CHECK_INT(check_table(&b, 3, true), <=, 1);
 	CHECK(b.epoch > a.epoch);
-	meta_chain_set_free(&a);
-	meta_chain_set_free(&b);
+	proto_chain_set_free(&a);
+	proto_chain_set_free(&b);
 	/* the old file's layout still names 4 chains; new files see 5 */
 	arg[1] = "g";
 	CHECK_OK(meta_db_write(db, create_f, arg));
@@ -667,7 +667,7 @@ static void test_placement_by_room(void)
 {
 	char dir[256];
 	MDB_txn *txn;
-	struct meta_chain_set s;
+	struct weft_chain_set s;
 	struct meta_db *db = tmeta_open(dir, sizeof(dir), 1);
 	tmeta_targets(db, 5, 5);
 	struct room_arg a = { .db = db, .ntargets = 5, .picks = 500, .replicas = 1 };
@@ -691,7 +691,7 @@ static void test_placement_by_room(void)
 	for (uint32_t c = 0; c < s.nchains[0]; c++)
 		if (s.chains[0][c].members[0].target == 5)
 			to_empty = a.counts[c];
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 	printf("placement by room: %u of 500 new files on the empty target (expected ~357)\n",
 	       to_empty);
 	CHECK_INT(to_empty, >, 300);
@@ -716,7 +716,7 @@ static void test_placement_by_room(void)
 	CHECK_INT(s.nchains[1], ==, 5);
 	CHECK_INT(s.chains[1][4].members[0].target, ==, 5);
 	CHECK_INT(s.chains[1][4].members[1].target, ==, 2);
-	meta_chain_set_free(&s);
+	proto_chain_set_free(&s);
 	tmeta_close(db, dir);
 }
 
@@ -763,13 +763,13 @@ static void test_drain(void)
 	for (int round = 0; round < 4; round++) {
 		a.step = 1;
 		CHECK_OK(meta_db_write(db, move_apply, &a));
-		struct meta_chain_set set;
+		struct weft_chain_set set;
 		CHECK_OK(meta_db_read_begin(db, &txn));
 		CHECK_OK(meta_chains_snapshot(db, txn, &set));
 		meta_db_read_end(db, txn);
 		for (uint8_t r = 1; r <= WEFT_REPLICAS_MAX; r++)
 			for (uint32_t i = 0; i < set.nchains[r - 1]; i++) {
-				const struct meta_chain *c = &set.chains[r - 1][i];
+				const struct weft_chain *c = &set.chains[r - 1][i];
 				if (c->nmembers == r)
 					continue;
 				/* a move: the newcomer rebuilds behind the serving members, the
@@ -790,13 +790,13 @@ static void test_drain(void)
 				CHECK(c->members[newcomer].target != 2);
 				struct wbuf w;
 				wbuf_init(&w);
-				meta_chain_set_encode(&set, &w);
+				proto_chain_set_encode(&set, &w);
 				struct rbuf rb;
 				rbuf_init(&rb, w.data, w.len);
-				struct meta_chain_set back;
-				CHECK_OK(meta_chain_set_decode(&rb, &back));
+				struct weft_chain_set back;
+				CHECK_OK(proto_chain_set_decode(&rb, &back));
 				CHECK_INT(back.chains[r - 1][i].nmembers, ==, r + 1);
-				meta_chain_set_free(&back);
+				proto_chain_set_free(&back);
 				wbuf_free(&w);
 				/* it synced: the drained target leaves in the same version */
 				a.step = 3;
@@ -805,7 +805,7 @@ static void test_drain(void)
 				a.id = c->members[newcomer].target;
 				CHECK_OK(meta_db_write(db, move_apply, &a));
 				a.id = 2;
-				struct meta_chain after;
+				struct weft_chain after;
 				CHECK_OK(meta_db_read_begin(db, &txn));
 				CHECK_OK(meta_chains_get(db, txn, r, i, &after));
 				meta_db_read_end(db, txn);
@@ -816,7 +816,7 @@ static void test_drain(void)
 					CHECK_INT(after.members[m].state, ==, WEFT_MEMBER_SERVING);
 				}
 			}
-		meta_chain_set_free(&set);
+		proto_chain_set_free(&set);
 	}
 	unsigned left = 99;
 	CHECK_OK(meta_db_read_begin(db, &txn));
@@ -825,13 +825,13 @@ static void test_drain(void)
 	CHECK_INT(left, ==, 0);
 	a.step = 2;
 	CHECK_OK(meta_db_write(db, move_apply, &a));
-	struct meta_chain_set set;
+	struct weft_chain_set set;
 	CHECK_OK(meta_db_read_begin(db, &txn));
 	CHECK_OK(meta_chains_snapshot(db, txn, &set));
 	meta_db_read_end(db, txn);
 	CHECK_INT(set.ntargets, ==, 3);
 	CHECK(find_target(&set, 2) == NULL);
-	meta_chain_set_free(&set);
+	proto_chain_set_free(&set);
 	/* the removed target may not register again */
 	uint8_t uuid[16] = {2, 0xaa}; /* as tmeta_targets made it */
 	uint32_t id = 0;

@@ -24,7 +24,7 @@ static char text[WEFT_PATH_MAX];
 #define FILL_U32(f, l) m->f = (uint32_t)rnd();
 #define FILL_U64(f, l) m->f = rnd();
 #define FILL_I64(f, l) m->f = (int64_t)rnd();
-#define FILL_STR(f, l) m->f = weft_str_of(text, rnd() % ((l) + 1));
+#define FILL_STR(f, l) m->f = proto_str_of(text, rnd() % ((l) + 1));
 #define FILL_FIX(f, l) for (int i = 0; i < (l); i++) m->f[i] = (uint8_t)rnd();
 #define FILL_ATTR(f, l) \
 	m->f = (struct weft_attr){.ino = rnd(), .gen = rnd(), .mode = 0100644, .nlink = 1, \
@@ -67,7 +67,7 @@ static void roundtrip(enum weft_msg_type t)
 	const char *why = NULL;
 	int rc = proto_msg_decode_any(t, w1.data, w1.len, &b, &why);
 	if (rc) {
-		fprintf(stderr, "decode %s: %s\n", weft_msg_name(t), why);
+		fprintf(stderr, "decode %s: %s\n", proto_msg_name(t), why);
 		CHECK(0);
 	}
 	CHECK_OK(proto_msg_encode_any(t, &w2, &b));
@@ -97,13 +97,13 @@ static void test_every_message(void)
 	/* every opcode names a request and a reply type */
 	int ops = 0;
 #define X(NAME, num, req, rep) \
-	CHECK_INT(weft_op_req_type(num), ==, WEFT_MSG_##req); \
-	CHECK_INT(weft_op_rep_type(num), ==, WEFT_MSG_##rep); \
-	CHECK_STR(weft_op_name(num), #NAME); ops++;
+	CHECK_INT(proto_op_req_type(num), ==, WEFT_MSG_##req); \
+	CHECK_INT(proto_op_rep_type(num), ==, WEFT_MSG_##rep); \
+	CHECK_STR(proto_op_name(num), #NAME); ops++;
 	WEFT_OPCODES(X)
 #undef X
 	CHECK(ops > 40);
-	CHECK(weft_op_name(0x7777) == NULL);
+	CHECK(proto_op_name(0x7777) == NULL);
 }
 
 static void test_field_limits(void)
@@ -112,7 +112,7 @@ static void test_field_limits(void)
 	struct wbuf w;
 	wbuf_init(&w);
 	/* encoder refuses a name over 255 bytes */
-	m.name = weft_str_of(text, 256);
+	m.name = proto_str_of(text, 256);
 	CHECK_INT(proto_lookup_encode(&w, &m), ==, -EINVAL);
 	/* a hand-made message with a 256-byte name is rejected by the decoder */
 	wbuf_reset(&w);
@@ -211,40 +211,40 @@ static void test_dirents(void)
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_dirent d = {.name = weft_str_of("hello", 5), .ino = 42, .next_cookie = 7, .type = 4};
+	struct weft_dirent d = {.name = proto_str_of("hello", 5), .ino = 42, .next_cookie = 7, .type = 4};
 	proto_dirent_encode(&w, &d);
 	d.has_attr = true;
 	d.attr.ino = 43;
-	d.name = weft_str_of("x", 1);
+	d.name = proto_str_of("x", 1);
 	proto_dirent_encode(&w, &d);
-	CHECK_INT(w.len, ==, weft_dirent_size(5, false) + weft_dirent_size(1, true));
+	CHECK_INT(w.len, ==, proto_dirent_size(5, false) + proto_dirent_size(1, true));
 	struct rbuf r;
 	struct weft_dirent o;
 	rbuf_init(&r, w.data, w.len);
-	CHECK_OK(weft_dirent_next(&r, &o));
+	CHECK_OK(proto_dirent_next(&r, &o));
 	CHECK_INT(o.ino, ==, 42);
 	CHECK_INT(o.name.len, ==, 5);
 	CHECK(!o.has_attr);
-	CHECK_OK(weft_dirent_next(&r, &o));
+	CHECK_OK(proto_dirent_next(&r, &o));
 	CHECK(o.has_attr);
 	CHECK_INT(o.attr.ino, ==, 43);
-	CHECK_INT(weft_dirent_next(&r, &o), ==, 1);
+	CHECK_INT(proto_dirent_next(&r, &o), ==, 1);
 	/* truncated entry */
 	rbuf_init(&r, w.data, w.len - 1);
-	CHECK_OK(weft_dirent_next(&r, &o));
-	CHECK_INT(weft_dirent_next(&r, &o), ==, -WEFT_EPROTO);
+	CHECK_OK(proto_dirent_next(&r, &o));
+	CHECK_INT(proto_dirent_next(&r, &o), ==, -WEFT_EPROTO);
 	wbuf_free(&w);
 }
 
 static void test_crc_pieces(void)
 {
-	CHECK_INT(weft_crc_pieces(0, 0), ==, 0);
-	CHECK_INT(weft_crc_pieces(0, 1), ==, 1);
-	CHECK_INT(weft_crc_pieces(0, WEFT_CHUNK_SIZE), ==, 1);
-	CHECK_INT(weft_crc_pieces(1, WEFT_CHUNK_SIZE), ==, 2);
-	CHECK_INT(weft_crc_pieces(WEFT_CHUNK_SIZE - 1, 2), ==, 2);
-	CHECK_INT(weft_crc_pieces(5, WEFT_BULK_MAX), ==, WEFT_BULK_MAX / WEFT_CHUNK_SIZE + 1);
-	CHECK(weft_crc_pieces(5, WEFT_BULK_MAX) <= WEFT_CRCS_MAX);
+	CHECK_INT(proto_crc_pieces(0, 0), ==, 0);
+	CHECK_INT(proto_crc_pieces(0, 1), ==, 1);
+	CHECK_INT(proto_crc_pieces(0, WEFT_CHUNK_SIZE), ==, 1);
+	CHECK_INT(proto_crc_pieces(1, WEFT_CHUNK_SIZE), ==, 2);
+	CHECK_INT(proto_crc_pieces(WEFT_CHUNK_SIZE - 1, 2), ==, 2);
+	CHECK_INT(proto_crc_pieces(5, WEFT_BULK_MAX), ==, WEFT_BULK_MAX / WEFT_CHUNK_SIZE + 1);
+	CHECK(proto_crc_pieces(5, WEFT_BULK_MAX) <= WEFT_CRCS_MAX);
 }
 
 int main(void)

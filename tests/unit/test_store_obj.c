@@ -451,7 +451,7 @@ static void test_torn(void)
 	torn_pwrite(&ts, 5, a + 500, 1000, 100);
 	torn_pwrite(&ts, 6, a + 500, CH + 10, 2 * CH);
 	torn_pwrite(&ts, 7, a + 2 * CH, CH, 2 * CH);
-	uint32_t e2 = store_crc_to_entry(weft_crc32c(0, a + 2 * CH, CH), CH);
+	uint32_t e2 = store_crc_to_entry(crc32c(0, a + 2 * CH, CH), CH);
 	obj_file(&ts, 7, 0, p, true);
 	int fd = open(p, O_RDWR);
 	CHECK_INT(pwrite(fd, &e2, 4, 2 * 4), ==, 4);

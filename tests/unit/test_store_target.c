@@ -69,7 +69,7 @@ static void test_target(void)
 	CHECK_INT(store_target_open(sub, NULL, &t), ==, -EINVAL);
 	b[20] = save;
 	b[8] = 99; /* version 99, with a valid CRC */
-	uint32_t crc = weft_crc32c(0, b, 60);
+	uint32_t crc = crc32c(0, b, 60);
 	memcpy(b + 60, &crc, 4);
 	CHECK_INT(pwrite(fd, b, 64, 0), ==, 64);
 	CHECK_INT(store_target_open(sub, NULL, &t), ==, -ENOTSUP);
