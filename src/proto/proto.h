@@ -21,8 +21,11 @@
 /* ---- frame ---- */
 
 #define WEFT_MAGIC        0x54464557u /* "WEFT" little-endian */
-#define WEFT_PROTO_MIN    1
-#define WEFT_PROTO_MAX    1
+/* 2: ENTRY carries a lease, SESSION_OPEN flags, TARGETS records flags and memberships,
+ * chains up to replicas + 1 members, OBJ_DATA/OBJ_WRITTEN/EXTEND fields of the sparse
+ * work; version 1 peers are refused at HELLO with a one-line error. */
+#define WEFT_PROTO_MIN    2
+#define WEFT_PROTO_MAX    2
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)

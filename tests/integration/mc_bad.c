@@ -17,13 +17,13 @@ static int raw_auth(void)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	uint8_t nonce_c[WEFT_NONCE_LEN], hdr[WEFT_HDR_SIZE];
 	auth_random(nonce_c, sizeof(nonce_c));
-	struct weft_msg_hello h = {.ver_min = 1, .ver_max = 1, .role = WEFT_ROLE_CLIENT,
+	struct weft_msg_hello h = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX, .role = WEFT_ROLE_CLIENT,
 				   .name = MC_STR("raw")};
 	memcpy(h.nonce, nonce_c, sizeof(nonce_c));
 	struct wbuf w;
 	wbuf_init(&w);
 	proto_hello_encode(&w, &h);
-	struct weft_hdr hh = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_HELLO,
+	struct weft_hdr hh = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_HELLO,
 			      .reqid = 1, .payload_len = (uint32_t)w.len};
 	proto_hdr_encode(hdr, &hh);
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
@@ -44,7 +44,7 @@ static int raw_auth(void)
 	auth_mac(&g_key, "weft-client", nonce_c, hr.nonce, hr.version, am.mac);
 	wbuf_init(&w);
 	proto_auth_encode(&w, &am);
-	hh = (struct weft_hdr){.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_AUTH,
+	hh = (struct weft_hdr){.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_AUTH,
 			       .reqid = 2, .payload_len = (uint32_t)w.len};
 	proto_hdr_encode(hdr, &hh);
 	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
@@ -86,7 +86,7 @@ static void t_garbage_after_auth(void)
 	if (fd < 0)
 		return;
 	uint8_t hdr[WEFT_HDR_SIZE];
-	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_LOOKUP,
+	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_LOOKUP,
 			     .reqid = 9, .payload_len = WEFT_PAYLOAD_MAX + 1};
 	proto_hdr_encode(hdr, &h);
 	wr = write(fd, hdr, sizeof(hdr));

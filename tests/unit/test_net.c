@@ -169,7 +169,7 @@ static int raw_connect(void)
 
 static void raw_send(int fd, uint16_t op, uint32_t flags, const struct wbuf *w)
 {
-	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = op, .flags = flags,
+	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = op, .flags = flags,
 			     .reqid = 1, .payload_len = w ? (uint32_t)w->len : 0};
 	uint8_t hb[WEFT_HDR_SIZE];
 	proto_hdr_encode(hb, &h);
@@ -221,7 +221,7 @@ static void raw_handshake(int fd, const uint8_t nonce_c[32], struct wbuf *auth_o
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_hello hm = {.ver_min = 1, .ver_max = 1, .role = WEFT_ROLE_ADMIN};
+	struct weft_msg_hello hm = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX, .role = WEFT_ROLE_ADMIN};
 	memcpy(hm.nonce, nonce_c, 32);
 	proto_hello_encode(&w, &hm);
 	raw_send(fd, WEFT_OP_HELLO, 0, &w);
@@ -277,7 +277,7 @@ static void test_garbage_after_auth(void)
 	CHECK_INT(st, ==, 0);
 	/* a frame claiming a 1 GiB bulk is refused before anything is allocated */
 	uint8_t hb[WEFT_HDR_SIZE];
-	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_ECHO,
+	struct weft_hdr h = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_ECHO,
 			     .reqid = 9, .bulk_len = 1u << 30};
 	proto_hdr_encode(hb, &h);
 	CHECK_INT(write(fd, hb, sizeof(hb)), ==, WEFT_HDR_SIZE);

@@ -185,7 +185,7 @@ static void hdr_expect(struct weft_hdr h, const char *reason)
 
 static void test_frames(void)
 {
-	struct weft_hdr ok = {.magic = WEFT_MAGIC, .version = 1, .opcode = WEFT_OP_PING,
+	struct weft_hdr ok = {.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_PING,
 			      .reqid = 0x1122334455667788ULL, .payload_len = 8, .bulk_len = 0};
 	hdr_expect(ok, NULL);
 	struct weft_hdr h = ok;
@@ -195,8 +195,8 @@ static void test_frames(void)
 	h.payload_len = WEFT_PAYLOAD_MAX;
 	hdr_expect(h, NULL);
 	h = ok; h.magic = 0x12345678; hdr_expect(h, "bad magic (not a weft peer?)");
-	h = ok; h.version = 2; hdr_expect(h, "unsupported protocol version");
-	h = ok; h.version = 0; hdr_expect(h, "unsupported protocol version");
+	h = ok; h.version = WEFT_PROTO_MAX + 1; hdr_expect(h, "unsupported protocol version");
+	h = ok; h.version = WEFT_PROTO_MIN - 1; hdr_expect(h, "unsupported protocol version");
 	h = ok; h.payload_len = WEFT_PAYLOAD_MAX + 1; hdr_expect(h, "payload longer than 64 KiB");
 	h = ok; h.bulk_len = WEFT_BULK_MAX + 1; hdr_expect(h, "bulk longer than 16 MiB");
 	h = ok; h.bulk_len = 0xFFFFFFFFu; hdr_expect(h, "bulk longer than 16 MiB");
