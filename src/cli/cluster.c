@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "net/conn.h"
+#include "net/rpc.h"
+#include "proto/chainset.h"
+#include "weft/err.h"
+
 const char *cluster_key_path(const struct cluster_opts *o, char *buf, size_t cap)
 {
 	const char *env = getenv("WEFT_KEY");
@@ -51,4 +60,64 @@ const char *cluster_meta_addr(const struct cluster_opts *o, char *buf, size_t ca
 	}
 	snprintf(buf, cap, "127.0.0.1:%d", WEFT_META_PORT);
 	return buf;
+}
+
+int cluster_connect(const char *verb, const struct cluster_opts *o, struct weft_key *key,
+		    char *addr, size_t addrcap, struct loop **loop, struct rpc **meta)
+{
+	if (cluster_load_key(verb, o, key))
+		return 1;
+	cluster_meta_addr(o, addr, addrcap);
+	log_init(verb, LOG_WARN);
+	if (loop_new(loop) || loop_start(*loop))
+		return cli_fail(verb, "cannot start event loop");
+	char name[64];
+	snprintf(name, sizeof(name), "weft-%s", verb);
+	struct rpc_params p = {.loop = *loop, .key = key, .addr = addr,
+			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
+			       .name = name};
+	if (rpc_new(&p, meta)) {
+		loop_free(*loop);
+		return cli_usage_error(verb, "bad meta address '%s'", addr);
+	}
+	return 0;
+}
+
+unsigned cluster_each_store(const char *verb, struct loop *loop, const struct weft_key *key,
+			    const struct weft_chain_set *set, uint16_t op, const void *payload,
+			    size_t len, unsigned *done)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "weft-%s", verb);
+	unsigned failed = 0, ok = 0;
+	for (uint32_t i = 0; i < set->ntargets; i++) {
+		const struct weft_chain_target *t = &set->targets[i];
+		if (t->state == WEFT_MEMBER_OFFLINE)
+			continue;
+		struct rpc_params sp = {.loop = loop, .key = key, .addr = t->addr,
+					.default_port = WEFT_STORE_PORT, .role = WEFT_ROLE_ADMIN,
+					.name = name, .connect_timeout_ms = 3000};
+		struct rpc *r;
+		if (rpc_new(&sp, &r)) {
+			failed++;
+			continue;
+		}
+		struct wbuf w;
+		wbuf_init(&w);
+		wbuf_put(&w, payload, len);
+		struct frame *f = NULL;
+		int e = rpc_call(r, op, &w, NULL, 0, 10000, &f); /* frees w */
+		frame_free(f);
+		rpc_free(r);
+		if (e) {
+			fprintf(stderr, "weft %s: target %u (%s): %s\n", verb, t->id, t->addr,
+				weft_strerror(e));
+			failed++;
+		} else {
+			ok++;
+		}
+	}
+	if (done)
+		*done = ok;
+	return failed;
 }

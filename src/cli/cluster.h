@@ -24,4 +24,21 @@ int cluster_load_key(const char *verb, const struct cluster_opts *o, struct weft
  * 127.0.0.1:7070. Writes into buf. */
 const char *cluster_meta_addr(const struct cluster_opts *o, char *buf, size_t cap);
 
+struct loop;
+struct rpc;
+struct weft_chain_set;
+/* What an admin verb does first: loads the key into *key (which must outlive *meta),
+ * resolves meta's address into addr, starts logging and an event loop, and makes an
+ * rpc to meta (it connects at the first call). Returns 0, or the verb's exit status
+ * after printing "weft VERB: reason". The caller frees *meta, then *loop. */
+int cluster_connect(const char *verb, const struct cluster_opts *o, struct weft_key *key,
+		    char *addr, size_t addrcap, struct loop **loop, struct rpc **meta);
+/* Sends op with payload (len bytes) to every target of set that is not offline, as
+ * admin, each with its own short-lived connection; prints "weft VERB: target N (addr):
+ * reason" for each that fails. Returns how many failed; *done (if not NULL) how many
+ * answered. */
+unsigned cluster_each_store(const char *verb, struct loop *loop, const struct weft_key *key,
+			    const struct weft_chain_set *set, uint16_t op, const void *payload,
+			    size_t len, unsigned *done);
+
 #endif

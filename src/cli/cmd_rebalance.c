@@ -39,32 +39,14 @@ static unsigned set_rate(struct loop *loop, const struct weft_key *key, struct r
 	struct weft_chain_set set;
 	if (chain_set_fetch(meta, 10000, &set))
 		return 1;
-	unsigned failed = 0;
-	for (uint32_t i = 0; i < set.ntargets; i++) {
-		if (set.targets[i].state == WEFT_MEMBER_OFFLINE)
-			continue;
-		struct rpc_params sp = {.loop = loop, .key = key, .addr = set.targets[i].addr,
-					.default_port = 7071, .role = WEFT_ROLE_ADMIN,
-					.name = "weft-rebalance", .connect_timeout_ms = 3000};
-		struct rpc *r;
-		if (rpc_new(&sp, &r)) {
-			failed++;
-			continue;
-		}
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_store_rate m = {.rate = rate};
-		proto_store_rate_encode(&w, &m);
-		struct frame *f = NULL;
-		int e = rpc_call(r, WEFT_OP_STORE_RATE, &w, NULL, 0, 10000, &f);
-		frame_free(f);
-		rpc_free(r);
-		if (e) {
-			fprintf(stderr, "weft rebalance: target %u (%s): %s\n", set.targets[i].id,
-				set.targets[i].addr, weft_strerror(e));
-			failed++;
-		}
-	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_store_rate m = {.rate = rate};
+	proto_store_rate_encode(&w, &m);
+	unsigned failed = w.err ? 1
+				: cluster_each_store("rebalance", loop, key, &set, WEFT_OP_STORE_RATE,
+						     w.data, w.len, NULL);
+	wbuf_free(&w);
 	proto_chain_set_free(&set);
 	return failed;
 }
@@ -128,22 +110,12 @@ static int run(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("rebalance", "unexpected argument '%s'", argv[optind]);
 	struct weft_key key;
-	if (cluster_load_key("rebalance", &co, &key))
-		return 1;
 	char addr[256];
-	cluster_meta_addr(&co, addr, sizeof(addr));
-	log_init("rebalance", LOG_WARN);
 	struct loop *loop;
-	if (loop_new(&loop) || loop_start(loop))
-		return cli_fail("rebalance", "cannot start event loop");
-	struct rpc_params p = {.loop = loop, .key = &key, .addr = addr,
-			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
-			       .name = "weft-rebalance"};
 	struct rpc *meta;
-	if (rpc_new(&p, &meta)) {
-		loop_free(loop);
-		return cli_usage_error("rebalance", "bad meta address '%s'", addr);
-	}
+	int st = cluster_connect("rebalance", &co, &key, addr, sizeof(addr), &loop, &meta);
+	if (st)
+		return st;
 	int ret = 0;
 	if (rate >= 0 && set_rate(loop, &key, meta, (uint32_t)rate))
 		ret = 1;

@@ -42,22 +42,12 @@ static int run(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("scrub", "unexpected argument '%s'", argv[optind]);
 	struct weft_key key;
-	if (cluster_load_key("scrub", &co, &key))
-		return 1;
 	char addr[256];
-	cluster_meta_addr(&co, addr, sizeof(addr));
-	log_init("scrub", LOG_WARN);
 	struct loop *loop;
-	if (loop_new(&loop) || loop_start(loop))
-		return cli_fail("scrub", "cannot start event loop");
-	struct rpc_params p = {.loop = loop, .key = &key, .addr = addr,
-			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
-			       .name = "weft-scrub"};
 	struct rpc *meta;
-	if (rpc_new(&p, &meta)) {
-		loop_free(loop);
-		return cli_usage_error("scrub", "bad meta address '%s'", addr);
-	}
+	int st = cluster_connect("scrub", &co, &key, addr, sizeof(addr), &loop, &meta);
+	if (st)
+		return st;
 	struct weft_chain_set set;
 	int rc = chain_set_fetch(meta, 10000, &set);
 	rpc_free(meta);
@@ -65,34 +55,15 @@ static int run(int argc, char **argv)
 		loop_free(loop);
 		return cli_fail("scrub", "chain tables from meta %s: %s", addr, weft_strerror(rc));
 	}
-	unsigned started = 0, failed = 0;
-	for (uint32_t i = 0; i < set.ntargets; i++) {
-		if (set.targets[i].state == WEFT_MEMBER_OFFLINE)
-			continue;
-		struct rpc_params sp = {.loop = loop, .key = &key, .addr = set.targets[i].addr,
-					.default_port = 7071, .role = WEFT_ROLE_ADMIN,
-					.name = "weft-scrub", .connect_timeout_ms = 3000};
-		struct rpc *r;
-		if (rpc_new(&sp, &r)) {
-			failed++;
-			continue;
-		}
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_store_scrub m = {.rate = (uint32_t)rate};
-		proto_store_scrub_encode(&w, &m);
-		struct frame *f = NULL;
-		int e = rpc_call(r, WEFT_OP_STORE_SCRUB, &w, NULL, 0, 10000, &f);
-		frame_free(f);
-		rpc_free(r);
-		if (e) {
-			fprintf(stderr, "weft scrub: target %u (%s): %s\n", set.targets[i].id,
-				set.targets[i].addr, weft_strerror(e));
-			failed++;
-		} else {
-			started++;
-		}
-	}
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_store_scrub m = {.rate = (uint32_t)rate};
+	proto_store_scrub_encode(&w, &m);
+	unsigned started = 0;
+	unsigned failed = w.err ? 1
+				: cluster_each_store("scrub", loop, &key, &set, WEFT_OP_STORE_SCRUB,
+						     w.data, w.len, &started);
+	wbuf_free(&w);
 	proto_chain_set_free(&set);
 	loop_free(loop);
 	printf("scrub started on %u target%s (results in each store's log)\n", started,

@@ -41,21 +41,8 @@ static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
 	}
 	if (optind < argc)
 		return cli_usage_error(verb, "unexpected argument '%s'", argv[optind]);
-	static struct weft_key key;
-	if (cluster_load_key(verb, &co, &key))
-		return 1;
-	cluster_meta_addr(&co, a->addr, sizeof(a->addr));
-	log_init(verb, LOG_WARN);
-	if (loop_new(&a->loop) || loop_start(a->loop))
-		return cli_fail(verb, "cannot start event loop");
-	struct rpc_params p = {.loop = a->loop, .key = &key, .addr = a->addr,
-			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
-			       .name = "weft-status"};
-	if (rpc_new(&p, &a->rpc)) {
-		loop_free(a->loop);
-		return cli_usage_error(verb, "bad meta address '%s'", a->addr);
-	}
-	return 0;
+	struct weft_key key; /* rpc_new copies it */
+	return cluster_connect(verb, &co, &key, a->addr, sizeof(a->addr), &a->loop, &a->rpc);
 }
 
 static void admin_close(struct admin *a)

@@ -171,22 +171,12 @@ static int target_admin(int argc, char **argv)
 	if (*end || id == 0 || id > UINT32_MAX)
 		return cli_usage_error("target", "'%s' is not a target id", argv[optind + 1]);
 	struct weft_key key;
-	if (cluster_load_key("target", &co, &key))
-		return 1;
 	char addr[256];
-	cluster_meta_addr(&co, addr, sizeof(addr));
-	log_init("target", LOG_WARN);
 	struct loop *loop;
-	if (loop_new(&loop) || loop_start(loop))
-		return cli_fail("target", "cannot start event loop");
-	struct rpc_params p = {.loop = loop, .key = &key, .addr = addr,
-			       .default_port = WEFT_META_PORT, .role = WEFT_ROLE_ADMIN,
-			       .name = "weft-target"};
 	struct rpc *r;
-	if (rpc_new(&p, &r)) {
-		loop_free(loop);
-		return cli_usage_error("target", "bad meta address '%s'", addr);
-	}
+	int st = cluster_connect("target", &co, &key, addr, sizeof(addr), &loop, &r);
+	if (st)
+		return st;
 	struct wbuf w;
 	wbuf_init(&w);
 	uint16_t op = WEFT_OP_TARGET_OUT;

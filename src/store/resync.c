@@ -720,9 +720,7 @@ void store_resync_scrub(struct store_server *s, uint64_t rate)
 	pthread_mutex_unlock(&rs->wake_lock);
 }
 
-/* The chain of (ino, stripe), from the file's layout at meta. 0 or -errno. */
-static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
-			uint32_t *chain)
+int store_meta_layout(struct store_server *s, uint64_t ino, struct weft_layout *out)
 {
 	struct weft_msg_ino m = {.ino = ino};
 	struct wbuf w;
@@ -735,12 +733,23 @@ static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, u
 	if (rc == 0 && proto_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
 		rc = -WEFT_EPROTO;
 	frame_free(rep);
+	if (rc == 0)
+		*out = l.layout;
+	return rc;
+}
+
+/* The chain of (ino, stripe), from the file's layout at meta. 0 or -errno. */
+static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, uint8_t *replicas,
+			uint32_t *chain)
+{
+	struct weft_layout l;
+	int rc = store_meta_layout(s, ino, &l);
 	if (rc)
 		return rc;
-	if (!l.layout.chain_count)
+	if (!l.chain_count)
 		return -EINVAL;
-	*replicas = l.layout.replicas;
-	*chain = (uint32_t)(((uint64_t)l.layout.first_chain + stripe) % l.layout.chain_count);
+	*replicas = l.replicas;
+	*chain = (uint32_t)(((uint64_t)l.first_chain + stripe) % l.chain_count);
 	return 0;
 }
 

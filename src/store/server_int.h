@@ -186,6 +186,9 @@ void store_resync_note(struct store_server *s, const struct weft_chain *ch, uint
 		 uint32_t stripe);
 /* After a chain-table fetch: drops notes of members serving again, wakes the copier. */
 void store_resync_tables_changed(struct store_server *s);
+/* The layout of ino at meta (GETSTRIPE; resync.c): 0, -ESTALE or -ENOENT (no such
+ * file), or another -errno. Copier thread (it waits on meta). */
+int store_meta_layout(struct store_server *s, uint64_t ino, struct weft_layout *out);
 /* sweep.c: copies of chains this target left (moves), deleted once not needed.
  * store_sweep_open/close with resync's; store_sweep_tables_changed after a table install;
  * store_sweep_run on the copier thread. */

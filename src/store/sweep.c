@@ -106,25 +106,6 @@ void store_sweep_tables_changed(struct store_server *s)
 	pthread_mutex_unlock(&sw->lock);
 }
 
-/* The layout of ino at meta: 0, -ESTALE or -ENOENT (no such file), or another -errno. */
-static int layout_of(struct store_server *s, uint64_t ino, struct weft_layout *out)
-{
-	struct weft_msg_ino m = {.ino = ino};
-	struct wbuf w;
-	wbuf_init(&w);
-	proto_ino_encode(&w, &m);
-	struct frame *rep = NULL;
-	int rc = rpc_call(s->meta, WEFT_OP_GETSTRIPE, &w, NULL, 0, STORE_META_TIMEOUT_MS, &rep);
-	struct weft_msg_layout l;
-	const char *why = NULL;
-	if (rc == 0 && proto_layout_decode(rep->payload, rep->h.payload_len, &l, &why))
-		rc = -WEFT_EPROTO;
-	frame_free(rep);
-	if (rc == 0)
-		*out = l.layout;
-	return rc;
-}
-
 /* May this target's copy of (ino, stripe), whose file has layout l, go? */
 static bool not_needed(const struct store_server *s, const struct weft_chain_set *set,
 		       const struct weft_layout *l, uint32_t stripe, const char **why)
@@ -166,7 +147,7 @@ static void sweep_pass(struct store_server *s)
 		for (size_t i = 0; i < n; i++) {
 			if (recs[i].ino != cur_ino) {
 				cur_ino = recs[i].ino;
-				lrc = layout_of(s, cur_ino, &l);
+				lrc = store_meta_layout(s, cur_ino, &l);
 			}
 			const char *why = NULL;
 			/* a file deleted since is ESTALE (its inode is gone) */
