@@ -184,8 +184,11 @@ static struct rpc *ep_rpc(struct chaincache *cc, uint32_t id, const char *addr)
 	return e->rpc;
 }
 
-int chaincache_refresh(struct chaincache *cc, uint64_t seen)
+/* chaincache_refresh; *fetched says whether this call fetched the tables itself (false:
+ * it joined a refresh another thread had started, maybe before the caller's news). */
+static int refresh(struct chaincache *cc, uint64_t seen, bool *fetched)
 {
+	*fetched = false;
 	uint64_t tried = atomic_load(&cc->tries);
 	pthread_mutex_lock(&cc->refresh_lock);
 	if (atomic_load(&cc->gen) != seen) {
@@ -200,6 +203,7 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	}
 	/* cleared before the fetch: a mark made while it runs is kept for the next one */
 	atomic_store(&cc->stale, false);
+	*fetched = true;
 	struct weft_chain_set set;
 	int rc = cc->p.fetch(cc->p.fetch_arg, &set);
 	struct rpc **rpcs = NULL;
@@ -247,6 +251,12 @@ int chaincache_refresh(struct chaincache *cc, uint64_t seen)
 	if (cc->p.installed)
 		cc->p.installed(cc->p.installed_arg);
 	return 0;
+}
+
+int chaincache_refresh(struct chaincache *cc, uint64_t seen)
+{
+	bool fetched;
+	return refresh(cc, seen, &fetched);
 }
 
 int chaincache_snapshot(struct chaincache *cc, struct weft_chain_set *out)
@@ -308,9 +318,19 @@ int chaincache_chain(struct chaincache *cc, uint8_t replicas, uint32_t id, uint6
 	if (lookup(cc, replicas, id, min_ver, out))
 		return 0;
 	/* a chain we do not know (yet): meta built it after our table was fetched */
-	int rc = chaincache_refresh(cc, g);
+	bool fetched;
+	int rc = refresh(cc, g, &fetched);
 	if (lookup(cc, replicas, id, min_ver, out))
 		return 0;
+	if (rc == 0 && !fetched) {
+		/* we joined a refresh another thread started, perhaps before meta made the
+		 * chain or version we were asked for: one fetch more, started after our
+		 * news. A third install in between is as good (fetches are serialised, so it
+		 * began after the one we joined ended) and makes this return at once. */
+		rc = refresh(cc, atomic_load(&cc->gen), &fetched);
+		if (lookup(cc, replicas, id, min_ver, out))
+			return 0;
+	}
 	if (rc)
 		log_warn("%s: chain %u of %u replicas unknown here and the tables could not be "
 			 "fetched: %s", cc->who, id, replicas, weft_strerror(rc));

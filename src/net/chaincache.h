@@ -82,7 +82,8 @@ bool chaincache_stale(struct chaincache *cc);
 
 /* Copies chain (replicas, id) into *out. If the table is stale, does not have the chain
  * or has it at a version lower than min_ver (0: any), refreshes single-flight and looks
- * again. Errors: -WEFT_ESTALECHAIN meta does not know the chain either (or could not be
+ * again; if the refresh it waited for was another thread's and still lacks what it wants
+ * (that fetch may have begun before meta's change), it fetches once more. Errors: -WEFT_ESTALECHAIN meta does not know the chain either (or could not be
  * asked: the fetch's error is logged). */
 int chaincache_chain(struct chaincache *cc, uint8_t replicas, uint32_t id, uint64_t min_ver,
 		     struct weft_chain *out);

@@ -34,14 +34,16 @@ static int fetch(void *arg, struct weft_chain_set *out)
 	(void)arg;
 	atomic_fetch_add(&fetches, 1);
 	pthread_mutex_lock(&meta_lock);
+	/* meta answers with what it has when the request arrives; a held fetch is one whose
+	 * reply is slow to come back */
+	struct weft_chain_set s = {.epoch = meta_epoch, .ntargets = meta_targets};
+	int fail = meta_fail;
+	uint64_t ver = meta_version;
 	meta_waiting++;
 	pthread_cond_broadcast(&meta_cond);
 	while (meta_hold)
 		pthread_cond_wait(&meta_cond, &meta_lock);
 	meta_waiting--;
-	struct weft_chain_set s = {.epoch = meta_epoch, .ntargets = meta_targets};
-	int fail = meta_fail;
-	uint64_t ver = meta_version;
 	pthread_mutex_unlock(&meta_lock);
 	if (fetch_delay_ms)
 		usleep((useconds_t)fetch_delay_ms * 1000);
@@ -262,6 +264,56 @@ static void test_fetch_failure(void)
 	       "nor %d threads queue one fetch each\n", N);
 }
 
+static void hold_meta(bool on)
+{
+	pthread_mutex_lock(&meta_lock);
+	meta_hold = on;
+	pthread_cond_broadcast(&meta_cond);
+	pthread_mutex_unlock(&meta_lock);
+}
+
+struct wanter {
+	pthread_t th;
+	uint64_t min_ver;
+	int rc;
+	struct weft_chain got;
+};
+
+static void *want_version(void *arg)
+{
+	struct wanter *w = arg;
+	w->rc = chaincache_chain(cc, 2, 1, w->min_ver, &w->got);
+	return NULL;
+}
+
+/* A refresh another thread began before meta's change returns the old tables; a lookup
+ * that waited for it and wants the new version fetches once more (a store would
+ * otherwise answer ESTALECHAIN to a request meta's tables allow). */
+static void test_joined_refresh_too_old(void)
+{
+	serve(7, 5, 6);
+	hold_meta(true);
+	struct refresher rf;
+	CHECK_OK(pthread_create(&rf.th, NULL, do_refresh, &rf));
+	pthread_mutex_lock(&meta_lock);
+	while (meta_waiting == 0)
+		pthread_cond_wait(&meta_cond, &meta_lock);
+	pthread_mutex_unlock(&meta_lock);
+	int f0 = atomic_load(&fetches);
+	serve(8, 5, 7); /* meta's change, after that fetch was answered */
+	struct wanter w = {.min_ver = 7};
+	CHECK_OK(pthread_create(&w.th, NULL, want_version, &w));
+	usleep(100 * 1000); /* w waits for the refresh in flight */
+	hold_meta(false);
+	pthread_join(rf.th, NULL);
+	pthread_join(w.th, NULL);
+	CHECK_OK(rf.rc);
+	CHECK_OK(w.rc);
+	CHECK_INT(w.got.version, ==, 7);
+	CHECK_INT(atomic_load(&fetches) - f0, ==, 1); /* the one more, not one per waiter */
+	printf("ok: a lookup that joined a refresh begun before meta's change fetches once more\n");
+}
+
 /* A connection to a target that is not listening fails with the connect's error. */
 static void test_conn(void)
 {
@@ -288,6 +340,7 @@ int main(void)
 	test_readers_do_not_wait();
 	test_stale_and_announce();
 	test_fetch_failure();
+	test_joined_refresh_too_old();
 	test_conn();
 	chaincache_free(cc);
 	loop_free(loop);
