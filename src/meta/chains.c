@@ -728,6 +728,18 @@ int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 	return rc;
 }
 
+int meta_chains_heard_since(struct meta_db *db, MDB_txn *txn, int64_t since_ns, bool *heard)
+{
+	struct meta_target *t;
+	uint32_t n;
+	*heard = false;
+	int rc = targets_load(db, txn, &t, &n);
+	for (uint32_t i = 0; i < n && !rc && !*heard; i++)
+		*heard = t[i].last_seen_ns > since_ns;
+	free(t);
+	return rc;
+}
+
 int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t timeout_ns,
 		       unsigned *n_off)
 {

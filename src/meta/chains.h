@@ -80,6 +80,8 @@ int meta_chains_expire(struct meta_db *db, MDB_txn *txn, int64_t now_ns, int64_t
  * them (one failed target leaves the others heard from within a heartbeat). */
 int meta_chains_all_silent(struct meta_db *db, MDB_txn *txn, int64_t now_ns,
 			   int64_t timeout_ns, bool *all);
+/* *heard = true when some target (any state) was heard from after since_ns. */
+int meta_chains_heard_since(struct meta_db *db, MDB_txn *txn, int64_t since_ns, bool *heard);
 /* Marks target id offline now (e.g. its predecessor reported it failed).
  * Errors: -ENOENT unknown target. Already offline: 0, nothing changes. */
 int meta_chains_target_offline(struct meta_db *db, MDB_txn *txn, uint32_t id);

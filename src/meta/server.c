@@ -308,7 +308,7 @@ static const struct conn_ops meta_conn_ops = {.on_request = on_request, .on_clos
 
 struct expire_result {
 	unsigned targets, sessions, replaced, reaped;
-	bool isolated;
+	bool isolated, hearing_again;
 };
 /* written by the writer thread (one expiry at a time), read by the completion thread */
 static struct expire_result expire_res;
@@ -322,16 +322,31 @@ static int expire_apply(MDB_txn *txn, void *arg)
 	expire_res = (struct expire_result){0};
 	/* Every target silent at once: it is meta that was cut off (or stalled), not all
 	 * of them. Taking them all out would leave no serving member anywhere; instead,
-	 * as after a restart, everyone gets a new full timeout to get back in touch. */
-	if (up > s->target_timeout_ms) {
+	 * as after a restart, everyone gets a new full timeout to get back in touch,
+	 * counted from when meta hears from a target again: the cut may outlast any
+	 * timeout, and once it heals the stores' heartbeats come back over seconds (each
+	 * waits for its TCP retransmission, backed off during the cut), so a grace counted
+	 * from the detection, or from a later check, could end before a store's first
+	 * heartbeat and take it out. */
+	if (!s->deaf && up > s->target_timeout_ms) {
 		bool all = false;
 		rc = meta_chains_all_silent(s->db, txn, now, (int64_t)s->target_timeout_ms * 1000000,
 					    &all);
 		if (rc == 0 && all) {
-			s->started_ms = loop_now_ms(); /* writer thread only reads it */
-			up = 0;
+			s->deaf = true;
+			s->deaf_since_ns = now;
 			expire_res.isolated = true;
 		}
+	}
+	if (!rc && s->deaf) {
+		bool heard = false;
+		rc = meta_chains_heard_since(s->db, txn, s->deaf_since_ns, &heard);
+		if (!rc && heard) {
+			s->deaf = false;
+			expire_res.hearing_again = true;
+		}
+		s->started_ms = loop_now_ms(); /* writer thread only reads it */
+		up = 0;
 	}
 	/* after a restart everyone gets one full timeout to get back in touch */
 	if (!rc && up > s->target_timeout_ms)
@@ -370,8 +385,11 @@ static void expire_done(void *arg, int result)
 	struct meta_server *s = arg;
 	if (expire_res.isolated)
 		log_warn("no storage target heard from within %u ms: meta itself was cut off or "
-			 "stalled; every target and session gets a new full timeout",
-			 s->target_timeout_ms);
+			 "stalled; every target and session gets a new full timeout once meta "
+			 "hears from a target again", s->target_timeout_ms);
+	if (expire_res.hearing_again)
+		log_info("a storage target heard from again after meta's cut: every target and "
+			 "session has %u ms from now", s->target_timeout_ms);
 	if (result)
 		log_warn("expiry of targets and sessions: %s", weft_strerror(result));
 	else if (expire_res.replaced)

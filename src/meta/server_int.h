@@ -33,6 +33,10 @@ struct meta_server {
 	bool had_sessions;          /* the database served clients before this start */
 	uint32_t target_timeout_ms, session_timeout_ms, replace_after_ms;
 	uint64_t started_ms;        /* loop_now_ms() at start: expiry grace period */
+	/* writer thread: meta concluded it was the one cut off, and has heard no target
+	 * since deaf_since_ns (meta_now_ns); nobody's silence counts meanwhile */
+	bool deaf;
+	int64_t deaf_since_ns;
 	MDB_txn *rtxn;              /* loop thread's reusable read txn (reset between uses) */
 	bool stopping;              /* loop thread only: refuse new requests */
 	atomic_bool expiring;       /* an expiry mutation is queued */

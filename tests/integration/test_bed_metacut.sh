@@ -52,6 +52,8 @@ echo "writer: $(wc -l <"$T/written") files, $werrs errors; reader: $rn reads, $r
 [ "$werrs" = 0 ] && [ "$rerrs" = 0 ] || { head "$T"/writer.err "$T"/reader.err; fail "application errors"; }
 ! bedc_status | grep -q ' down ' || { bedc_status; fail "meta took a store out after its own cut"; }
 grep -q "meta itself was cut off" "$T/meta.log" || fail "meta did not notice it was the one cut off"
+# the stores' grace runs from when meta hears again, not from a check during the cut
+grep -q "heard from again after meta's cut" "$T/meta.log" || fail "meta did not note hearing the stores again"
 echo 3 >/proc/sys/vm/drop_caches
 while read -r f s; do cmp -s "$MNT/d/$f" "$T/src/$s" || fail "$f wrong after the cut"; done <"$T/written"
 ok "0 application errors; every file right; no store taken out"
