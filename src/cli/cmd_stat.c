@@ -138,6 +138,38 @@ static void source_rates(const struct source *s, double dt, struct rates *r, dou
 	class_sums(s->cur, s->prev, "served", r, dt);
 }
 
+/* A mount's cache counters as rates: weft.stat/1's "cache" of a mount source
+ * (docs/operations.md, "Cache counters"; net/stats.h says what each counts). */
+static json_t *cache_json(const struct source *s, double dt)
+{
+	static const struct { const char *cache, *field, *counter; } rates[] = {
+		{"attr", "misses_per_s", "cache_attr_misses"},
+		{"attr", "grants_per_s", "cache_attr_grants"},
+		{"attr", "nogrants_per_s", "cache_attr_nogrants"},
+		{"name", "misses_per_s", "cache_name_misses"},
+		{"name", "grants_per_s", "cache_name_grants"},
+		{"name", "negative_grants_per_s", "cache_negname_grants"},
+		{"name", "nogrants_per_s", "cache_name_nogrants"},
+		{"page", "hits_per_s", "readahead_hits"},
+		{"page", "misses_per_s", "cache_page_misses"},
+		{"open", "kept_per_s", "cache_open_kept"},
+		{"open", "dropped_per_s", "cache_open_dropped"},
+	};
+	json_t *c = json_object_get(s->cur, "counters");
+	json_t *p = s->prev ? json_object_get(s->prev, "counters") : NULL;
+	json_t *out = json_object();
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		json_t *o = json_object_get(out, rates[i].cache);
+		if (!o) {
+			o = json_object();
+			json_object_set_new(out, rates[i].cache, o);
+		}
+		uint64_t a = num(c, rates[i].counter), b = num(p, rates[i].counter);
+		json_object_set_new(o, rates[i].field, json_real((double)(a > b ? a - b : 0) / dt));
+	}
+	return out;
+}
+
 /* The latency under which a fraction q of the histogram's operations finished: the upper
  * edge of the bucket holding that operation, in microseconds (0 when empty). */
 static double percentile_us(const uint64_t *h, double q)
@@ -349,6 +381,8 @@ static void report(struct source *src, int n, const struct stat_opts *o, double 
 			if (src[i].target >= 0)
 				json_object_set_new(j, "target", json_integer(src[i].target));
 			json_object_set_new(j, "up", json_boolean(src[i].cur != NULL));
+			if (src[i].is_mount && src[i].cur)
+				json_object_set_new(j, "cache", cache_json(&src[i], dt));
 			json_array_append_new(sources, j);
 		} else if (o->per_source) {
 			print_rates(src[i].label, &r);

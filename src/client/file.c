@@ -13,6 +13,7 @@
 
 #include "client/client_int.h"
 #include "common/log.h"
+#include "net/stats.h"
 #include "weft/err.h"
 
 #define DIRTY_BLOCKS_MAX 4   /* unsent blocks gathered per inode before the oldest is sent */
@@ -201,6 +202,7 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	if (sequential)
 		client_ra_ahead(c, wi, off + len);
 	pthread_mutex_unlock(&wi->lock);
+	stats_add(STATS_CACHE_PAGE_MISSES, 1); /* no readahead held it: wait for the stores */
 	int err = client_data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
@@ -247,6 +249,7 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 			v->iov[i] = (struct iovec){b->reply->bulk + (from - bstart), to - from};
 		}
 		if (all) {
+			stats_add(STATS_READAHEAD_HITS, 1); /* once: a fallback counts in weft_file_read */
 			v->niov = n;
 			v->npins = n;
 			memcpy(v->pins, bs, sizeof(bs[0]) * (size_t)n);

@@ -198,8 +198,7 @@ bool client_ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_
 		out[n] = b;
 		checked[n] = b->checked;
 	}
-	wi->ra_pins += n;
-	stats_add(STATS_READAHEAD_HITS, 1);
+	wi->ra_pins += n; /* the caller counts the hit once the blocks check out */
 	ra_trim(c, wi, first);
 	return true;
 }

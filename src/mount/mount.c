@@ -224,6 +224,12 @@ static double cache_timeout(uint64_t ino)
 	return weft_lease_left_ms(wc, ino) / 1000.0;
 }
 
+/* Cache counters (net/stats.h): whether a reply let the kernel cache what it carries. */
+static void count_grant(double timeout, enum stats_counter granted, enum stats_counter not)
+{
+	stats_add(timeout > 0 ? granted : not, 1);
+}
+
 static void fill_entry(const struct weft_attr *a, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -232,6 +238,13 @@ static void fill_entry(const struct weft_attr *a, struct fuse_entry_param *e)
 	e->attr_timeout = cache_timeout(a->ino);
 	e->entry_timeout = e->attr_timeout;
 	to_stat(a, &e->attr);
+}
+
+/* fill_entry for an entry that goes to the kernel now: counts the attributes' grant. */
+static void fill_entry_counted(const struct weft_attr *a, struct fuse_entry_param *e)
+{
+	fill_entry(a, e);
+	count_grant(e->attr_timeout, STATS_CACHE_ATTR_GRANTS, STATS_CACHE_ATTR_NOGRANTS);
 }
 
 /* weft errors become the errno an application understands */
@@ -251,7 +264,7 @@ static void reply_entry(fuse_req_t req, int err, const struct weft_attr *a)
 		return;
 	}
 	struct fuse_entry_param e;
-	fill_entry(a, &e);
+	fill_entry_counted(a, &e);
 	fuse_reply_entry(req, &e);
 }
 
@@ -300,14 +313,23 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct weft_attr a;
 	cred_of(req, &cr);
 	int err;
+	stats_add(STATS_CACHE_NAME_MISSES, 1); /* the kernel's dentry cache did not have it */
 	ASK(req, cr, err, weft_lookup(wc, &cr, parent, name, &a));
 	if (err == -ENOENT) {
 		/* a negative entry the kernel may cache under the directory's lease */
 		struct fuse_entry_param e = {.ino = 0, .entry_timeout = cache_timeout(parent)};
+		count_grant(e.entry_timeout, STATS_CACHE_NEGNAME_GRANTS, STATS_CACHE_NAME_NOGRANTS);
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	reply_entry(req, err, &a);
+	if (err) {
+		fuse_reply_err(req, sys_err(err));
+		return;
+	}
+	struct fuse_entry_param e;
+	fill_entry_counted(&a, &e);
+	count_grant(e.entry_timeout, STATS_CACHE_NAME_GRANTS, STATS_CACHE_NAME_NOGRANTS);
+	fuse_reply_entry(req, &e);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -315,6 +337,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct weft_cred cr;
 	struct weft_attr a;
 	cred_of(req, &cr);
+	stats_add(STATS_CACHE_ATTR_MISSES, 1); /* the kernel's attributes were out of date */
 	int err = weft_getattr(wc, &cr, ino, &a);
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
@@ -322,7 +345,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	struct stat st;
 	to_stat(&a, &st);
-	fuse_reply_attr(req, &st, cache_timeout(ino));
+	double timeout = cache_timeout(ino);
+	count_grant(timeout, STATS_CACHE_ATTR_GRANTS, STATS_CACHE_ATTR_NOGRANTS);
+	fuse_reply_attr(req, &st, timeout);
 }
 
 /* The kernel clears setuid/setgid itself before a write, truncate or chown by a caller
@@ -420,7 +445,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	}
 	struct stat o;
 	to_stat(&out, &o);
-	fuse_reply_attr(req, &o, cache_timeout(ino));
+	double timeout = cache_timeout(ino);
+	count_grant(timeout, STATS_CACHE_ATTR_GRANTS, STATS_CACHE_ATTR_NOGRANTS);
+	fuse_reply_attr(req, &o, timeout);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -553,6 +580,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* close-to-open: another mount may have changed the file; if meta shows it as it
 	 * was at the last open here, the pages read since are still good */
 	fi->keep_cache = kc_unchanged(&a) && !(fi->flags & O_TRUNC);
+	stats_add(fi->keep_cache ? STATS_CACHE_OPEN_KEPT : STATS_CACHE_OPEN_DROPPED, 1);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		weft_file_release(f); /* the opener was interrupted */
 }
@@ -574,7 +602,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
 	struct fuse_entry_param e;
-	fill_entry(&a, &e);
+	fill_entry_counted(&a, &e);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		weft_file_release(f);
 }
@@ -828,10 +856,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		for (; i < d->n; i++) {
 			struct dent *e = &d->ents[i];
 			size_t need;
+			double attr_timeout_given = -1; /* an entry without attributes: none */
 			if (plus) {
 				struct fuse_entry_param ep;
 				if (e->has_attr) {
 					fill_entry(&e->attr, &ep);
+					attr_timeout_given = ep.attr_timeout;
 				} else {
 					memset(&ep, 0, sizeof(ep));
 					ep.attr.st_ino = e->ino;
@@ -848,6 +878,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				full = true;
 				break;
 			}
+			if (attr_timeout_given >= 0)
+				count_grant(attr_timeout_given, STATS_CACHE_ATTR_GRANTS,
+					    STATS_CACHE_ATTR_NOGRANTS);
 			used += need;
 			cookie = e->next;
 		}
@@ -962,6 +995,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	int err;
+	stats_add(STATS_CACHE_ATTR_MISSES, 1);
 	ASK(req, cr, err, weft_access(wc, &cr, ino, (uint32_t)mask));
 	fuse_reply_err(req, sys_err(err));
 }

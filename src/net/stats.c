@@ -164,9 +164,43 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_DISK_WRITE_ERRORS] = "disk_write_errors",
 		[STATS_META_DB_COMMITS] = "meta_db_commits",
 		[STATS_META_DB_SYNCS] = "meta_db_syncs",
+		[STATS_CACHE_ATTR_MISSES] = "cache_attr_misses",
+		[STATS_CACHE_ATTR_GRANTS] = "cache_attr_grants",
+		[STATS_CACHE_ATTR_NOGRANTS] = "cache_attr_nogrants",
+		[STATS_CACHE_NAME_MISSES] = "cache_name_misses",
+		[STATS_CACHE_NAME_GRANTS] = "cache_name_grants",
+		[STATS_CACHE_NEGNAME_GRANTS] = "cache_negname_grants",
+		[STATS_CACHE_NAME_NOGRANTS] = "cache_name_nogrants",
+		[STATS_CACHE_PAGE_MISSES] = "cache_page_misses",
+		[STATS_CACHE_OPEN_KEPT] = "cache_open_kept",
+		[STATS_CACHE_OPEN_DROPPED] = "cache_open_dropped",
 	};
 	return names[c];
 }
+
+static bool is_cache_counter(unsigned c)
+{
+	return c >= STATS_CACHE_ATTR_MISSES && c <= STATS_CACHE_OPEN_DROPPED;
+}
+
+/* A mount's cache counters in Prometheus' style: one family per kind of event, the
+ * cache as a label (weft_client_cache_hits_total{cache="page"}). */
+static const struct {
+	const char *family, *cache;
+	enum stats_counter c;
+} cache_series[] = {
+	{"hits", "page", STATS_READAHEAD_HITS},
+	{"hits", "open", STATS_CACHE_OPEN_KEPT},
+	{"misses", "attr", STATS_CACHE_ATTR_MISSES},
+	{"misses", "name", STATS_CACHE_NAME_MISSES},
+	{"misses", "page", STATS_CACHE_PAGE_MISSES},
+	{"misses", "open", STATS_CACHE_OPEN_DROPPED},
+	{"grants", "attr", STATS_CACHE_ATTR_GRANTS},
+	{"grants", "name", STATS_CACHE_NAME_GRANTS},
+	{"grants", "negative_name", STATS_CACHE_NEGNAME_GRANTS},
+	{"nogrants", "attr", STATS_CACHE_ATTR_NOGRANTS},
+	{"nogrants", "name", STATS_CACHE_NAME_NOGRANTS},
+};
 
 static uint16_t op_of_slot(unsigned i)
 {
@@ -334,6 +368,29 @@ static void prom_ops(struct text *t, const char *lb, enum stats_dir d)
 	}
 }
 
+static void prom_cache(struct text *t, const char *lb)
+{
+	static const struct { const char *family, *help; } families[] = {
+		{"hits", "Requests a mount answered from its own caches: page, reads served from "
+			 "readahead; open, opens that kept the kernel's page cache"},
+		{"misses", "Requests a mount could not answer from a cache: attr and name, "
+			   "GETATTR/ACCESS and LOOKUP the kernel sent on to meta; page, reads that "
+			   "waited for a store; open, opens that dropped the kernel's page cache"},
+		{"grants", "Replies that let the kernel cache attributes, names or absent names "
+			   "(a timeout > 0 under a lease)"},
+		{"nogrants", "Replies that did not let the kernel cache (timeout 0)"},
+	};
+	for (unsigned f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		tx(t, "# HELP weft_client_cache_%s_total %s.\n", families[f].family, families[f].help);
+		tx(t, "# TYPE weft_client_cache_%s_total counter\n", families[f].family);
+		for (unsigned i = 0; i < sizeof(cache_series) / sizeof(cache_series[0]); i++)
+			if (strcmp(cache_series[i].family, families[f].family) == 0)
+				tx(t, "weft_client_cache_%s_total{%s,cache=\"%s\"} %llu\n",
+				   families[f].family, lb, cache_series[i].cache,
+				   (unsigned long long)GET(counters[cache_series[i].c]));
+	}
+}
+
 char *stats_prometheus(void)
 {
 	struct text t = {0};
@@ -342,11 +399,15 @@ char *stats_prometheus(void)
 	prom_ops(&t, lb, STATS_SERVED);
 	prom_ops(&t, lb, STATS_CALLED);
 	for (unsigned i = 0; i < STATS_COUNTERS; i++) {
+		if (is_cache_counter(i))
+			continue; /* below, labelled, for mounts */
 		const char *n = stats_counter_name(i);
 		tx(&t, "# HELP weft_%s_total %s.\n", n, n);
 		tx(&t, "# TYPE weft_%s_total counter\n", n);
 		tx(&t, "weft_%s_total{%s} %llu\n", n, lb, (unsigned long long)GET(counters[i]));
 	}
+	if (strcmp(identity_process, "mount") == 0)
+		prom_cache(&t, lb);
 	for (unsigned i = 0; i < STATS_GAUGES; i++) {
 		if (!(GET(gauges_set) & (1u << i)))
 			continue;

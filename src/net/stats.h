@@ -31,6 +31,20 @@ enum stats_counter {
 	STATS_DISK_WRITE_ERRORS, /* and a write, truncate or fsync: the target fails */
 	STATS_META_DB_COMMITS,  /* meta: write txns that changed the database (pages written) */
 	STATS_META_DB_SYNCS,    /* meta: syncs of the database to disk */
+	/* A mount's caches, as far as it can see them (docs/operations.md, "Cache
+	 * counters"). The kernel's own hits on its attribute and dentry caches never reach
+	 * the mount: it sees their misses, and whether it let the kernel cache what it sent
+	 * (a timeout > 0, under a lease). Page hits are readahead_hits above. */
+	STATS_CACHE_ATTR_MISSES,   /* GETATTR and ACCESS the kernel sent, answered by meta */
+	STATS_CACHE_ATTR_GRANTS,   /* attributes sent to the kernel with a timeout > 0 */
+	STATS_CACHE_ATTR_NOGRANTS, /* and with 0 (no lease, or attr_timeout=0) */
+	STATS_CACHE_NAME_MISSES,   /* LOOKUPs the kernel sent, answered by meta */
+	STATS_CACHE_NAME_GRANTS,   /* positive entries sent with an entry timeout > 0 */
+	STATS_CACHE_NEGNAME_GRANTS, /* negative entries (ENOENT) sent with a timeout > 0 */
+	STATS_CACHE_NAME_NOGRANTS, /* entries, positive or negative, sent with 0 */
+	STATS_CACHE_PAGE_MISSES,   /* reads that waited for a store (no readahead held them) */
+	STATS_CACHE_OPEN_KEPT,     /* opens that kept the kernel's page cache (keep_cache) */
+	STATS_CACHE_OPEN_DROPPED,  /* opens that dropped it (changed, first open, O_TRUNC) */
 	STATS_COUNTERS
 };
 

@@ -4,7 +4,9 @@
 # matches its schema; weft stat --mount reads the mount's own counters; Debian's dstat
 # with the weft plugin shows the writes; a real Prometheus server scrapes meta, the four
 # stores and the mount, promtool accepts every endpoint, and the bytes it reports match
-# what was written.
+# what was written. The mount's cache counters move as they should: a cold pass of stats
+# after drop_caches goes to meta and grants the kernel its caches, a warm loop does not
+# reach the mount, a cold cat waits for the stores, a second one keeps the kernel's pages.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -94,6 +96,13 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 total = sum(l["total"]["write_bytes_per_s"] * l["interval_s"] for l in lines)
 assert len(lines[0]["sources"]) == 1, "expected this one mount: %s" % lines[0]["sources"]
+fields = {"attr": {"misses_per_s", "grants_per_s", "nogrants_per_s"},
+          "name": {"misses_per_s", "grants_per_s", "negative_grants_per_s", "nogrants_per_s"},
+          "page": {"hits_per_s", "misses_per_s"}, "open": {"kept_per_s", "dropped_per_s"}}
+for l in lines:
+    c = l["sources"][0]["cache"]
+    assert {k: set(v) for k, v in c.items()} == fields, "cache: %s" % c
+    assert all(x >= 0 for v in c.values() for x in v.values()), "cache: %s" % c
 print("weft stat --mount: %.0f MiB written" % (total / 2**20))
 assert abs(total - 2**31) <= 0.1 * 2**31, "counted %.0f bytes for 2 GiB" % total
 PY
@@ -157,4 +166,55 @@ rc=0; "$WEFT" status --bogus >/dev/null 2>&1 || rc=$?
 rc=0; "$WEFT" status --meta 127.0.0.1:1 --key "$STATE/cluster.key" >/dev/null 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "an unreachable meta exits $rc, not 1"
 ok "status, df and getstripe --json match their schemas; exit codes 0, 1, 2"
+
+# --- the mount's cache counters, read live from its /metrics
+cache_counts() { # FAMILY_CACHE=VALUE lines: weft_client_cache_FAMILY_total{cache="CACHE"}
+	fetch "http://$(cat "$STATE/mount.metrics.addr")/metrics" |
+		sed -n 's/^weft_client_cache_\([a-z]*\)_total{.*cache="\([a-z_]*\)"} \([0-9]*\)$/\1_\2=\3/p'
+}
+grew() { # grew BEFORE AFTER KEY: how much KEY grew between two cache_counts
+	local a b
+	a=$(echo "$1" | sed -n "s/^$3=//p"); b=$(echo "$2" | sed -n "s/^$3=//p")
+	[ -n "$a" ] && [ -n "$b" ] || fail "no $3 among the mount's metrics: $2"
+	echo $((b - a))
+}
+N=20
+mkdir "$MNT/c"
+for i in $(seq $N); do head -c 65536 /dev/urandom >"$MNT/c/f$i"; done
+head -c $((32 << 20)) /dev/urandom >"$MNT/c/seq"
+names() { for i in $(seq $N); do echo "$MNT/c/f$i"; done; } # no glob: no READDIRPLUS
+sync; echo 3 >/proc/sys/vm/drop_caches # the kernel forgets names, attributes and pages
+c0=$(cache_counts)
+names | xargs stat >/dev/null || fail "stat"
+c1=$(cache_counts)
+for k in 1 2 3 4 5 6 7 8 9 10; do names | xargs stat >/dev/null; done
+c2=$(cache_counts)
+echo "cold stats: name misses +$(grew "$c0" "$c1" misses_name), grants +$(grew "$c0" "$c1" grants_name)" \
+	"(attr +$(grew "$c0" "$c1" grants_attr)); 10 warm loops: name misses +$(grew "$c1" "$c2" misses_name)," \
+	"attr misses +$(grew "$c1" "$c2" misses_attr)"
+[ "$(grew "$c0" "$c1" misses_name)" -ge $N ] || fail "cold stats: fewer than $N LOOKUPs counted as misses"
+[ "$(grew "$c0" "$c1" grants_name)" -ge $N ] && [ "$(grew "$c0" "$c1" grants_attr)" -ge $N ] \
+	|| fail "cold stats: the kernel was not granted its caches under the leases"
+[ "$(grew "$c1" "$c2" misses_name)" -lt $N ] && [ "$(grew "$c1" "$c2" misses_attr)" -lt $N ] \
+	|| fail "warm stats reached the mount: the kernel did not cache under the leases"
+for i in $(seq $N); do cat "$MNT/c/f$i"; done >/dev/null
+c3=$(cache_counts)
+for i in $(seq $N); do cat "$MNT/c/f$i"; done >/dev/null
+c4=$(cache_counts)
+echo 3 >/proc/sys/vm/drop_caches
+for i in $(seq $N); do cat "$MNT/c/f$i"; done >/dev/null
+c5=$(cache_counts)
+cat "$MNT/c/seq" >/dev/null
+c6=$(cache_counts)
+echo "cold cat: page misses +$(grew "$c2" "$c3" misses_page), opens dropped +$(grew "$c2" "$c3" misses_open);" \
+	"warm cat: opens kept +$(grew "$c3" "$c4" hits_open), page misses +$(grew "$c3" "$c4" misses_page);" \
+	"after drop_caches: page misses +$(grew "$c4" "$c5" misses_page), opens kept +$(grew "$c4" "$c5" hits_open);" \
+	"32 MiB sequential: readahead hits +$(grew "$c5" "$c6" hits_page), misses +$(grew "$c5" "$c6" misses_page)"
+[ "$(grew "$c2" "$c3" misses_page)" -ge $N ] || fail "a cold cat did not count its reads from the stores"
+[ "$(grew "$c2" "$c3" misses_open)" -ge $N ] || fail "first opens did not count the kernel's pages dropped"
+[ "$(grew "$c3" "$c4" hits_open)" -ge $N ] && [ "$(grew "$c3" "$c4" misses_page)" -lt $N ] \
+	|| fail "a second cat of unchanged files did not keep the kernel's pages"
+[ "$(grew "$c4" "$c5" misses_page)" -ge $N ] || fail "a cat after drop_caches did not count its reads from the stores"
+[ "$(grew "$c5" "$c6" hits_page)" -gt 0 ] || fail "a 32 MiB sequential read was never served from readahead"
+ok "cache counters: cold stats miss and grant, warm ones stay in the kernel; cold cats miss, warm ones keep the pages, readahead hits"
 check_logs
