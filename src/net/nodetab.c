@@ -103,7 +103,9 @@ bool nodetab_allows(struct nodetab *t, bool strict, uint8_t role, const char *na
 			snprintf(why, whylen, "no node of that name (weft node add)");
 		return !strict;
 	}
-	if (revoked) {
+	/* a store may hear of a reissue after the node uses it: a later serial than a
+	 * revoked one can only come from meta */
+	if (revoked && (strict || serial <= s)) {
 		snprintf(why, whylen, "node %s was revoked", name);
 		return false;
 	}

@@ -3,8 +3,9 @@
  * meta keeps the registry (LMDB table "nodes", meta/nodes.c) and sends it to every store
  * when a store connects and whenever it changes (NODES_CHANGED); the store keeps its
  * copy here. A credential (role, name, serial) passes meta only if the registry lists it
- * as is and not revoked; it passes a store unless the registry revokes that name or
- * lists a later serial for it (a store knows only what meta last told it).
+ * as is and not revoked; it passes a store unless the registry revokes that serial or
+ * lists a later one for the name (a store knows only what meta last told it, and a
+ * serial later than the one it knows can only have come from meta).
  *
  * Threads: any; a mutex guards the table. */
 #ifndef WEFT_NODETAB_H
