@@ -18,8 +18,8 @@
  *   client -> HELLO{versions, role, nonce_c, name, serial}
  *   server -> HELLO reply{version, nonce_s, server role, server name}
  *   client -> AUTH{mac_c}                         server -> AUTH reply{mac_s} or -WEFT_EAUTH
- * mac_x = HMAC(proof key, tag_x | version | client role | client name | serial |
- *              server role | server name | nonce_c | nonce_s), tag "weft-client" or
+ * mac_x = HMAC(proof key, tag_x | version | client role | server role | serial |
+ *              client name | server name | nonce_c | nonce_s), tag "weft-client" or
  * "weft-server": the roles, both names and the version cannot be changed on the way, and
  * both nonces are fresh, so a recorded AUTH is useless in another handshake. */
 #ifndef WEFT_AUTH_H
