@@ -108,6 +108,16 @@ static int run(int argc, char **argv)
 	struct weft_key key;
 	if (cluster_load_key("store", &co, &key))
 		return 1;
+	if (key.serial && key.role != WEFT_ROLE_STORE)
+		return cli_fail("store", "the key is the %s credential of node %s: a store needs a "
+				"store credential (weft node add NAME --role store) or the cluster key",
+				auth_role_name(key.role), key.name);
+	if (key.serial) { /* a store credential names its node */
+		if (o.node != host && strcmp(o.node, key.name) != 0)
+			return cli_fail("store", "--node %s differs from the credential's node %s",
+					o.node, key.name);
+		o.node = key.name;
+	}
 	o.key = &key;
 	o.stop = &stop_flag;
 

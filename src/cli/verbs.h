@@ -20,7 +20,8 @@
 	X(store) \
 	X(target) \
 	X(scrub) \
-	X(rebalance)
+	X(rebalance) \
+	X(node)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -35,6 +35,8 @@ static int h_session_open(struct mreq *r, const struct meta_ctx *c)
 	int rc = node_name(&MSG(session_open)->node, node);
 	if (rc)
 		return rc;
+	if (conn_peer_serial(r->c)) /* a node credential's sessions are in its own name */
+		snprintf(node, sizeof(node), "%s", conn_peer_name(r->c));
 	rc = meta_session_create(c->db, c->txn, node, meta_now_ns(), &r->u64);
 	if (rc == 0 && (MSG(session_open)->flags & WEFT_SESSION_RECALLS))
 		meta_leases_recaller(r->s->leases, r->u64);
@@ -186,14 +188,18 @@ static int h_target_failed(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_target_failed *m = MSG(target_failed);
 	struct meta_target t;
+	/* only a store speaks for its own disk: anyone else's report is probed */
+	uint32_t reporter = m->reporter;
+	if (reporter == m->target && conn_peer_role(r->c) != WEFT_ROLE_STORE)
+		reporter = 0;
 	int rc = meta_chains_target_get(c->db, c->txn, m->target, &t);
 	/* a target's own report counts even when it is already offline: it must rebuild */
-	if (rc || (t.state == WEFT_MEMBER_OFFLINE && m->reporter != m->target))
+	if (rc || (t.state == WEFT_MEMBER_OFFLINE && reporter != m->target))
 		return rc;
-	rc = meta_probe_target(r->s, m->target, t.addr, m->reporter);
-	if (rc == 0 && m->reporter != m->target)
+	rc = meta_probe_target(r->s, m->target, t.addr, reporter);
+	if (rc == 0 && reporter != m->target)
 		log_info("target %u reported failed by %s%u (chain %u of %u replicas): probing it",
-			 m->target, m->reporter ? "target " : "a client ", m->reporter, m->chain,
+			 m->target, reporter ? "target " : "a client ", reporter, m->chain,
 			 m->replicas);
 	return rc;
 }

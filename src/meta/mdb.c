@@ -60,6 +60,7 @@ static const struct { const char *name; size_t off; } tables[] = {
 	{ "opens", offsetof(struct meta_db, opens) },
 	{ "sess_opens", offsetof(struct meta_db, sess_opens) },
 	{ "pending", offsetof(struct meta_db, pending) },
+	{ "nodes", offsetof(struct meta_db, nodes) },
 };
 
 /* Opens the env and every table (creating missing ones). */

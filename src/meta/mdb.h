@@ -40,6 +40,7 @@ struct meta_db {
 	MDB_dbi opens;      /* orphans: ino BE64 -> empty, an unlinked file still open */
 	MDB_dbi sess_opens; /* unused (emptied at start) */
 	MDB_dbi pending;    /* seq BE64 -> pending object work record (pending.h) */
+	MDB_dbi nodes;      /* node name -> node record (role, serial, revoked; nodes.c) */
 	struct meta_live *live; /* sessions and open counts, in memory (session.h) */
 };
 

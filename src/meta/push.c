@@ -34,7 +34,10 @@ static void push_tick(void *arg)
 	struct meta_server *s = arg;
 	MDB_txn *txn;
 	struct meta_super sb;
-	if (s->stopping || meta_db_read_begin(s->db, &txn))
+	if (s->stopping)
+		return;
+	meta_nodes_tick(s);
+	if (meta_db_read_begin(s->db, &txn))
 		return;
 	int rc = meta_super_get(s->db, txn, &sb);
 	meta_db_read_end(s->db, txn);

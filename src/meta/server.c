@@ -18,6 +18,7 @@
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/space.h"
+#include "net/nodetab.h"
 #include "weft/err.h"
 
 /* ---- finishing a request ---- */
@@ -156,7 +157,38 @@ static const struct meta_handler *find_handler(uint16_t op)
 	for (const struct meta_handler *h = meta_cluster_handlers; h->op; h++)
 		if (h->op == op)
 			return h;
+	for (const struct meta_handler *h = meta_node_handlers; h->op; h++)
+		if (h->op == op)
+			return h;
 	return NULL;
+}
+
+/* Sessions belong to the node that opened them: a peer with a node credential may name
+ * only its own node's sessions (a secret holder, any). */
+static bool session_owner_ok(struct meta_server *s, struct conn *c, uint16_t op,
+			     const void *msg, char *detail, size_t cap)
+{
+	uint64_t id;
+	switch (op) {
+	case WEFT_OP_OPEN: id = ((const struct weft_msg_open *)msg)->session; break;
+	case WEFT_OP_CREATE_OPEN: id = ((const struct weft_msg_create_open *)msg)->session; break;
+	case WEFT_OP_RELEASE: id = ((const struct weft_msg_release *)msg)->session; break;
+	case WEFT_OP_REOPEN: id = ((const struct weft_msg_reopen *)msg)->session; break;
+	case WEFT_OP_SESSION_BEAT: case WEFT_OP_SESSION_CLOSE:
+		id = ((const struct weft_msg_session_id *)msg)->session;
+		break;
+	default:
+		return true;
+	}
+	struct meta_session ms;
+	if (id == 0 || conn_peer_serial(c) == 0 || meta_session_get(s->db, NULL, id, &ms) != 0 ||
+	    strcmp(ms.node, conn_peer_name(c)) == 0)
+		return true;
+	snprintf(detail, cap, "%s: session %llu belongs to node %s, not to %s", proto_op_name(op),
+		 (unsigned long long)id, ms.node, conn_peer_name(c));
+	log_warn("refused %s from %s: session %llu belongs to node %s, not to %s",
+		 proto_op_name(op), conn_peer(c), (unsigned long long)id, ms.node, conn_peer_name(c));
+	return false;
 }
 
 static void on_request(struct conn *c, struct frame *f)
@@ -166,6 +198,8 @@ static void on_request(struct conn *c, struct frame *f)
 	if (builtin_handle(c, f))
 		return;
 	const struct meta_handler *h = find_handler(op);
+	if (h && builtin_refuse_role(c, f, WEFT_ROLE_META))
+		return;
 	if (!h) {
 		const char *name = proto_op_name(op);
 		conn_reply_error(c, f, -ENOSYS, 0, "opcode 0x%04x (%s) is not served by meta", op,
@@ -215,6 +249,12 @@ static void on_request(struct conn *c, struct frame *f)
 	r->f = f;
 	r->h = h;
 	wbuf_init(&r->bulk);
+	if (!session_owner_ok(s, c, op, r->msg, r->detail, sizeof(r->detail))) {
+		conn_reply_error(c, f, -EACCES, 0, "%s", r->detail);
+		frame_free(f);
+		free(r);
+		return;
+	}
 	if (h->has_cred) {
 		memcpy(&r->cred, r->msg, sizeof(r->cred));
 		if (s->root_squash)
@@ -302,7 +342,13 @@ static void on_close(struct conn *c, int err)
 		meta_leases_unbind(s->leases, c);
 }
 
-static const struct conn_ops meta_conn_ops = {.on_request = on_request, .on_close = on_close};
+static void on_ready(struct conn *c)
+{
+	meta_nodes_ready(conn_ctx(c), c);
+}
+
+static const struct conn_ops meta_conn_ops = {.on_request = on_request, .on_ready = on_ready,
+					      .on_close = on_close};
 
 /* ---- expiry of silent targets and sessions ---- */
 
@@ -511,6 +557,11 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		snprintf(err, errlen, "%s: superblock: %s", o->dir, weft_strerror(rc));
 		goto fail_db;
 	}
+	if (!(s->nodes = nodetab_new()) || (rc = meta_nodes_load(s))) {
+		rc = rc ? rc : -ENOMEM;
+		snprintf(err, errlen, "%s: node registry: %s", o->dir, weft_strerror(rc));
+		goto fail_db;
+	}
 	struct meta_space_opts so = {.reserve = o->reserve, .warn = o->space_warn,
 				     .no_reserve = o->no_reserve};
 	if ((rc = meta_space_open(s->db, o->dir, &so, &s->space, err, errlen)))
@@ -540,7 +591,9 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	/* leases the last run granted may still be cached: no mutation before they end */
 	if (s->had_sessions)
 		s->quiet_until_ms = s->started_ms + meta_leases_ms(s->leases) + 1000;
-	struct server_params sp = {.loop = s->loop, .key = &s->key, .listen = o->listen,
+	struct server_params sp = {.loop = s->loop, .key = &s->key, .role = WEFT_ROLE_META,
+				   .name = "meta", .verify = meta_nodes_verify, .verify_arg = s,
+				   .listen = o->listen,
 				   .default_port = o->default_port, .ops = &meta_conn_ops, .ctx = s};
 	if ((rc = server_new(&sp, &s->srv, err, errlen)))
 		goto fail_del;
@@ -576,6 +629,7 @@ fail_gc:
 fail_space:
 	meta_space_close(s->space);
 fail_db:
+	nodetab_free(s->nodes);
 	meta_db_close(s->db);
 fail_free:
 	meta_leases_free(s->leases);
@@ -646,6 +700,7 @@ void meta_server_stop(struct meta_server *s)
 	loop_free(s->loop);
 	meta_space_close(s->space);
 	meta_db_close(s->db);
+	nodetab_free(s->nodes);
 	free(s->progress);
 	free(s);
 }

@@ -17,6 +17,7 @@
 #include "meta/super.h"
 
 struct meta_deleter;
+struct nodetab;
 struct meta_leases;
 struct meta_park;
 
@@ -28,6 +29,9 @@ struct meta_server {
 	struct server *srv;
 	struct meta_deleter *del;
 	struct weft_key key;
+	struct nodetab *nodes;      /* the node registry in memory (nodes.c) */
+	atomic_uint_fast64_t nodes_version; /* bumped by each change of it */
+	uint64_t pushed_nodes_version;      /* loop thread: the last one acted on */
 	uint8_t fsid[16];
 	bool root_squash, checksums;
 	bool had_sessions;          /* the database served clients before this start */
@@ -114,9 +118,19 @@ struct mreq {
 	_Alignas(16) unsigned char msg[]; /* the decoded request (proto_msg_size bytes) */
 };
 
-/* Handler tables (handlers_ns.c, handlers_cluster.c), terminated by op 0. */
+/* Handler tables (handlers_ns.c, handlers_cluster.c, nodes.c), terminated by op 0. */
 extern const struct meta_handler meta_ns_handlers[];
 extern const struct meta_handler meta_cluster_handlers[];
+extern const struct meta_handler meta_node_handlers[];
+
+/* nodes.c: the node registry. Loads it from LMDB (at start); checks a peer's credential
+ * (auth_verify_fn, loop thread); sends it to a store that connected; acts on a change:
+ * cuts off revoked or replaced credentials and tells every store (push tick). */
+int meta_nodes_load(struct meta_server *s);
+int meta_nodes_verify(void *arg, uint8_t role, const char *name, uint32_t serial,
+		      uint8_t out[WEFT_KEY_LEN], char *why, size_t whylen);
+void meta_nodes_ready(struct meta_server *s, struct conn *c);
+void meta_nodes_tick(struct meta_server *s);
 
 /* Host part of a "host:port" the store gave when it is unspecified ("", 0.0.0.0, ::)
  * replaced by the peer's address. */

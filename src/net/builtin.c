@@ -2,8 +2,13 @@
 #include "net/builtin.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/log.h"
+#include "net/auth.h"
+#include "proto/roles.h"
 
 #include "net/stats.h"
 #include "weft/err.h"
@@ -52,4 +57,25 @@ bool builtin_handle(struct conn *c, struct frame *f)
 		return true;
 	}
 	return false;
+}
+
+static struct log_limit refused_lines = LOG_LIMIT_INIT;
+
+bool builtin_refuse_role(struct conn *c, struct frame *f, uint8_t server_role)
+{
+	uint16_t op = f->h.opcode;
+	uint8_t role = conn_peer_role(c);
+	if (proto_op_allowed(op, server_role, role))
+		return false;
+	const char *name = proto_op_name(op) ? proto_op_name(op) : "unknown opcode";
+	const char *rn = auth_role_name(role) ? auth_role_name(role) : "unknown";
+	unsigned dropped;
+	if (log_limit_ok(&refused_lines, 10, 10000, &dropped))
+		log_warn("refused %s from %s (%s \"%s\"): only %s may send it%s", name, conn_peer(c),
+			 rn, conn_peer_name(c), proto_op_roles(op, server_role),
+			 dropped ? " (and more not logged)" : "");
+	conn_reply_error(c, f, -EACCES, 0, "%s: a %s may not send it (only %s)", name, rn,
+			 proto_op_roles(op, server_role));
+	frame_free(f);
+	return true;
 }

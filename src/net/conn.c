@@ -148,6 +148,12 @@ void conn_set_ctx(struct conn *c, void *ctx) { c->ctx = ctx; }
 const char *conn_peer(const struct conn *c) { return c->peer; }
 const char *conn_peer_name(const struct conn *c) { return c->peer_name; }
 uint8_t conn_peer_role(const struct conn *c) { return c->peer_role; }
+uint32_t conn_peer_serial(const struct conn *c) { return c->peer_serial; }
+
+void conn_wrap(const struct conn *c, const char *purpose, uint8_t inout[WEFT_KEY_LEN])
+{
+	auth_wrap(c->proof, purpose, c->nonce_c, c->nonce_s, inout);
+}
 uint64_t conn_age_ms(const struct conn *c) { return loop_now_ms() - c->born_ms; }
 
 bool conn_is_ready(const struct conn *c)
@@ -816,6 +822,15 @@ struct conn *conn_new(int fd, const struct conn_params *p)
 	if (p->key)
 		c->key = *p->key;
 	c->role = p->role;
+	c->verify = p->verify;
+	c->verify_arg = p->verify_arg;
+	if (c->key.serial) { /* a node credential speaks only as itself */
+		c->role = c->key.role;
+		snprintf(c->name, sizeof(c->name), "%s", c->key.name);
+	} else {
+		snprintf(c->name, sizeof(c->name), "%s", p->name ? p->name : "");
+	}
+	c->serial = c->key.serial;
 	c->born_ms = loop_now_ms();
 	c->watch.fd = fd;
 	c->watch.cb = on_event;
@@ -829,12 +844,7 @@ struct conn *conn_new(int fd, const struct conn_params *p)
 		addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
 	else
 		snprintf(c->peer, sizeof(c->peer), "fd %d", fd);
-	if (p->is_server) {
-		c->hs = HS_SERVER_WAIT_HELLO;
-	} else {
-		snprintf(c->peer_name, sizeof(c->peer_name), "%s", p->name ? p->name : "");
-		c->hs = HS_CLIENT_WAIT_HELLO;
-	}
+	c->hs = p->is_server ? HS_SERVER_WAIT_HELLO : HS_CLIENT_WAIT_HELLO;
 	int err = loop_watch_add(c->loop, &c->watch, EPOLLIN);
 	if (err) {
 		log_error("connection %s: epoll: %s", c->peer, strerror(-err));

@@ -53,8 +53,11 @@ struct conn_params {
 	struct loop *loop;
 	const struct weft_key *key;
 	bool is_server;          /* answers the handshake instead of starting it */
-	uint8_t role;            /* client side: the role announced in HELLO */
-	const char *name;        /* client side: our node name announced in HELLO */
+	uint8_t role;            /* our role, announced in HELLO or its reply */
+	const char *name;        /* our node name, announced in HELLO or its reply; a node
+				  * credential announces its own role and name instead */
+	auth_verify_fn verify;   /* server side: checks a peer's credential (auth.h) */
+	void *verify_arg;
 	const struct conn_ops *ops;
 	void *ctx;               /* returned by conn_ctx() */
 	void *owner;             /* returned by conn_owner(): the server or rpc that made it */
@@ -76,6 +79,11 @@ void conn_set_ctx(struct conn *c, void *ctx);
 const char *conn_peer(const struct conn *c);      /* "1.2.3.4:5" */
 const char *conn_peer_name(const struct conn *c); /* node name from HELLO ("" if none) */
 uint8_t conn_peer_role(const struct conn *c);
+/* The serial of the credential the peer proved (0: the cluster secret). */
+uint32_t conn_peer_serial(const struct conn *c);
+/* Hides (or reveals) a 32-byte secret sent on this connection, under its proof key and
+ * both nonces (auth_wrap), with purpose naming what it is. */
+void conn_wrap(const struct conn *c, const char *purpose, uint8_t inout[WEFT_KEY_LEN]);
 bool conn_is_ready(const struct conn *c);
 bool conn_is_closed(const struct conn *c);
 /* Milliseconds since the connection was accepted/connected. */

@@ -32,8 +32,13 @@ struct conn {
 	void *ctx, *owner;
 	struct weft_key key;
 	char peer[64];
+	char name[WEFT_NODE_MAX + 1];      /* ours, as announced in HELLO or its reply */
 	char peer_name[WEFT_NODE_MAX + 1];
 	uint8_t role, peer_role;
+	uint32_t serial, peer_serial;      /* credential serials (0: the cluster secret) */
+	auth_verify_fn verify;             /* server side: checks a peer's credential */
+	void *verify_arg;
+	uint8_t proof[WEFT_KEY_LEN];       /* the key both proofs of this handshake use */
 	uint16_t version;
 	uint64_t born_ms;
 

@@ -18,7 +18,8 @@ bool handshake_log_ok(unsigned *dropped)
 	return log_limit_ok(&stranger_lines, 10, 10000, dropped);
 }
 
-static void hs_fail(struct conn *c, const char *why)
+/* One rate-limited line naming the peer and why its handshake failed. */
+static void hs_log(struct conn *c, const char *why)
 {
 	unsigned dropped;
 	if (handshake_log_ok(&dropped)) {
@@ -30,6 +31,11 @@ static void hs_fail(struct conn *c, const char *why)
 		else
 			log_error("authentication failed to %s: %s%s", c->peer, why, more);
 	}
+}
+
+static void hs_fail(struct conn *c, const char *why)
+{
+	hs_log(c, why);
 	conn_close(c, -WEFT_EAUTH);
 }
 
@@ -37,14 +43,32 @@ void handshake_start(struct conn *c)
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_hello m = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX, .role = c->role};
+	struct weft_msg_hello m = {.ver_min = WEFT_PROTO_MIN, .ver_max = WEFT_PROTO_MAX,
+				   .role = c->role, .serial = c->serial};
 	auth_random(c->nonce_c, WEFT_NONCE_LEN);
 	memcpy(m.nonce, c->nonce_c, WEFT_NONCE_LEN);
-	m.name = proto_str_of(c->peer_name, strlen(c->peer_name));
+	m.name = proto_str_of(c->name, strlen(c->name));
 	proto_hello_encode(&w, &m);
-	c->peer_name[0] = '\0';
 	c->hs = HS_CLIENT_WAIT_HELLO;
 	conn_send_handshake(c, WEFT_OP_HELLO, 0, 0, 0, &w);
+}
+
+/* What this connection's MACs cover (auth.h). */
+static struct auth_bind bind_of(const struct conn *c, bool server)
+{
+	struct auth_bind b = {.version = c->version, .nonce_c = c->nonce_c, .nonce_s = c->nonce_s};
+	b.client_role = server ? c->peer_role : c->role;
+	b.client_name = server ? c->peer_name : c->name;
+	b.serial = server ? c->peer_serial : c->serial;
+	b.server_role = server ? c->role : c->peer_role;
+	b.server_name = server ? c->name : c->peer_name;
+	return b;
+}
+
+static const char *role_str(uint8_t role)
+{
+	const char *n = auth_role_name(role);
+	return n ? n : "unknown role";
 }
 
 void handshake_frame(struct conn *c, struct frame *f)
@@ -54,7 +78,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 	wbuf_init(&w);
 	bool reply = f->h.flags & WEFT_F_REPLY;
 	const char *opname = proto_op_name(f->h.opcode);
-	char msg[160];
+	char msg[200];
 
 	switch (c->hs) {
 	case HS_SERVER_WAIT_HELLO: {
@@ -65,7 +89,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			break;
 		}
 		if (proto_hello_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
-			snprintf(msg, sizeof(msg), "malformed HELLO: %s", why);
+			snprintf(msg, sizeof(msg), "malformed HELLO: %s (an older weft?)", why);
 			hs_fail(c, msg);
 			break;
 		}
@@ -79,11 +103,28 @@ void handshake_frame(struct conn *c, struct frame *f)
 		}
 		c->version = hi;
 		c->peer_role = m.role;
+		c->peer_serial = m.serial;
 		proto_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
 		memcpy(c->nonce_c, m.nonce, WEFT_NONCE_LEN);
+		char vwhy[160] = "";
+		if (!auth_role_name(m.role) ||
+		    c->verify(c->verify_arg, m.role, c->peer_name, m.serial, c->proof, vwhy,
+			      sizeof(vwhy)) != 0) {
+			snprintf(msg, sizeof(msg), "%s \"%s\" (serial %u) refused: %s",
+				 role_str(m.role), c->peer_name, m.serial,
+				 vwhy[0] ? vwhy : "no such role");
+			/* the refusal is said to the peer, so that it can tell the operator */
+			pthread_mutex_lock(&c->lock);
+			c->close_after_flush = true;
+			pthread_mutex_unlock(&c->lock);
+			hs_log(c, msg);
+			conn_send_handshake(c, WEFT_OP_HELLO, WEFT_F_REPLY, -WEFT_EAUTH, f->h.reqid, &w);
+			break;
+		}
 		auth_random(c->nonce_s, WEFT_NONCE_LEN);
-		struct weft_msg_hello_reply r = {.version = c->version};
+		struct weft_msg_hello_reply r = {.version = c->version, .role = c->role};
 		memcpy(r.nonce, c->nonce_s, WEFT_NONCE_LEN);
+		r.name = proto_str_of(c->name, strlen(c->name));
 		proto_hello_reply_encode(&w, &r);
 		c->hs = HS_SERVER_WAIT_AUTH;
 		conn_send_handshake(c, WEFT_OP_HELLO, WEFT_F_REPLY, 0, f->h.reqid, &w);
@@ -102,9 +143,11 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, msg);
 			break;
 		}
-		auth_mac(&c->key, "weft-client", c->nonce_c, c->nonce_s, c->version, want);
+		struct auth_bind b = bind_of(c, true);
+		auth_mac(c->proof, "weft-client", &b, want);
 		if (auth_mac_verify(want, m.mac) != 0) {
-			log_error("authentication failed from %s: wrong cluster key", c->peer);
+			log_error("authentication failed from %s: wrong cluster key or credential (%s \"%s\", serial %u)",
+				  c->peer, role_str(c->peer_role), c->peer_name, c->peer_serial);
 			pthread_mutex_lock(&c->lock);
 			c->close_after_flush = true;
 			pthread_mutex_unlock(&c->lock);
@@ -112,7 +155,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 			break;
 		}
 		struct weft_msg_auth r;
-		auth_mac(&c->key, "weft-server", c->nonce_c, c->nonce_s, c->version, r.mac);
+		auth_mac(c->proof, "weft-server", &b, r.mac);
 		proto_auth_encode(&w, &r);
 		conn_send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, 0, f->h.reqid, &w);
 		conn_become_ready(c);
@@ -122,6 +165,8 @@ void handshake_frame(struct conn *c, struct frame *f)
 		struct weft_msg_hello_reply m;
 		if (!reply || f->h.opcode != WEFT_OP_HELLO || f->h.status) {
 			snprintf(msg, sizeof(msg), "server refused HELLO (%s)",
+				 f->h.status == -WEFT_EAUTH ?
+				 "our credential is unknown, revoked or of another role" :
 				 f->h.status ? weft_strerror(f->h.status) : "unexpected frame");
 			hs_fail(c, msg);
 			break;
@@ -133,9 +178,18 @@ void handshake_frame(struct conn *c, struct frame *f)
 			break;
 		}
 		c->version = m.version;
+		c->peer_role = m.role;
+		proto_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
 		memcpy(c->nonce_s, m.nonce, WEFT_NONCE_LEN);
+		if (auth_client_key(&c->key, m.role, c->role, c->name, c->proof) != 0) {
+			snprintf(msg, sizeof(msg), "this credential cannot authenticate to a %s",
+				 role_str(m.role));
+			hs_fail(c, msg);
+			break;
+		}
 		struct weft_msg_auth a;
-		auth_mac(&c->key, "weft-client", c->nonce_c, c->nonce_s, c->version, a.mac);
+		struct auth_bind b = bind_of(c, false);
+		auth_mac(c->proof, "weft-client", &b, a.mac);
 		proto_auth_encode(&w, &a);
 		c->hs = HS_CLIENT_WAIT_AUTH;
 		conn_send_handshake(c, WEFT_OP_AUTH, 0, 0, 0, &w);
@@ -149,14 +203,15 @@ void handshake_frame(struct conn *c, struct frame *f)
 			break;
 		}
 		if (f->h.status == -WEFT_EAUTH) {
-			hs_fail(c, "server refused our cluster key (wrong cluster key)");
+			hs_fail(c, "server refused our proof (wrong cluster key or credential)");
 			break;
 		}
 		if (f->h.status || proto_auth_decode(f->payload, f->h.payload_len, &m, &why) < 0) {
 			hs_fail(c, "malformed AUTH reply");
 			break;
 		}
-		auth_mac(&c->key, "weft-server", c->nonce_c, c->nonce_s, c->version, want);
+		struct auth_bind b = bind_of(c, false);
+		auth_mac(c->proof, "weft-server", &b, want);
 		if (auth_mac_verify(want, m.mac) != 0) {
 			hs_fail(c, "server does not hold our cluster key (wrong cluster key)");
 			break;

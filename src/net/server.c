@@ -26,6 +26,10 @@ struct server {
 	struct loop *loop;
 	struct loop_watch watch;
 	struct weft_key key;
+	uint8_t role;
+	char name[WEFT_NODE_MAX + 1];
+	auth_verify_fn verify;
+	void *verify_arg;
 	const struct conn_ops *user_ops;
 	struct conn_ops ops;   /* wraps user_ops to keep the connection list */
 	void *ctx;
@@ -142,11 +146,55 @@ static void on_accept(struct loop_watch *w, uint32_t events)
 			s->cap = cap;
 		}
 		struct conn_params p = {.loop = s->loop, .key = &s->key, .is_server = true,
-					.ops = &s->ops, .ctx = s->ctx, .owner = s};
+					.role = s->role, .name = s->name, .verify = s->verify,
+					.verify_arg = s->verify_arg, .ops = &s->ops, .ctx = s->ctx,
+					.owner = s};
 		struct conn *c = conn_new(fd, &p);
 		if (c)
 			s->conns[s->nconns++] = c; /* keeps the caller's reference */
 	}
+}
+
+/* Any credential the cluster secret derives: for servers with no registry of nodes. */
+static int verify_derived(void *arg, uint8_t role, const char *name, uint32_t serial,
+			  uint8_t out[WEFT_KEY_LEN], char *why, size_t whylen)
+{
+	struct server *s = arg;
+	if (s->role == WEFT_ROLE_STORE) {
+		if (!s->key.has_svc) {
+			snprintf(why, whylen, "this store has no service key yet");
+			return -WEFT_EAUTH;
+		}
+		auth_store_key(s->key.svc, role, name, serial, out);
+	} else if (serial == 0) {
+		memcpy(out, s->key.k, WEFT_KEY_LEN);
+	} else {
+		auth_meta_key(&s->key, role, name, serial, out);
+	}
+	return 0;
+}
+
+unsigned server_close_peer(struct server *s, const char *name, uint32_t below, int err)
+{
+	/* collected first: a close may take the connection out of s->conns */
+	struct conn **hit = calloc(s->nconns + 1, sizeof(*hit));
+	unsigned n = 0;
+	if (!hit)
+		return 0;
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct conn *c = s->conns[i];
+		if (!conn_is_closed(c) && strcmp(conn_peer_name(c), name) == 0 &&
+		    conn_peer_serial(c) != 0 && conn_peer_serial(c) < below) {
+			conn_get(c);
+			hit[n++] = c;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		conn_close(hit[i], err);
+		conn_put(hit[i]);
+	}
+	free(hit);
+	return n;
 }
 
 static struct log_limit sweep_lines = LOG_LIMIT_INIT;
@@ -193,6 +241,10 @@ int server_new(const struct server_params *p, struct server **out, char *err, si
 	}
 	s->loop = p->loop;
 	s->key = *p->key;
+	s->role = p->role ? p->role : WEFT_ROLE_META;
+	snprintf(s->name, sizeof(s->name), "%s", p->name ? p->name : "");
+	s->verify = p->verify ? p->verify : verify_derived;
+	s->verify_arg = p->verify ? p->verify_arg : s;
 	s->user_ops = p->ops;
 	s->ops = (struct conn_ops){.on_request = srv_on_request, .on_ready = srv_on_ready,
 				   .on_close = srv_on_close};

@@ -15,6 +15,12 @@ struct server;
 struct server_params {
 	struct loop *loop;
 	const struct weft_key *key;
+	uint8_t role;                /* WEFT_ROLE_META or WEFT_ROLE_STORE (0: meta) */
+	const char *name;            /* our name, told to peers in the HELLO reply */
+	/* checks a peer's credential (auth.h); NULL: any credential derived from key (the
+	 * cluster secret), with no registry of nodes and no revocation */
+	auth_verify_fn verify;
+	void *verify_arg;
 	const char *listen;          /* "host:port", "[v6]:port" or ":port" */
 	int default_port;
 	const struct conn_ops *ops;  /* on_request is required */
@@ -26,6 +32,10 @@ struct server_params {
 int server_new(const struct server_params *p, struct server **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int server_port(const struct server *s);
+/* Closes every connection of node name whose credential serial is below `below`
+ * (UINT32_MAX: every credential of name; never those of the cluster secret). Loop
+ * thread. Returns how many. */
+unsigned server_close_peer(struct server *s, const char *name, uint32_t below, int err);
 /* Calls fn for every ready connection (loop thread). */
 void server_foreach(struct server *s, void (*fn)(struct conn *c, void *arg), void *arg);
 /* Stops accepting and closes every connection; the server is freed by a task on the

@@ -23,9 +23,11 @@
 #define WEFT_MAGIC        0x54464557u /* "WEFT" little-endian */
 /* 2: ENTRY carries a lease, SESSION_OPEN flags, TARGETS records flags and memberships,
  * chains up to replicas + 1 members, OBJ_DATA/OBJ_WRITTEN/EXTEND fields of the sparse
- * work; version 1 peers are refused at HELLO with a one-line error. */
-#define WEFT_PROTO_MIN    2
-#define WEFT_PROTO_MAX    2
+ * work; version 1 peers are refused at HELLO with a one-line error.
+ * 3: node credentials: HELLO carries the credential's serial, its reply the server's role
+ * and name, and the MACs bind roles, names and version (net/auth.h); NODE_* requests. */
+#define WEFT_PROTO_MIN    3
+#define WEFT_PROTO_MAX    3
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
@@ -80,11 +82,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* client -> server: offer versions and a fresh nonce */
 #define MSG_HELLO(F) \
 	F(U16, ver_min, 0) F(U16, ver_max, 0) F(U8, role, 0) \
-	F(FIX, nonce, WEFT_NONCE_LEN) F(STR, name, WEFT_NODE_MAX)
-/* server -> client: chosen version and the server's fresh nonce */
-#define MSG_HELLO_REPLY(F) F(U16, version, 0) F(FIX, nonce, WEFT_NONCE_LEN)
-/* client -> server: proof the client holds the key; the reply (status 0) carries the
- * server's proof in the same message. MACs are HMAC-SHA256 over role tag and both nonces. */
+	F(FIX, nonce, WEFT_NONCE_LEN) F(STR, name, WEFT_NODE_MAX) F(U32, serial, 0)
+/* server -> client: chosen version, the server's fresh nonce, its role and name */
+#define MSG_HELLO_REPLY(F) \
+	F(U16, version, 0) F(FIX, nonce, WEFT_NONCE_LEN) F(U8, role, 0) \
+	F(STR, name, WEFT_NODE_MAX)
+/* client -> server: proof the client holds its credential; the reply (status 0) carries
+ * the server's proof in the same message. MACs: net/auth.h. */
 #define MSG_AUTH(F) F(FIX, mac, WEFT_MAC_LEN)
 
 /* ---- generic ---- */
@@ -283,6 +287,20 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* admin -> store: copy (resync, rebuild, moves) at up to rate MiB/s (0: unlimited) */
 #define MSG_STORE_RATE(F) F(U32, rate, 0)
 
+/* ---- node credentials (admin -> meta; meta -> stores) ---- */
+
+/* issue (or reissue, with the next serial) the credential of node name for role */
+#define MSG_NODE_ADD(F) F(STR, name, WEFT_NODE_MAX) F(U8, role, 0)
+/* the credential's keys, each hidden under the connection's proof key (conn_wrap with
+ * purposes "meta-key", "store-key", "service-key"); service only for a store */
+#define MSG_NODE_CRED(F) \
+	F(U32, serial, 0) F(FIX, meta_key, WEFT_MAC_LEN) F(FIX, store_key, WEFT_MAC_LEN) \
+	F(U8, has_service, 0) F(FIX, service_key, WEFT_MAC_LEN)
+#define MSG_NODE_NAME(F) F(STR, name, WEFT_NODE_MAX)
+/* the node registry as text, a line a node: "NAME ROLE SERIAL active|revoked" */
+#define WEFT_NODES_TEXT_MAX 60000
+#define MSG_NODES(F) F(STR, text, WEFT_NODES_TEXT_MAX)
+
 /* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
 #define MSG_RESYNC_PROGRESS(F) \
 	F(U32, target, 0) F(U64, objects_left, 0) F(U64, bytes_left, 0) F(U64, rate, 0)
@@ -328,7 +346,9 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(chain_objects_reply, MSG_CHAIN_OBJECTS_REPLY) X(store_scrub, MSG_STORE_SCRUB) \
 	X(obj_extent, MSG_OBJ_EXTENT) X(obj_extent_reply, MSG_OBJ_EXTENT_REPLY) \
 	X(target_drain, MSG_TARGET_DRAIN) X(rebalance, MSG_REBALANCE) \
-	X(rebalance_reply, MSG_REBALANCE_REPLY) X(store_rate, MSG_STORE_RATE)
+	X(rebalance_reply, MSG_REBALANCE_REPLY) X(store_rate, MSG_STORE_RATE) \
+	X(node_add, MSG_NODE_ADD) X(node_cred, MSG_NODE_CRED) X(node_name, MSG_NODE_NAME) \
+	X(nodes, MSG_NODES)
 
 /* ---- every opcode: (NAME, number, request message, reply message) ---- */
 
@@ -393,7 +413,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(OBJ_EXTENT,   0x040c, obj_extent, obj_extent_reply) /* SEEK_DATA/HOLE, st_blocks */ \
 	X(TARGET_DRAIN, 0x030b, target_drain, target_out_reply) /* drain or remove */ \
 	X(REBALANCE,    0x030c, rebalance, rebalance_reply) \
-	X(STORE_RATE,   0x040d, store_rate, empty)
+	X(STORE_RATE,   0x040d, store_rate, empty) \
+	X(NODE_ADD,     0x0501, node_add, node_cred) /* admin: issue a credential */ \
+	X(NODE_LIST,    0x0502, empty, nodes)        /* admin: the node registry */ \
+	X(NODE_REVOKE,  0x0503, node_name, empty)    /* admin: refuse a node from now on */ \
+	X(NODES_CHANGED, 0x0504, nodes, empty)       /* meta -> stores, one-way */
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

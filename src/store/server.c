@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "net/builtin.h"
+#include "net/nodetab.h"
 #include "proto/objlist.h"
 #include "common/log.h"
 #include "store/iov.h"
@@ -373,6 +374,8 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	uint16_t op = f->h.opcode;
 	const struct store_op *o = store_op_find(op);
+	if (o && builtin_refuse_role(c, f, WEFT_ROLE_STORE))
+		return;
 	if (!o) {
 		conn_reply_error(c, f, -ENOSYS, 0, "%s (0x%04x) is not served by a store",
 				 proto_op_name(op) ? proto_op_name(op) : "unknown opcode", op);
@@ -456,6 +459,7 @@ static void free_server(struct store_server *s)
 	free(s->meta_addr);
 	free(s->node);
 	free(s->listen);
+	nodetab_free(s->nodes);
 	free(s);
 }
 
@@ -558,6 +562,7 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->node = strdup(o->node);
 	s->listen = strdup(o->listen ? o->listen : "0.0.0.0");
 	s->key = *o->key;
+	s->nodes = nodetab_new();
 	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 1000;
 	s->buffered = o->buffered;
 	s->forward_timeout_ms = o->forward_timeout_ms ? o->forward_timeout_ms : 10000;
@@ -570,7 +575,7 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	pthread_mutex_init(&s->repair_lock, NULL);
 	pthread_mutex_init(&s->hb_lock, NULL);
 	pthread_cond_init(&s->hb_cond, NULL);
-	if (!s->dir || !s->meta_addr || !s->node || !s->listen) {
+	if (!s->dir || !s->meta_addr || !s->node || !s->listen || !s->nodes) {
 		free_server(s);
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -617,7 +622,9 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		snprintf(err, errlen, "worker threads: %s", strerror(-rc));
 		goto fail;
 	}
-	struct server_params sp = {.loop = s->loop, .key = &s->key, .listen = s->listen,
+	struct server_params sp = {.loop = s->loop, .key = &s->key, .role = WEFT_ROLE_STORE,
+				   .name = s->node, .verify = store_verify_peer, .verify_arg = s,
+				   .listen = s->listen,
 				   .default_port = o->default_port, .ops = &srv_ops, .ctx = s};
 	rc = server_new(&sp, &s->srv, err, errlen);
 	if (rc)
@@ -628,7 +635,8 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 		goto fail;
 	}
 	struct rpc_params rp = {.loop = s->loop, .key = &s->key, .addr = s->meta_addr,
-				.default_port = 7070, .role = WEFT_ROLE_STORE, .name = s->node};
+				.default_port = 7070, .role = WEFT_ROLE_STORE, .name = s->node,
+				.ops = &store_meta_conn_ops, .ctx = s};
 	rc = rpc_new(&rp, &s->meta);
 	if (rc) {
 		snprintf(err, errlen, "bad meta address '%s'", s->meta_addr);

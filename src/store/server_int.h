@@ -61,10 +61,13 @@ struct sreq {
 	struct sreq *fprev, *fnext; /* list of forwards in flight, s->fwd_lock */
 };
 
+struct nodetab;
+
 struct store_server {
 	char *dir, *meta_addr, *node, *listen;
 	char addr[WEFT_ADDR_MAX + 1];  /* advertised */
 	struct weft_key key;
+	struct nodetab *nodes;         /* meta's node registry as last sent (nodes.c) */
 	uint32_t heartbeat_ms, forward_timeout_ms;
 	_Atomic uint64_t resync_rate;  /* bytes/s the resync/rebuild copier may use; 0: any
 					* (STORE_RATE changes it at run time) */
@@ -207,5 +210,11 @@ bool store_resync_active(struct store_server *s);
 void store_resync_scrub(struct store_server *s, uint64_t rate);
 void store_resync_repair(struct store_server *s, uint8_t replicas, uint32_t chain, uint64_t ino,
 		   uint32_t stripe);
+
+/* nodes.c: checks a peer's credential (auth_verify_fn), and the ops of the connection
+ * to meta (NODES_CHANGED). */
+int store_verify_peer(void *arg, uint8_t role, const char *name, uint32_t serial,
+		      uint8_t out[WEFT_KEY_LEN], char *why, size_t whylen);
+extern const struct conn_ops store_meta_conn_ops;
 
 #endif

@@ -41,7 +41,12 @@ static int raw_auth(void)
 	if (proto_hello_reply_decode(buf, rh.payload_len, &hr, NULL))
 		goto fail;
 	struct weft_msg_auth am;
-	auth_mac(&g_key, "weft-client", nonce_c, hr.nonce, hr.version, am.mac);
+	char sname[WEFT_NODE_MAX + 1];
+	proto_str_copy(sname, sizeof(sname), hr.name);
+	struct auth_bind b = {.version = hr.version, .client_role = WEFT_ROLE_CLIENT,
+			      .client_name = "raw", .server_role = hr.role, .server_name = sname,
+			      .nonce_c = nonce_c, .nonce_s = hr.nonce};
+	auth_mac(g_key.k, "weft-client", &b, am.mac);
 	wbuf_init(&w);
 	proto_auth_encode(&w, &am);
 	hh = (struct weft_hdr){.magic = WEFT_MAGIC, .version = WEFT_PROTO_MAX, .opcode = WEFT_OP_AUTH,

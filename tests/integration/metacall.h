@@ -13,12 +13,16 @@
 #include "common/log.h"
 #include "net/rpc.h"
 #include "proto/proto.h"
+#include "proto/roles.h"
 #include "weft/err.h"
 
 struct mc {
 	struct loop *loop;
 	bool own_loop;
-	struct rpc *rpc;
+	struct rpc *rpc;             /* as a client */
+	struct rpc *as[WEFT_ROLE_META + 1]; /* as another role, for what clients may not send */
+	struct weft_key key;
+	char addr[128];
 	char detail[256]; /* ERROR detail of the last failed call */
 };
 
@@ -45,6 +49,8 @@ static inline int mc_open(struct mc *m, struct loop *loop, const struct weft_key
 			       .name = "metatest", .default_port = 7070};
 	if ((rc = rpc_new(&p, &m->rpc)))
 		return rc;
+	m->key = *key;
+	snprintf(m->addr, sizeof(m->addr), "%s", addr);
 	struct conn *c;
 	if ((rc = rpc_conn(m->rpc, &c)))
 		return rc;
@@ -55,8 +61,30 @@ static inline int mc_open(struct mc *m, struct loop *loop, const struct weft_key
 static inline void mc_close(struct mc *m)
 {
 	rpc_free(m->rpc);
+	for (int r = 0; r <= WEFT_ROLE_META; r++)
+		rpc_free(m->as[r]);
 	if (m->own_loop)
 		loop_free(m->loop);
+}
+
+/* The rpc to send op on: the cluster key speaks as any role, so as a store or an admin
+ * where a client may not send it. NULL when out of memory. */
+static __attribute__((noinline, unused)) struct rpc *mc_rpc_for(struct mc *m, uint16_t op)
+{
+	uint8_t role = WEFT_ROLE_CLIENT;
+	if (!proto_op_allowed(op, WEFT_ROLE_META, role))
+		role = proto_op_allowed(op, WEFT_ROLE_META, WEFT_ROLE_STORE) ? WEFT_ROLE_STORE :
+		       proto_op_allowed(op, WEFT_ROLE_META, WEFT_ROLE_ADMIN) ? WEFT_ROLE_ADMIN :
+		       WEFT_ROLE_CLIENT;
+	if (role == WEFT_ROLE_CLIENT)
+		return m->rpc;
+	if (!m->as[role]) {
+		struct rpc_params p = {.loop = m->loop, .key = &m->key, .addr = m->addr,
+				       .role = role, .name = "metatest", .default_port = 7070};
+		if (rpc_new(&p, &m->as[role]))
+			return NULL;
+	}
+	return m->as[role];
 }
 
 /* Sends payload w (taken) and bulk, returns the status; *rep (may be NULL) gets the reply
@@ -66,7 +94,12 @@ static inline int mc_send(struct mc *m, uint16_t op, struct wbuf *w, const void 
 {
 	struct iovec v = {(void *)bulk, bulklen};
 	struct frame *f = NULL;
-	int rc = rpc_call(m->rpc, op, w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
+	struct rpc *r = mc_rpc_for(m, op);
+	if (!r) {
+		wbuf_free(w);
+		return -ENOMEM;
+	}
+	int rc = rpc_call(r, op, w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
 	m->detail[0] = '\0';
 	if (rc && f)
 		conn_error_detail(f, m->detail, sizeof(m->detail));

@@ -328,7 +328,7 @@ int main(void)
 	struct loop *loop;
 	CHECK_OK(loop_new(&loop));
 	CHECK_OK(loop_start(loop));
-	struct weft_key key = {{0}};
+	struct weft_key key = {0};
 	struct chaincache_params p = {.loop = loop, .key = &key, .role = WEFT_ROLE_CLIENT,
 				      .name = "test", .fetch = fetch, .who = "test"};
 	CHECK_OK(chaincache_new(&p, &cc));

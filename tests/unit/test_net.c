@@ -232,7 +232,12 @@ static void raw_handshake(int fd, const uint8_t nonce_c[32], struct wbuf *auth_o
 	CHECK_OK(proto_hello_reply_decode(buf, h.payload_len, &hr, NULL));
 	if (auth_out->len == 0) {
 		struct weft_msg_auth a;
-		auth_mac(&key, "weft-client", nonce_c, hr.nonce, hr.version, a.mac);
+		char sname[WEFT_NODE_MAX + 1];
+		proto_str_copy(sname, sizeof(sname), hr.name);
+		struct auth_bind b = {.version = hr.version, .client_role = WEFT_ROLE_ADMIN,
+				      .client_name = "", .server_role = hr.role, .server_name = sname,
+				      .nonce_c = nonce_c, .nonce_s = hr.nonce};
+		auth_mac(key.k, "weft-client", &b, a.mac);
 		proto_auth_encode(auth_out, &a);
 	}
 	raw_send(fd, WEFT_OP_AUTH, 0, auth_out);

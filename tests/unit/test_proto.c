@@ -16,7 +16,8 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-static char text[WEFT_PATH_MAX];
+/* the longest string field: the node registry's text */
+static char text[WEFT_NODES_TEXT_MAX > WEFT_PATH_MAX ? WEFT_NODES_TEXT_MAX : WEFT_PATH_MAX];
 
 /* Fill every field of a message with random valid values, from the same tables. */
 #define FILL_U8(f, l) m->f = (uint8_t)rnd();

@@ -1,0 +1,275 @@
+/* Node credentials at meta: the registry (LMDB table "nodes": name -> role, serial,
+ * revoked; docs/on-disk-format.md), the check of a peer's HELLO against it, the admin
+ * requests NODE_ADD, NODE_LIST and NODE_REVOKE, and telling the stores (NODES_CHANGED).
+ *
+ * DESIGN: keys are derived from the cluster secret (net/auth.h), so the registry holds
+ * none: a credential is (role, name, serial), and reissuing one bumps the serial, which
+ * refuses the old one. The registry is also in memory (s->nodes) for the handshake,
+ * updated after each commit. A change bumps s->nodes_version; the loop's push tick
+ * (push.c) then closes the connections of revoked or replaced credentials here and sends
+ * the registry to every store, which closes theirs: a revoked node is cut off within a
+ * tick (100 ms) on meta and on every connected store.
+ *
+ * Threads: verify and the pushes on the loop thread; handlers on the writer (apply) and
+ * any thread (reply). */
+#include "meta/server_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "net/nodetab.h"
+#include "net/server.h"
+#include "weft/err.h"
+
+#define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
+
+#define NODE_REC_V1 1
+
+struct node_rec {
+	uint8_t role;
+	uint32_t serial;
+	bool revoked;
+};
+
+static int rec_get(struct meta_db *db, MDB_txn *txn, const char *name, struct node_rec *out)
+{
+	MDB_val k = {strlen(name), (void *)name}, v;
+	int rc = mdb_get(txn, db->nodes, &k, &v);
+	if (rc)
+		return meta_mdb_err(rc);
+	const uint8_t *p = v.mv_data;
+	if (v.mv_size < 7 || p[0] != NODE_REC_V1)
+		return -EIO;
+	out->role = p[1];
+	out->serial = (uint32_t)p[2] | (uint32_t)p[3] << 8 | (uint32_t)p[4] << 16 |
+		      (uint32_t)p[5] << 24;
+	out->revoked = p[6];
+	return 0;
+}
+
+static int rec_put(struct meta_db *db, MDB_txn *txn, const char *name, const struct node_rec *n)
+{
+	uint8_t b[7] = {NODE_REC_V1, n->role, (uint8_t)n->serial, (uint8_t)(n->serial >> 8),
+			(uint8_t)(n->serial >> 16), (uint8_t)(n->serial >> 24), n->revoked};
+	MDB_val k = {strlen(name), (void *)name}, v = {sizeof(b), b};
+	return meta_mdb_err(meta_mdb_put(txn, db->nodes, &k, &v, 0));
+}
+
+int meta_nodes_load(struct meta_server *s)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	int rc = meta_db_read_begin(s->db, &txn);
+	if (rc)
+		return rc;
+	rc = meta_mdb_err(mdb_cursor_open(txn, s->db->nodes, &cur));
+	if (rc == 0) {
+		MDB_val k, v;
+		int mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+		while (mrc == 0 && rc == 0) {
+			char name[WEFT_NODE_MAX + 1];
+			struct node_rec n;
+			if (k.mv_size == 0 || k.mv_size > WEFT_NODE_MAX) {
+				rc = -EIO;
+				break;
+			}
+			memcpy(name, k.mv_data, k.mv_size);
+			name[k.mv_size] = 0;
+			rc = rec_get(s->db, txn, name, &n);
+			if (rc == 0)
+				rc = nodetab_set(s->nodes, name, n.role, n.serial, n.revoked);
+			mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+		}
+		mdb_cursor_close(cur);
+	}
+	meta_db_read_end(s->db, txn);
+	return rc;
+}
+
+int meta_nodes_verify(void *arg, uint8_t role, const char *name, uint32_t serial,
+		      uint8_t out[WEFT_KEY_LEN], char *why, size_t whylen)
+{
+	struct meta_server *s = arg;
+	if (serial == 0) {
+		memcpy(out, s->key.k, WEFT_KEY_LEN);
+		return 0;
+	}
+	if (role == WEFT_ROLE_META) {
+		snprintf(why, whylen, "only the cluster key speaks as meta");
+		return -WEFT_EAUTH;
+	}
+	if (!nodetab_allows(s->nodes, true, role, name, serial, why, whylen))
+		return -WEFT_EAUTH;
+	auth_meta_key(&s->key, role, name, serial, out);
+	return 0;
+}
+
+/* A node name as a registry key: printable, no spaces (the registry's text form). */
+static bool name_ok(const struct weft_str *n)
+{
+	if (n->len == 0 || n->len > WEFT_NODE_MAX)
+		return false;
+	for (uint32_t i = 0; i < n->len; i++)
+		if (n->p[i] <= ' ' || n->p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* NODE_ADD {name, role} -> NODE_CRED: issues the next serial of name for role (a
+ * revoked name comes back with it). EINVAL bad name or role. */
+static int h_node_add(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_node_add *m = MSG(node_add);
+	if (!name_ok(&m->name) || !auth_role_name(m->role) || m->role == WEFT_ROLE_META) {
+		snprintf(r->detail, sizeof(r->detail),
+			 "a node name is 1-%d printable characters without spaces, and its role "
+			 "client, store or admin", WEFT_NODE_MAX);
+		return -EINVAL;
+	}
+	char name[WEFT_NODE_MAX + 1];
+	proto_str_copy(name, sizeof(name), m->name);
+	struct node_rec n = {0};
+	int rc = rec_get(c->db, c->txn, name, &n);
+	if (rc && rc != -ENOENT)
+		return rc;
+	n.role = m->role;
+	n.serial++;
+	n.revoked = false;
+	r->u32 = n.serial;
+	return rec_put(c->db, c->txn, name, &n);
+}
+
+static void rep_node_add(struct mreq *r, struct wbuf *w)
+{
+	const struct weft_msg_node_add *m = MSG(node_add);
+	char name[WEFT_NODE_MAX + 1];
+	proto_str_copy(name, sizeof(name), m->name);
+	nodetab_set(r->s->nodes, name, m->role, r->u32, false);
+	atomic_fetch_add(&r->s->nodes_version, 1);
+	struct weft_key cred;
+	auth_cred_derive(&r->s->key, m->role, name, r->u32, &cred);
+	struct weft_msg_node_cred rep = {.serial = r->u32, .has_service = cred.has_svc};
+	memcpy(rep.meta_key, cred.k, WEFT_KEY_LEN);
+	memcpy(rep.store_key, cred.store_k, WEFT_KEY_LEN);
+	memcpy(rep.service_key, cred.svc, WEFT_KEY_LEN);
+	conn_wrap(r->c, "meta-key", rep.meta_key);
+	conn_wrap(r->c, "store-key", rep.store_key);
+	conn_wrap(r->c, "service-key", rep.service_key);
+	proto_node_cred_encode(w, &rep);
+	log_info("node %s: %s credential issued (serial %u)", name, auth_role_name(m->role),
+		 r->u32);
+	memset(&cred, 0, sizeof(cred));
+}
+
+/* NODE_REVOKE {name} -> EMPTY: the node's credentials are refused from now on. ENOENT
+ * no such node. */
+static int h_node_revoke(struct mreq *r, const struct meta_ctx *c)
+{
+	char name[WEFT_NODE_MAX + 1];
+	proto_str_copy(name, sizeof(name), MSG(node_name)->name);
+	struct node_rec n;
+	int rc = rec_get(c->db, c->txn, name, &n);
+	if (rc == -ENOENT)
+		snprintf(r->detail, sizeof(r->detail), "no node named %s", name);
+	if (rc)
+		return rc;
+	n.revoked = true;
+	r->u32 = n.serial;
+	return rec_put(c->db, c->txn, name, &n);
+}
+
+static void rep_node_revoke(struct mreq *r, struct wbuf *w)
+{
+	(void)w;
+	char name[WEFT_NODE_MAX + 1];
+	proto_str_copy(name, sizeof(name), MSG(node_name)->name);
+	uint8_t role;
+	uint32_t serial;
+	bool revoked;
+	if (nodetab_get(r->s->nodes, name, &role, &serial, &revoked))
+		nodetab_set(r->s->nodes, name, role, serial, true);
+	atomic_fetch_add(&r->s->nodes_version, 1);
+	log_info("node %s: revoked", name);
+}
+
+/* NODE_LIST -> NODES {text} */
+static int h_node_list(struct mreq *r, const struct meta_ctx *c)
+{
+	(void)c;
+	nodetab_format(r->s->nodes, &r->bulk);
+	if (r->bulk.len > WEFT_NODES_TEXT_MAX) {
+		snprintf(r->detail, sizeof(r->detail), "the node list is over %d bytes",
+			 WEFT_NODES_TEXT_MAX);
+		return -E2BIG;
+	}
+	return r->bulk.err;
+}
+
+static void rep_node_list(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_nodes m = {.text = {(const char *)r->bulk.data, (uint32_t)r->bulk.len}};
+	proto_nodes_encode(w, &m);
+	wbuf_reset(&r->bulk); /* sent in the payload, not as bulk */
+}
+
+#define H(op, write, fn, rep) {WEFT_OP_##op, write, false, false, false, fn, rep}
+const struct meta_handler meta_node_handlers[] = {
+	H(NODE_ADD, true, h_node_add, rep_node_add),
+	H(NODE_REVOKE, true, h_node_revoke, rep_node_revoke),
+	H(NODE_LIST, false, h_node_list, rep_node_list),
+	{0},
+};
+
+/* ---- telling the stores, cutting off (loop thread) ---- */
+
+static void send_nodes(struct conn *c, const struct wbuf *text)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_nodes m = {.text = {(const char *)text->data, (uint32_t)text->len}};
+	proto_nodes_encode(&w, &m);
+	conn_send_oneway(c, WEFT_OP_NODES_CHANGED, &w);
+}
+
+static void push_store(struct conn *c, void *arg)
+{
+	if (conn_peer_role(c) == WEFT_ROLE_STORE)
+		send_nodes(c, arg);
+}
+
+void meta_nodes_ready(struct meta_server *s, struct conn *c)
+{
+	if (conn_peer_role(c) != WEFT_ROLE_STORE)
+		return;
+	struct wbuf text;
+	wbuf_init(&text);
+	nodetab_format(s->nodes, &text);
+	send_nodes(c, &text);
+	wbuf_free(&text);
+}
+
+static void cut_off(void *arg, const char *name, uint8_t role, uint32_t serial, bool revoked)
+{
+	struct meta_server *s = arg;
+	(void)role;
+	unsigned n = server_close_peer(s->srv, name, revoked ? UINT32_MAX : serial, -WEFT_EAUTH);
+	if (n)
+		log_info("closed %u connection%s of node %s: %s", n, n == 1 ? "" : "s", name,
+			 revoked ? "revoked" : "its credential was replaced");
+}
+
+void meta_nodes_tick(struct meta_server *s)
+{
+	uint64_t v = atomic_load(&s->nodes_version);
+	if (v == s->pushed_nodes_version)
+		return;
+	s->pushed_nodes_version = v;
+	nodetab_foreach(s->nodes, cut_off, s);
+	struct wbuf text;
+	wbuf_init(&text);
+	nodetab_format(s->nodes, &text);
+	server_foreach(s->srv, push_store, &text);
+	wbuf_free(&text);
+}

@@ -1,0 +1,41 @@
+/* The node registry a server checks credentials against: name -> role, serial, revoked.
+ *
+ * meta keeps the registry (LMDB table "nodes", meta/nodes.c) and sends it to every store
+ * when a store connects and whenever it changes (NODES_CHANGED); the store keeps its
+ * copy here. A credential (role, name, serial) passes meta only if the registry lists it
+ * as is and not revoked; it passes a store unless the registry revokes that serial or
+ * lists a later one for the name (a store knows only what meta last told it, and a
+ * serial later than the one it knows can only have come from meta).
+ *
+ * Threads: any; a mutex guards the table. */
+#ifndef WEFT_NODETAB_H
+#define WEFT_NODETAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+struct nodetab;
+
+struct nodetab *nodetab_new(void);
+void nodetab_free(struct nodetab *t);
+/* Adds or replaces name's entry. Returns 0 or -ENOMEM. */
+int nodetab_set(struct nodetab *t, const char *name, uint8_t role, uint32_t serial,
+		bool revoked);
+/* name's entry: true if listed. */
+bool nodetab_get(struct nodetab *t, const char *name, uint8_t *role, uint32_t *serial,
+		 bool *revoked);
+/* Whether a credential passes (see above); strict: meta's rule. On refusal writes why. */
+bool nodetab_allows(struct nodetab *t, bool strict, uint8_t role, const char *name,
+		    uint32_t serial, char *why, size_t whylen);
+/* The table as text, one node a line: "NAME ROLE SERIAL active|revoked\n". */
+void nodetab_format(struct nodetab *t, struct wbuf *w);
+/* Replaces the table with text as nodetab_format writes it. Returns 0 or -EINVAL. */
+int nodetab_parse(struct nodetab *t, const char *text, size_t len);
+/* Calls fn for each entry (under the table's lock: fn must not call back into t). */
+void nodetab_foreach(struct nodetab *t, void (*fn)(void *arg, const char *name, uint8_t role,
+						    uint32_t serial, bool revoked), void *arg);
+
+#endif
