@@ -124,7 +124,7 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 			continue;
 		struct wbuf w;
 		wbuf_init(&w);
-		struct weft_msg_obj_extent m = {.ino = ino, .stripe = st[i], .replicas = l->replicas,
+		struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, st[i]), .replicas = l->replicas,
 						.chain = ch.id, .chain_ver = ch.version,
 						.offset = q[i]};
 		proto_obj_extent_encode(&w, &m);
@@ -177,7 +177,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 			}
 			struct wbuf w;
 			wbuf_init(&w);
-			struct weft_msg_obj_extent m = {.ino = ino, .stripe = s,
+			struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, s),
 							.replicas = l->replicas, .chain = ch.id,
 							.chain_ver = ch.version, .offset = off};
 			proto_obj_extent_encode(&w, &m);

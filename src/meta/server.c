@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "meta/chains.h"
 #include "meta/lease.h"
+#include "meta/migrate.h"
 #include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
@@ -106,6 +107,8 @@ static void mut_done(void *arg, int result)
 				     r->opened_ino);
 	if (result == 0 && r->h->wakes_deleter)
 		meta_deleter_wake(r->s->del);
+	if (r->h->op == WEFT_OP_MIGRATE)
+		meta_migrate_done(r->s, r, result);
 	mreq_finish(r, result);
 }
 
@@ -250,9 +253,20 @@ static void on_request(struct conn *c, struct frame *f)
 		mreq_finish(r, -ENOSPC);
 		return;
 	}
-	int rc = meta_recall_submit(s, r);
+	/* a migration is marked before its recalls go: from then on no one opens the
+	 * file with the old layout (migrate.h) */
+	const struct weft_msg_migrate *mg = (const void *)r->msg;
+	bool begin = op == WEFT_OP_MIGRATE && mg->step == WEFT_MIGRATE_BEGIN;
+	int rc = begin ? meta_migrate_mark(s, r, mg->ino) : 0;
+	if (rc) {
+		mreq_finish(r, rc);
+		return;
+	}
+	rc = meta_recall_submit(s, r);
 	if (rc) {
 		meta_recall_done(s, r);
+		if (op == WEFT_OP_MIGRATE)
+			meta_migrate_done(s, r, rc);
 		mreq_finish(r, rc);
 	}
 }
@@ -293,6 +307,7 @@ _Static_assert(offsetof(struct weft_msg_access, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_open, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_extend, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_setstripe, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_migrate, cred) == 0, "cred first");
 
 static void on_close(struct conn *c, int err)
 {
@@ -300,6 +315,8 @@ static void on_close(struct conn *c, int err)
 	struct meta_server *s = conn_ctx(c);
 	if (s && s->leases)
 		meta_leases_unbind(s->leases, c);
+	if (s)
+		meta_migrate_conn_closed(s, c);
 }
 
 static const struct conn_ops meta_conn_ops = {.on_request = on_request, .on_close = on_close};

@@ -96,6 +96,7 @@ struct mreq {
 	/* results */
 	struct weft_attr attr;
 	struct weft_layout layout;
+	struct weft_layout layout2;  /* MIGRATE: the layout it replaces */
 	uint64_t u64;
 	uint32_t u32;
 	bool flag;
