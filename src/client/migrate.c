@@ -101,6 +101,31 @@ static int data_extent(struct weft_client *c, uint64_t ino, const struct weft_la
 	return 0;
 }
 
+/* An abandoned copy's objects, removed from every member of their chains while the
+ * file is still marked (no other migration can start writing the same generation).
+ * Best effort: what is left is cleared by the next migrate's truncate, or goes with the
+ * file. */
+static void remove_copies(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
+{
+	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
+	for (uint32_t s = 0; s < sc; s++) {
+		struct weft_chain ch;
+		if (client_chain(c, l->replicas, stripe_chain(l, s), &ch))
+			continue;
+		for (int i = 0; i < ch.nmembers; i++) {
+			struct conn *cn;
+			if (client_store_conn(c, ch.members[i].target, &cn))
+				continue;
+			struct wbuf w;
+			wbuf_init(&w);
+			struct weft_msg_obj_id m = {.ino = ino, .stripe = stripe_object(l, s)};
+			proto_obj_id_encode(&w, &m);
+			conn_call_sync(cn, WEFT_OP_OBJ_REMOVE, &w, NULL, 0, 10000, NULL);
+			conn_put(cn);
+		}
+	}
+}
+
 struct copy_write {
 	struct wblock b;
 	struct io_batch *batch;
@@ -208,6 +233,10 @@ int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	uint64_t end;
 	if ((err = data_extent(c, ino, &lay.from, &end)))
 		goto abort;
+	/* a migrator that died may have left objects of this generation: none of their
+	 * bytes may show through holes of the new copy */
+	if ((err = client_data_truncate(c, ino, &lay.to, 0)))
+		goto abort;
 	for (uint64_t off = 0; off < end; off += COPY_CHUNK) {
 		uint64_t n = end - off < COPY_CHUNK ? end - off : COPY_CHUNK;
 		if ((err = copy_chunk(c, wi, &lay.from, &lay.to, off, n, buf, check, mask)))
@@ -228,6 +257,7 @@ int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	free(wi);
 	return 0;
 abort:
+	remove_copies(c, ino, &lay.to);
 	migrate_call(c, cr, ino, WEFT_MIGRATE_ABORT, &lay.to, NULL, 0, NULL, NULL, 0);
 	free(buf);
 	free(check);
