@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -23,65 +24,85 @@ struct migration {
 	struct weft_layout to;
 };
 
-/* One small table for the process (a meta server runs once per process; tests that
- * start several start several processes). Guards every field of every slot. */
-static pthread_mutex_t migr_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct migration migr[MIGRATIONS_MAX];
+struct meta_migrations {
+	pthread_mutex_t lock;   /* guards every field of every slot */
+	struct migration slot[MIGRATIONS_MAX];
+};
+
+int meta_migrate_new(struct meta_migrations **out)
+{
+	struct meta_migrations *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	*out = t;
+	return 0;
+}
+
+void meta_migrate_free(struct meta_migrations *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
 
 #define MSGM ((const struct weft_msg_migrate *)(const void *)r->msg)
 
-/* The live slot of ino, or NULL; migr_lock held. */
-static struct migration *find(uint64_t ino)
+/* The live slot of ino, or NULL; t->lock held. */
+static struct migration *find(struct meta_migrations *t, uint64_t ino)
 {
 	uint64_t now = loop_now_ms();
 	for (int i = 0; i < MIGRATIONS_MAX; i++) {
-		if (migr[i].ino != ino)
+		struct migration *m = &t->slot[i];
+		if (m->ino != ino)
 			continue;
-		if (now < migr[i].deadline_ms)
-			return &migr[i];
-		migr[i].ino = 0; /* the migrator went silent: the file goes on as it was */
+		if (now < m->deadline_ms)
+			return m;
+		m->ino = 0; /* the migrator went silent: the file goes on as it was */
 	}
 	return NULL;
 }
 
 int meta_migrate_mark(struct meta_server *s, struct mreq *r, uint64_t ino)
 {
-	(void)s;
-	int rc = -ENOMEM;
-	pthread_mutex_lock(&migr_lock);
-	if (find(ino)) {
+	struct meta_migrations *t = s->migrations;
+	int rc = -EAGAIN; /* MIGRATIONS_MAX files at once already */
+	pthread_mutex_lock(&t->lock);
+	if (find(t, ino)) {
 		rc = -EBUSY;
 	} else {
 		uint64_t now = loop_now_ms();
 		for (int i = 0; i < MIGRATIONS_MAX; i++) {
-			if (migr[i].ino && now < migr[i].deadline_ms)
+			struct migration *m = &t->slot[i];
+			if (m->ino && now < m->deadline_ms)
 				continue;
-			migr[i] = (struct migration){.ino = ino, .c = r->c,
-						     .deadline_ms = now + MIGRATE_HOLD_MS};
+			*m = (struct migration){.ino = ino, .c = r->c,
+						.deadline_ms = now + MIGRATE_HOLD_MS};
 			rc = 0;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&migr_lock);
+	pthread_mutex_unlock(&t->lock);
 	return rc;
 }
 
 bool meta_migrate_busy(struct meta_server *s, uint64_t ino)
 {
-	(void)s;
-	pthread_mutex_lock(&migr_lock);
-	bool busy = find(ino) != NULL;
-	pthread_mutex_unlock(&migr_lock);
+	struct meta_migrations *t = s->migrations;
+	pthread_mutex_lock(&t->lock);
+	bool busy = find(t, ino) != NULL;
+	pthread_mutex_unlock(&t->lock);
 	return busy;
 }
 
-static void unmark(uint64_t ino)
+static void unmark(struct meta_migrations *t, uint64_t ino)
 {
-	pthread_mutex_lock(&migr_lock);
-	struct migration *m = find(ino);
+	pthread_mutex_lock(&t->lock);
+	struct migration *m = find(t, ino);
 	if (m)
 		m->ino = 0;
-	pthread_mutex_unlock(&migr_lock);
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* BEGIN: the new layout, from what was asked (0: keep the file's stripe unit or
@@ -109,13 +130,14 @@ static int begin(struct mreq *r, const struct meta_ctx *c, struct meta_inode *in
 	if (rc)
 		return rc;
 	to.gen = in->layout.gen + 1;
-	pthread_mutex_lock(&migr_lock);
-	struct migration *m = find(in->attr.ino);
+	struct meta_migrations *t = r->s->migrations;
+	pthread_mutex_lock(&t->lock);
+	struct migration *m = find(t, in->attr.ino);
 	if (m) {
 		m->to = to;
 		m->has_to = true;
 	}
-	pthread_mutex_unlock(&migr_lock);
+	pthread_mutex_unlock(&t->lock);
 	if (!m)
 		return -ETIMEDOUT; /* the mark expired before the recalls were answered */
 	r->layout2 = in->layout;
@@ -128,10 +150,11 @@ static int begin(struct mreq *r, const struct meta_ctx *c, struct meta_inode *in
 static int do_switch(struct mreq *r, const struct meta_ctx *c, struct meta_inode *in)
 {
 	const struct weft_msg_migrate *m = MSGM;
-	pthread_mutex_lock(&migr_lock);
-	struct migration *g = find(in->attr.ino);
+	struct meta_migrations *t = r->s->migrations;
+	pthread_mutex_lock(&t->lock);
+	struct migration *g = find(t, in->attr.ino);
 	bool ok = g && g->has_to && memcmp(&g->to, &m->layout, sizeof(g->to)) == 0;
-	pthread_mutex_unlock(&migr_lock);
+	pthread_mutex_unlock(&t->lock);
 	if (!ok) {
 		snprintf(r->detail, sizeof(r->detail), "no migration of this file in progress");
 		return -EINVAL;
@@ -175,29 +198,22 @@ int meta_migrate_apply(struct mreq *r, const struct meta_ctx *c)
 
 void meta_migrate_done(struct meta_server *s, struct mreq *r, int result)
 {
-	(void)s;
 	const struct weft_msg_migrate *m = MSGM;
 	/* a BEGIN that worked keeps the mark until SWITCH or ABORT; a failed SWITCH too,
 	 * so the migrator may try again or give up */
 	if ((m->step == WEFT_MIGRATE_BEGIN && result) ||
 	    (m->step == WEFT_MIGRATE_SWITCH && !result) || m->step == WEFT_MIGRATE_ABORT)
-		unmark(m->ino);
+		unmark(s->migrations, m->ino);
 }
 
 void meta_migrate_conn_closed(struct meta_server *s, struct conn *c)
 {
-	(void)s;
-	pthread_mutex_lock(&migr_lock);
+	struct meta_migrations *t = s->migrations;
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
 	for (int i = 0; i < MIGRATIONS_MAX; i++)
-		if (migr[i].ino && migr[i].c == c)
-			migr[i].ino = 0;
-	pthread_mutex_unlock(&migr_lock);
-}
-
-void meta_migrate_free(struct meta_server *s)
-{
-	(void)s;
-	pthread_mutex_lock(&migr_lock);
-	memset(migr, 0, sizeof(migr));
-	pthread_mutex_unlock(&migr_lock);
+		if (t->slot[i].ino && t->slot[i].c == c)
+			t->slot[i].ino = 0;
+	pthread_mutex_unlock(&t->lock);
 }

@@ -16,7 +16,8 @@
  * goes on with its old layout (the new generation's copies are left for the stores'
  * sweep).
  *
- * Threads: the table has its own lock; any thread. */
+ * Threads: the table (struct meta_migrations, one per server) has its own lock; any
+ * thread. */
 #ifndef WEFT_META_MIGRATE_H
 #define WEFT_META_MIGRATE_H
 
@@ -29,12 +30,19 @@
 struct meta_server;
 struct mreq;
 struct meta_ctx;
+struct meta_migrations;
+
+/* The table of files being migrated, empty. Errors: -ENOMEM. meta_migrate_free(NULL)
+ * is a no-op; free only once no thread uses the server. */
+int meta_migrate_new(struct meta_migrations **out);
+void meta_migrate_free(struct meta_migrations *t);
 
 /* How long a BEGIN holds the file without a SWITCH (the migrator died silently). */
 #define MIGRATE_HOLD_MS (10 * 60 * 1000)
 
 /* Marks ino migrating for the BEGIN of r (loop thread, before its recall is sent).
- * Errors: -EBUSY another migration of ino is in progress; -ENOMEM. */
+ * Errors: -EBUSY another migration of ino is in progress; -EAGAIN 64 files are being
+ * migrated already. */
 int meta_migrate_mark(struct meta_server *s, struct mreq *r, uint64_t ino);
 /* Whether ino is being migrated (OPEN answers WEFT_EMIGRATING, GETSTRIPE says so). */
 bool meta_migrate_busy(struct meta_server *s, uint64_t ino);
@@ -47,7 +55,5 @@ int meta_migrate_apply(struct mreq *r, const struct meta_ctx *c);
 void meta_migrate_done(struct meta_server *s, struct mreq *r, int result);
 /* A connection closed: the migrations it began are given up. */
 void meta_migrate_conn_closed(struct meta_server *s, struct conn *c);
-/* Frees the table (meta stopping). */
-void meta_migrate_free(struct meta_server *s);
 
 #endif

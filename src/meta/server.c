@@ -487,8 +487,10 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	/* WEFT_META_LEASE_MS overrides the lease (tests) */
 	const char *le = getenv("WEFT_META_LEASE_MS");
 	uint32_t lease_ms = le ? (uint32_t)strtoul(le, NULL, 0) : o->lease_ms;
-	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases)) {
+	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases) ||
+	    meta_migrate_new(&s->migrations)) {
 		snprintf(err, errlen, "out of memory");
+		meta_leases_free(s->leases);
 		free(s);
 		return -ENOMEM;
 	}
@@ -578,6 +580,7 @@ fail_db:
 	meta_db_close(s->db);
 fail_free:
 	meta_leases_free(s->leases);
+	meta_migrate_free(s->migrations);
 	free(s);
 	return rc;
 }
@@ -645,6 +648,7 @@ void meta_server_stop(struct meta_server *s)
 	loop_free(s->loop);
 	meta_space_close(s->space);
 	meta_db_close(s->db);
+	meta_migrate_free(s->migrations);
 	free(s->progress);
 	free(s);
 }
