@@ -836,6 +836,29 @@ static void test_access_statfs_stripe(void)
 	TX_END();
 }
 
+/* A migrate's DROP row keeps the replaced layout's generation; older rows read as 0. */
+static void test_pending_drop(void)
+{
+	TX_BEGIN(db);
+	size_t p0 = npending();
+	struct weft_layout l = {1 << 20, 2, 1, 4, 2, 5};
+	CHECK_OK(meta_pending_add(db, C.txn, META_PENDING_DROP, 77, 0, &l));
+	l.gen = 0;
+	CHECK_OK(meta_pending_add(db, C.txn, META_PENDING_DELETE, 78, 0, &l));
+	struct meta_pending p[64];
+	size_t n;
+	CHECK_OK(meta_pending_list(db, C.txn, 0, p, 64, &n));
+	CHECK_INT(n, ==, p0 + 2);
+	CHECK_INT(p[n - 2].kind, ==, META_PENDING_DROP);
+	CHECK_INT(p[n - 2].ino, ==, 77);
+	CHECK_INT(p[n - 2].layout.gen, ==, 5);
+	CHECK_INT(p[n - 2].layout.stripe_count, ==, 2);
+	CHECK_INT(p[n - 1].layout.gen, ==, 0);
+	CHECK_OK(meta_pending_done(db, C.txn, p[n - 2].seq));
+	CHECK_OK(meta_pending_done(db, C.txn, p[n - 1].seq));
+	TX_END();
+}
+
 int main(void)
 {
 	char dir[256];
@@ -855,6 +878,7 @@ int main(void)
 	test_readdir();
 	test_xattr();
 	test_access_statfs_stripe();
+	test_pending_drop();
 	tmeta_close(db, dir);
 
 	/* mkfs --force replaces a file system; open of an empty dir is ENOENT */
