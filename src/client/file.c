@@ -223,8 +223,9 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	}
 	if (sequential)
 		client_ra_ahead(c, wi, off + len);
+	struct weft_layout l = wi->layout; /* a migrate's thaw may replace it meanwhile */
 	pthread_mutex_unlock(&wi->lock);
-	int err = client_data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
+	int err = client_data_read_range(c, wi, wi->ino, &l, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 

@@ -350,8 +350,11 @@ int weft_file_seek(struct weft_file *f, uint64_t off, bool data, uint64_t *out)
 	uint64_t size = weft_file_size(f);
 	if (off >= size)
 		return -ENXIO;
-	if (!wi->layout.stripe_unit)
+	client_winode_lock_ready(f->c, wi); /* not the objects a migrate is replacing */
+	struct weft_layout l = wi->layout;
+	pthread_mutex_unlock(&wi->lock);
+	if (!l.stripe_unit)
 		return -EIO;
-	return data ? seek_data(f->c, wi->ino, &wi->layout, off, size, out)
-		    : seek_hole(f->c, wi->ino, &wi->layout, off, size, out);
+	return data ? seek_data(f->c, wi->ino, &l, off, size, out)
+		    : seek_hole(f->c, wi->ino, &l, off, size, out);
 }
