@@ -159,6 +159,26 @@ int weft_getstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 int weft_setstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		   const struct weft_layout *l);
 
+/* What weft_migrate did: the layout the file had and the one it has now, and the
+ * bytes copied. */
+struct weft_migrate_result {
+	struct weft_layout from, to;
+	uint64_t bytes;
+};
+/* Restripes regular file ino to want's stripe unit, stripe count and replicas (stripe
+ * unit or replicas 0: keep the file's) while other mounts may have it open: their I/O
+ * on it waits during the copy and goes on with the new layout, with no error. Copies
+ * the data into objects of the layout's next generation, checks it reads back the
+ * same, and only then has meta switch the layout; the old objects are then deleted by
+ * meta. Blocks for the copy. detail (may be NULL) gets meta's reason for a refusal.
+ * Errors: -EPERM not the owner; -EISDIR; -EINVAL not a regular file or an impossible
+ * layout (more replicas than storage nodes: detail says so); -EBUSY another migration
+ * of the file is in progress; -EIO the copy did not read back the same; errors of the
+ * stores and meta. On error the file keeps its layout. */
+int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		 const struct weft_layout *want, struct weft_migrate_result *res,
+		 char *detail, size_t dcap);
+
 /* ---- files ---- */
 
 /* Creates a regular file (mode: permission bits) and opens it (flags as open(2) without

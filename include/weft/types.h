@@ -37,16 +37,25 @@ struct weft_attr {
 };
 
 /* How a file's bytes are placed. Block b lives in stripe s = b % stripe_count; stripe s is
- * the object (ino, s) on every member of chain (first_chain + s) % chain_count of the
- * table for `replicas`. chain_count is the table's size when the file was created, so a
- * table that grows later does not move existing files. */
+ * the object (ino, s + gen * WEFT_LAYOUT_GEN_STRIDE) on every member of chain
+ * (first_chain + s) % chain_count of the table for `replicas`. chain_count is the table's
+ * size when the file was created, so a table that grows later does not move existing
+ * files. gen, the layout generation, is 0 at create and + 1 at every `weft migrate`: the
+ * new layout's objects have names of their own, so both sets live side by side while
+ * the data is copied. */
 struct weft_layout {
 	uint32_t stripe_unit;   /* bytes, 64 KiB .. 16 MiB, power of two */
 	uint32_t stripe_count;  /* 1 .. chain_count; 0 in a directory default = "all chains" */
 	uint32_t first_chain;
 	uint32_t chain_count;
 	uint8_t replicas;       /* 1 .. 3 */
+	uint32_t gen;           /* layout generation, 0 .. WEFT_LAYOUT_GEN_MAX */
 };
+
+/* Object numbers of a generation: stripe s of generation g is object s + g * stride, so
+ * stripe counts stay below the stride and generations below 65536. */
+#define WEFT_LAYOUT_GEN_STRIDE 65536u
+#define WEFT_LAYOUT_GEN_MAX 65535u
 
 #define WEFT_STRIPE_UNIT_MIN (64u * 1024)
 #define WEFT_STRIPE_UNIT_MAX (16u * 1024 * 1024)
@@ -90,5 +99,8 @@ enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_
 #define WEFT_RECALL_ATTR 0x1u /* attributes */
 #define WEFT_RECALL_DATA 0x2u /* cached pages (and attributes) */
 #define WEFT_RECALL_NAME 0x4u /* the entry `name` under ino (and ino's attributes) */
+/* the file's layout is being migrated: flush its writes, then hold its I/O until meta
+ * says the migration is over (GETSTRIPE's migrating 0) and take the layout it gives */
+#define WEFT_RECALL_LAYOUT 0x8u
 
 #endif

@@ -1,9 +1,12 @@
 /* Resolving the cluster key and meta's address for the CLI verbs. */
 #include "cli/cluster.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/buf.h"
@@ -120,4 +123,45 @@ unsigned cluster_each_store(const char *verb, struct loop *loop, const struct we
 	if (done)
 		*done = ok;
 	return failed;
+}
+
+/* meta's address from the weft mount holding path. */
+int cluster_meta_of_path(const char *path, char *out, size_t cap)
+{
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return -errno;
+	FILE *f = fopen("/proc/self/mounts", "r");
+	if (!f)
+		return -errno;
+	char line[4096];
+	size_t best = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char dev[1024], dir[PATH_MAX], type[64];
+		if (sscanf(line, "%1023s %4095s %63s", dev, dir, type) != 3 ||
+		    strcmp(type, "fuse.weft") != 0 || strncmp(dev, "weft:", 5) != 0)
+			continue;
+		size_t n = strlen(dir);
+		if (strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1) &&
+		    n >= best) {
+			if (strlen(dev + 5) >= cap)
+				continue;
+			best = n;
+			memcpy(out, dev + 5, strlen(dev + 5) + 1);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -ENOENT;
+}
+
+void cluster_cred_self(struct weft_cred *cr)
+{
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = getuid();
+	cr->gid = getgid();
+	gid_t g[WEFT_GROUPS_MAX];
+	int n = getgroups(WEFT_GROUPS_MAX, g);
+	for (int i = 0; i < n; i++)
+		cr->groups[i] = g[i];
+	cr->ngroups = n > 0 ? (uint32_t)n : 0;
 }

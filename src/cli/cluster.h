@@ -41,4 +41,12 @@ unsigned cluster_each_store(const char *verb, struct loop *loop, const struct we
 			    const struct weft_chain_set *set, uint16_t op, const void *payload,
 			    size_t len, unsigned *done);
 
+/* meta's address ("HOST:PORT") from the weft mount holding path (its source is
+ * weft:HOST:PORT), into out. Errors: -ENOENT path is on no weft mount; -errno of
+ * realpath or /proc/self/mounts. */
+int cluster_meta_of_path(const char *path, char *out, size_t cap);
+struct weft_cred;
+/* The caller's uid, gid and groups, as meta checks them. */
+void cluster_cred_self(struct weft_cred *cr);
+
 #endif

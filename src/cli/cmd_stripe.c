@@ -17,35 +17,6 @@
 #include "net/rpc.h"
 #include "weft/err.h"
 
-/* meta's address from the weft mount holding path. */
-static int meta_of_path(const char *path, char *out, size_t cap)
-{
-	char real[PATH_MAX];
-	if (!realpath(path, real))
-		return -errno;
-	FILE *f = fopen("/proc/self/mounts", "r");
-	if (!f)
-		return -errno;
-	char line[4096];
-	size_t best = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char dev[1024], dir[PATH_MAX], type[64];
-		if (sscanf(line, "%1023s %4095s %63s", dev, dir, type) != 3 ||
-		    strcmp(type, "fuse.weft") != 0 || strncmp(dev, "weft:", 5) != 0)
-			continue;
-		size_t n = strlen(dir);
-		if (strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1) &&
-		    n >= best) {
-			if (strlen(dev + 5) >= cap)
-				continue;
-			best = n;
-			memcpy(out, dev + 5, strlen(dev + 5) + 1);
-		}
-	}
-	fclose(f);
-	return best ? 0 : -ENOENT;
-}
-
 struct stripe_args {
 	struct cluster_opts co;
 	uint64_t unit;
@@ -103,7 +74,7 @@ static int call(const char *verb, struct stripe_args *a, uint16_t op, struct wbu
 {
 	char meta[256];
 	if (!a->co.meta && !a->co.dir) {
-		if (meta_of_path(a->path, meta, sizeof(meta)) < 0) {
+		if (cluster_meta_of_path(a->path, meta, sizeof(meta)) < 0) {
 			wbuf_free(w);
 			return cli_fail(verb, "%s: not on a weft mount (give --meta or --dir)", a->path);
 		}
@@ -138,25 +109,13 @@ static int call(const char *verb, struct stripe_args *a, uint16_t op, struct wbu
 	return 0;
 }
 
-static void cred_self(struct weft_cred *cr)
-{
-	memset(cr, 0, sizeof(*cr));
-	cr->uid = getuid();
-	cr->gid = getgid();
-	gid_t g[WEFT_GROUPS_MAX];
-	int n = getgroups(WEFT_GROUPS_MAX, g);
-	for (int i = 0; i < n; i++)
-		cr->groups[i] = g[i];
-	cr->ngroups = n > 0 ? (uint32_t)n : 0;
-}
-
 static int get_layout(const char *verb, struct stripe_args *a, uint64_t ino,
 		      struct weft_layout *l, bool *is_default)
 {
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.ino = ino};
-	cred_self(&m.cred);
+	cluster_cred_self(&m.cred);
 	proto_ino_encode(&w, &m);
 	struct frame *f = NULL;
 	int rc = call(verb, a, WEFT_OP_GETSTRIPE, &w, &f);
@@ -194,6 +153,7 @@ static int getstripe_run(int argc, char **argv)
 		if (!S_ISDIR(st.st_mode)) {
 			json_object_set_new(j, "first_chain", json_integer(l.first_chain));
 			json_object_set_new(j, "chain_count", json_integer(l.chain_count));
+			json_object_set_new(j, "generation", json_integer(l.gen));
 		}
 		return cli_print_json("getstripe", j);
 	}
@@ -208,6 +168,8 @@ static int getstripe_run(int argc, char **argv)
 	printf("  replicas:     %u\n", l.replicas);
 	if (!S_ISDIR(st.st_mode))
 		printf("  first_chain:  %u of %u\n", l.first_chain, l.chain_count);
+	if (!S_ISDIR(st.st_mode) && l.gen)
+		printf("  generation:   %u (weft migrate)\n", l.gen);
 	return 0;
 }
 
@@ -236,7 +198,7 @@ static int setstripe_run(int argc, char **argv)
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_setstripe m = {.ino = st.st_ino, .layout = l};
-	cred_self(&m.cred);
+	cluster_cred_self(&m.cred);
 	proto_setstripe_encode(&w, &m);
 	struct frame *f = NULL;
 	rc = call("setstripe", &a, WEFT_OP_SETSTRIPE, &w, &f);

@@ -12,6 +12,7 @@
 	X(down) \
 	X(setstripe) \
 	X(getstripe) \
+	X(migrate) \
 	X(mkfs) \
 	X(meta) \
 	X(status) \

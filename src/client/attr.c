@@ -52,10 +52,15 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	return getattr_layout(c, cr, ino, attr, NULL);
 }
 
+/* A truncate meta refused while the file's layout is being migrated waits this long
+ * and starts again from its GETATTR (the layout may have changed). */
+#define SETATTR_MIGRATING_WAIT_MS 50
+
 int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
 {
 	int err;
+again:
 	if (valid & WEFT_SET_SIZE) {
 		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
 			return -EFBIG;
@@ -94,6 +99,11 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	proto_setattr_encode(&w, &m);
 	struct frame *f;
 	err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, &f);
+	if (err == -WEFT_EMIGRATING) {
+		frame_free(f);
+		usleep(SETATTR_MIGRATING_WAIT_MS * 1000);
+		goto again;
+	}
 	if (err == 0) {
 		struct weft_msg_attr a;
 		if (proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) < 0) {

@@ -123,6 +123,10 @@ struct winode {
 	struct wblock *retry;     /* blocks whose send failed with a retryable error */
 	int ninflight;
 	int error;                /* first error not yet reported */
+	/* A weft migrate of the file is under way (a WEFT_RECALL_LAYOUT): its write-behind
+	 * went to the stores, and reads and writes wait in client_winode_lock_ready until
+	 * meta says the migration is over, then go on with the layout meta gives. */
+	bool frozen;
 
 	uint64_t wgen;            /* bumped by every write and truncate */
 	uint64_t ra_next;         /* where a sequential reader is expected next */
@@ -271,6 +275,14 @@ struct winode *client_winode_find(struct weft_client *c, uint64_t ino);
 struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *a,
 				 const struct weft_layout *l);
 void client_winode_put(struct weft_client *c, struct winode *w);
+/* A WEFT_RECALL_LAYOUT for ino (the recall thread, before it answers): marks its winode
+ * frozen, sends its write-behind and waits for it, drops readahead. No winode: nothing
+ * to do (an OPEN during the migration is answered WEFT_EMIGRATING and waits). */
+void client_winode_freeze(struct weft_client *c, uint64_t ino);
+/* Takes wi->lock once wi is not frozen: while it is, asks meta (GETSTRIPE) every 20 ms
+ * whether the migration is over and then takes the file's layout (a new generation
+ * forgets the stripe masks and readahead of the old one). Returns with wi->lock held. */
+void client_winode_lock_ready(struct weft_client *c, struct winode *wi);
 /* Sends block b (already unlinked from the dirty list); wi->lock held on entry and exit,
  * dropped while sending. Waits first for an in-flight block of the same file block, so
  * that overlapping writes reach the store in order. */

@@ -175,7 +175,7 @@ static int send_read(struct read_call *k)
 		}
 		struct wbuf w;
 		wbuf_init(&w);
-		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = k->p.stripe,
+		struct weft_msg_obj_read m = {.ino = k->ino, .stripe = stripe_object(&k->layout, k->p.stripe),
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
 					      .len = k->p.len, .flags = k->flags | WEFT_READ_HOLES};
@@ -436,7 +436,7 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 		*k = (struct async_read){.done = done, .arg = arg, .c = c, .target = mem->target};
 		struct wbuf w;
 		wbuf_init(&w);
-		struct weft_msg_obj_read m = {.ino = ino, .stripe = p->stripe, .replicas = l->replicas,
+		struct weft_msg_obj_read m = {.ino = ino, .stripe = stripe_object(l, p->stripe), .replicas = l->replicas,
 					      .chain = p->chain, .chain_ver = ch.version,
 					      .offset = p->obj_off, .len = p->len,
 					      .flags = WEFT_READ_HOLES |
@@ -537,7 +537,7 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 	}
 	*k = (struct write_call){.c = c, .b = b, .done = done, .stripe = p.stripe};
 	atomic_init(&k->parts, 2);
-	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = p.stripe,
+	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = stripe_object(l, p.stripe),
 					 .replicas = l->replicas, .chain = p.chain,
 					 .chain_ver = ch.version, .offset = p.obj_off};
 	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
@@ -591,12 +591,12 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 		struct wbuf w;
 		wbuf_init(&w);
 		if (op == WEFT_OP_OBJ_TRUNCATE) {
-			struct weft_msg_obj_truncate m = {.ino = ino, .stripe = s, .replicas = l->replicas,
+			struct weft_msg_obj_truncate m = {.ino = ino, .stripe = stripe_object(l, s), .replicas = l->replicas,
 							  .chain = ch.id, .chain_ver = ch.version,
 							  .size = stripe_object_len(l, s, size)};
 			proto_obj_truncate_encode(&w, &m);
 		} else {
-			struct weft_msg_obj_sync m = {.ino = ino, .stripe = s, .replicas = l->replicas,
+			struct weft_msg_obj_sync m = {.ino = ino, .stripe = stripe_object(l, s), .replicas = l->replicas,
 						      .chain = ch.id, .chain_ver = ch.version};
 			proto_obj_sync_encode(&w, &m);
 		}

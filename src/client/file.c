@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 #include "common/log.h"
@@ -46,10 +47,19 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	if (client_file_fenced(f))
 		return -EIO; /* opened in a session meta evicted: nothing more of it lands */
 	const uint8_t *src = buf;
-	uint64_t su = wi->layout.stripe_unit;
-	pthread_mutex_lock(&wi->lock);
+	uint64_t su;
+	size_t done = 0;
+relock:
+	/* a migration freezes the file between writes, never inside one's gathering: a
+	 * block sent with the old layout after the migrator copied would be lost */
+	client_winode_lock_ready(c, wi);
+	su = wi->layout.stripe_unit;
 	if (wi->retry && !wi->error)
 		wi->error = client_wb_drain(c, wi); /* resend failed blocks before they pile up */
+	if (wi->frozen) {
+		pthread_mutex_unlock(&wi->lock); /* frozen while the drain waited */
+		goto relock;
+	}
 	if (wi->error) {
 		int err = wi->error; /* kept: flush and close report it too */
 		pthread_mutex_unlock(&wi->lock);
@@ -58,7 +68,6 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 	wi->wgen++; /* fetches under way may hold the old bytes: they are not kept */
 	if (wi->ra)
 		client_ra_drop(c, wi);
-	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done;
 		uint64_t block = pos / su, bstart = block * su;
@@ -99,6 +108,13 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 				client_pool_give(c, cap);
 				pthread_mutex_unlock(&wi->lock);
 				return done ? (ssize_t)done : -ENOMEM;
+			}
+			if (wi->frozen) {
+				free(b);
+				free(data);
+				client_pool_give(c, cap);
+				pthread_mutex_unlock(&wi->lock);
+				goto relock; /* frozen meanwhile: wait, then go on from done */
 			}
 			*b = (struct wblock){.wi = wi, .file_off = pos, .len = 0, .cap = cap,
 					     .block = block, .data = data};
@@ -174,7 +190,10 @@ static bool read_sequential(struct weft_client *c, struct winode *wi, uint64_t o
 static bool read_begin(struct weft_client *c, struct winode *wi, uint64_t off, size_t *len,
 		       bool *sequential)
 {
-	pthread_mutex_lock(&wi->lock);
+	size_t want = *len;
+again:
+	client_winode_lock_ready(c, wi);
+	*len = want;
 	if (off >= wi->size || *len == 0) {
 		pthread_mutex_unlock(&wi->lock);
 		return false;
@@ -182,6 +201,10 @@ static bool read_begin(struct weft_client *c, struct winode *wi, uint64_t off, s
 	if (*len > wi->size - off)
 		*len = (size_t)(wi->size - off);
 	client_wb_drain_range(c, wi, off, *len);
+	if (wi->frozen) {
+		pthread_mutex_unlock(&wi->lock); /* frozen while the drain waited */
+		goto again;
+	}
 	*sequential = read_sequential(c, wi, off, *len);
 	return true;
 }
@@ -201,9 +224,10 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	}
 	if (sequential)
 		client_ra_ahead(c, wi, off + len);
+	struct weft_layout l = wi->layout; /* a migrate's thaw may replace it meanwhile */
 	pthread_mutex_unlock(&wi->lock);
 	stats_add(STATS_CACHE_PAGE_MISSES, 1); /* no readahead held it: wait for the stores */
-	int err = client_data_read_range(c, wi, wi->ino, &wi->layout, off, len, buf);
+	int err = client_data_read_range(c, wi, wi->ino, &l, off, len, buf);
 	return err ? err : (ssize_t)len;
 }
 
@@ -292,7 +316,7 @@ int weft_file_flush(struct weft_file *f)
 	struct winode *wi = f->wi;
 	/* the data goes to the stores and the new size to meta at the same time: both are
 	 * done before close returns, which is what another client's open relies on */
-	pthread_mutex_lock(&wi->lock);
+	client_winode_lock_ready(c, wi);
 	client_wb_submit_dirty(c, wi);
 	/* after writes, the report waits for the data: st_blocks is what the stores hold
 	 * once it is there (their write replies, or OBJ_EXTENT: sparse_allocated) */
@@ -415,6 +439,8 @@ uint64_t weft_file_size(struct weft_file *f)
 /* Encodes an OPEN or CREATE_OPEN request (msg) for session sid. */
 typedef void (*open_enc_fn)(struct wbuf *w, void *msg, uint64_t sid);
 
+#define OPEN_MIGRATING_WAIT_MS 50
+
 static void enc_open(struct wbuf *w, void *msg, uint64_t sid)
 {
 	struct weft_msg_open *m = msg;
@@ -447,6 +473,15 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		wbuf_init(&w);
 		enc(&w, msg, sid);
 		err = client_meta_call(c, op, &w, NULL, 0, &fr);
+		if (err == -WEFT_EMIGRATING) {
+			/* the file's layout is being switched (migrate.h at meta): ask again
+			 * once it is done; never the application's error */
+			pthread_rwlock_unlock(&c->sess_lock);
+			frame_free(fr);
+			usleep(OPEN_MIGRATING_WAIT_MS * 1000);
+			attempt--;
+			continue;
+		}
 		if (err == -ENOENT && attempt == 0) {
 			pthread_rwlock_unlock(&c->sess_lock);
 			if (client_session_lost(c, sid) && client_session_renew(c, sid) == 0) {
@@ -496,11 +531,13 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	f->cred = *cr;
 	f->flags = flags;
 	f->session = sid;
-	if ((flags & O_ACCMODE) != O_RDONLY) {
-		pthread_mutex_lock(&f->wi->lock);
+	pthread_mutex_lock(&f->wi->lock);
+	if ((flags & O_ACCMODE) != O_RDONLY)
 		f->wi->writers++;
-		pthread_mutex_unlock(&f->wi->lock);
-	}
+	if (o->layout.gen > f->wi->layout.gen)
+		f->wi->frozen = true; /* migrated since it was opened here: the next I/O
+				       * takes the new layout */
+	pthread_mutex_unlock(&f->wi->lock);
 	for (uint32_t i = 0; i < wlen; i++)
 		__atomic_fetch_or(&f->wi->written[i], written[i], __ATOMIC_RELAXED);
 	*out = f;

@@ -232,6 +232,8 @@ static void *recall_main(void *arg)
 		atomic_fetch_add(&cr->gen, 1);
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA))
 			lease_forget(cr, it->ino);
+		if (it->what & WEFT_RECALL_LAYOUT)
+			client_winode_freeze(c, it->ino); /* before the answer: migrate.h at meta */
 		if (it->what & WEFT_RECALL_DATA)
 			drop_data(c, it->ino);
 		pthread_mutex_lock(&cr->lock);

@@ -124,7 +124,7 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 			continue;
 		struct wbuf w;
 		wbuf_init(&w);
-		struct weft_msg_obj_extent m = {.ino = ino, .stripe = st[i], .replicas = l->replicas,
+		struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, st[i]), .replicas = l->replicas,
 						.chain = ch.id, .chain_ver = ch.version,
 						.offset = q[i]};
 		proto_obj_extent_encode(&w, &m);
@@ -177,7 +177,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 			}
 			struct wbuf w;
 			wbuf_init(&w);
-			struct weft_msg_obj_extent m = {.ino = ino, .stripe = s,
+			struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, s),
 							.replicas = l->replicas, .chain = ch.id,
 							.chain_ver = ch.version, .offset = off};
 			proto_obj_extent_encode(&w, &m);
@@ -350,8 +350,11 @@ int weft_file_seek(struct weft_file *f, uint64_t off, bool data, uint64_t *out)
 	uint64_t size = weft_file_size(f);
 	if (off >= size)
 		return -ENXIO;
-	if (!wi->layout.stripe_unit)
+	client_winode_lock_ready(f->c, wi); /* not the objects a migrate is replacing */
+	struct weft_layout l = wi->layout;
+	pthread_mutex_unlock(&wi->lock);
+	if (!l.stripe_unit)
 		return -EIO;
-	return data ? seek_data(f->c, wi->ino, &wi->layout, off, size, out)
-		    : seek_hole(f->c, wi->ino, &wi->layout, off, size, out);
+	return data ? seek_data(f->c, wi->ino, &l, off, size, out)
+		    : seek_hole(f->c, wi->ino, &l, off, size, out);
 }

@@ -6,6 +6,11 @@ uint32_t stripe_chain(const struct weft_layout *l, uint32_t s)
 	return (uint32_t)(((uint64_t)l->first_chain + s) % (l->chain_count ? l->chain_count : 1));
 }
 
+uint32_t stripe_object(const struct weft_layout *l, uint32_t s)
+{
+	return s + l->gen * WEFT_LAYOUT_GEN_STRIDE;
+}
+
 uint32_t stripe_map(const struct weft_layout *l, uint64_t off, uint64_t len, struct stripe_piece *p)
 {
 	uint64_t su = l->stripe_unit, sc = l->stripe_count ? l->stripe_count : 1;

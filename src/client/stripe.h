@@ -27,5 +27,8 @@ uint32_t stripe_map(const struct weft_layout *l, uint64_t off, uint64_t len, str
 uint64_t stripe_object_len(const struct weft_layout *l, uint32_t s, uint64_t size);
 /* Chain of stripe s. */
 uint32_t stripe_chain(const struct weft_layout *l, uint32_t s);
+/* The object number stores know stripe s by: s in generation 0, s + gen * stride after
+ * a migrate (weft/types.h). Masks (written, sent) stay indexed by s. */
+uint32_t stripe_object(const struct weft_layout *l, uint32_t s);
 
 #endif

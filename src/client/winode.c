@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 #include "common/log.h"
@@ -44,6 +45,83 @@ struct winode *client_winode_find(struct weft_client *c, uint64_t ino)
 		w->refs++;
 	pthread_mutex_unlock(&c->inodes_lock);
 	return w;
+}
+
+void client_winode_freeze(struct weft_client *c, uint64_t ino)
+{
+	struct winode *wi = client_winode_find(c, ino);
+	if (!wi)
+		return;
+	pthread_mutex_lock(&wi->lock);
+	wi->frozen = true;
+	int err = client_wb_drain(c, wi);
+	if (err && !wi->error)
+		wi->error = err; /* reported by the next flush or close, as any write's */
+	wi->wgen++;
+	client_ra_drop(c, wi);
+	pthread_mutex_unlock(&wi->lock);
+	client_winode_put(c, wi);
+}
+
+/* GETSTRIPE of ino: its layout and whether a migration of it is under way. */
+static int layout_fetch(struct weft_client *c, uint64_t ino, struct weft_layout *l,
+			bool *migrating)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.ino = ino};
+	proto_ino_encode(&w, &m);
+	struct frame *f = NULL;
+	int err = client_meta_call(c, WEFT_OP_GETSTRIPE, &w, NULL, 0, &f);
+	struct weft_msg_layout lm;
+	if (err == 0 && proto_layout_decode(f->payload, f->h.payload_len, &lm, NULL) < 0)
+		err = -EIO;
+	if (err == 0) {
+		*l = lm.layout;
+		*migrating = lm.migrating;
+	}
+	frame_free(f);
+	return err;
+}
+
+/* The migration is over: take layout l (wi->lock held). */
+static void thaw(struct weft_client *c, struct winode *wi, const struct weft_layout *l)
+{
+	wi->frozen = false;
+	if (l->gen == wi->layout.gen)
+		return; /* given up: the old layout stays */
+	wi->layout = *l;
+	/* the masks and st_blocks counts were of the old generation's stripes */
+	memset(wi->written, 0, sizeof(wi->written));
+	memset(wi->sent, 0, sizeof(wi->sent));
+	memset(wi->lost, 0, sizeof(wi->lost));
+	memset(wi->alloc_known, 0, sizeof(wi->alloc_known));
+	free(wi->alloc);
+	wi->alloc = NULL;
+	wi->wgen++;
+	client_ra_drop(c, wi);
+}
+
+#define THAW_POLL_MS 20
+
+void client_winode_lock_ready(struct weft_client *c, struct winode *wi)
+{
+	pthread_mutex_lock(&wi->lock);
+	while (wi->frozen) {
+		pthread_mutex_unlock(&wi->lock);
+		usleep(THAW_POLL_MS * 1000);
+		struct weft_layout l;
+		bool migrating = true;
+		int err = layout_fetch(c, wi->ino, &l, &migrating);
+		pthread_mutex_lock(&wi->lock);
+		if (!wi->frozen || (err == 0 && migrating))
+			continue;
+		if (err == 0)
+			thaw(c, wi, &l);
+		else if (err == -ESTALE || err == -ENOENT)
+			wi->frozen = false; /* the file is gone: its I/O fails as it would */
+		/* other errors (meta away): ask again */
+	}
 }
 
 /* Finds or creates the winode of ino, taking a reference. */

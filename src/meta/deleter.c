@@ -6,6 +6,8 @@
  * DELETE record sends OBJ_DELETE {ino} to every target that is a member of any chain
  * the file's layout uses (the stores delete every stripe of ino they hold). A record is
  * removed (one group-commit mutation per pass) when every member answered 0 or -ENOENT;
+ * a DROP record (the layout a `weft migrate` replaced) sends OBJ_REMOVE {ino, object}
+ * for each stripe of that layout to every member of its chain, likewise;
  * one with a member offline or unreachable stays for a later pass. TRUNCATE records are
  * dropped: clients trim objects themselves before they report a smaller size.
  * Connections to stores are struct rpc on the deleter's own event loop, so the server's
@@ -69,7 +71,8 @@ static struct del_ep *endpoint(struct meta_deleter *d, const struct weft_chain_t
 	return e;
 }
 
-static int delete_on(struct meta_deleter *d, struct del_ep *e, uint64_t ino)
+/* stripe: UINT32_MAX deletes every object of ino (OBJ_DELETE), else one object. */
+static int delete_on(struct meta_deleter *d, struct del_ep *e, uint64_t ino, uint32_t stripe)
 {
 	if (e->failed_this_pass)
 		return -EAGAIN;
@@ -83,14 +86,21 @@ static int delete_on(struct meta_deleter *d, struct del_ep *e, uint64_t ino)
 	}
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_obj_delete m = {.ino = ino};
-	proto_obj_delete_encode(&w, &m);
-	int rc = rpc_call(e->rpc, WEFT_OP_OBJ_DELETE, &w, NULL, 0, DEL_TIMEOUT_MS, NULL);
+	uint16_t op = WEFT_OP_OBJ_DELETE;
+	if (stripe == UINT32_MAX) {
+		struct weft_msg_obj_delete m = {.ino = ino};
+		proto_obj_delete_encode(&w, &m);
+	} else {
+		struct weft_msg_obj_id m = {.ino = ino, .stripe = stripe};
+		proto_obj_id_encode(&w, &m);
+		op = WEFT_OP_OBJ_REMOVE;
+	}
+	int rc = rpc_call(e->rpc, op, &w, NULL, 0, DEL_TIMEOUT_MS, NULL);
 	if (rc == -ENOENT)
 		rc = 0;
 	if (rc) {
 		e->failed_this_pass = true;
-		log_debug("deleter: OBJ_DELETE %llu on target %u (%s): %s",
+		log_debug("deleter: %s %llu on target %u (%s): %s", proto_op_name(op),
 			  (unsigned long long)ino, e->target, e->addr, weft_strerror(rc));
 	}
 	return rc;
@@ -101,7 +111,8 @@ static int delete_record(struct meta_deleter *d, const struct weft_chain_set *se
 			 const struct meta_pending *p)
 {
 	const struct weft_layout *l = &p->layout;
-	if (p->kind != META_PENDING_DELETE || l->chain_count == 0 || l->replicas == 0)
+	bool drop = p->kind == META_PENDING_DROP;
+	if ((p->kind != META_PENDING_DELETE && !drop) || l->chain_count == 0 || l->replicas == 0)
 		return 0;
 	uint32_t done[META_TARGETS_MAX / 32 + 1] = {0};
 	uint32_t stripes = l->stripe_count ? l->stripe_count : l->chain_count;
@@ -115,8 +126,8 @@ static int delete_record(struct meta_deleter *d, const struct weft_chain_set *se
 			continue; /* a table never shrinks; nothing can be there */
 		for (unsigned m = 0; m < ch->nmembers; m++) {
 			uint32_t tid = ch->members[m].target;
-			if (tid < META_TARGETS_MAX && (done[tid / 32] & (1u << (tid % 32))))
-				continue;
+			if (!drop && tid < META_TARGETS_MAX && (done[tid / 32] & (1u << (tid % 32))))
+				continue; /* OBJ_DELETE took every stripe there */
 			const struct weft_chain_target *t = NULL;
 			for (uint32_t i = 0; i < set->ntargets; i++)
 				if (set->targets[i].id == tid)
@@ -126,7 +137,8 @@ static int delete_record(struct meta_deleter *d, const struct weft_chain_set *se
 				continue;
 			}
 			struct del_ep *e = endpoint(d, t);
-			int rc = e ? delete_on(d, e, p->ino) : -ENOMEM;
+			uint32_t obj = drop ? st + l->gen * WEFT_LAYOUT_GEN_STRIDE : UINT32_MAX;
+			int rc = e ? delete_on(d, e, p->ino, obj) : -ENOMEM;
 			if (rc)
 				result = rc;
 			else if (tid < META_TARGETS_MAX)

@@ -310,7 +310,7 @@ static void rep_target_out(struct mreq *r, struct wbuf *w)
 }
 
 /* CHAIN_OBJECTS {replicas, chain, ino, max} -> CHAIN_OBJECTS_REPLY {count, next, eof},
- * (ino u64, stripe u32) pairs in bulk: the objects a rebuilding member must copy, as
+ * (ino u64, object number u32: stripe + layout generation * stride) pairs in bulk: the objects a rebuilding member must copy, as
  * the layouts of the files (from inode ino on, at most max inodes looked at) place
  * them in that chain. Loop thread: bounded work per call. */
 static int h_chain_objects(struct mreq *r, const struct meta_ctx *c)
@@ -346,7 +346,7 @@ static int h_chain_objects(struct mreq *r, const struct meta_ctx *c)
 		for (uint32_t s = 0; s < sc; s++)
 			if ((uint32_t)(((uint64_t)l->first_chain + s) % l->chain_count) == m->chain) {
 				wbuf_u64(&r->bulk, ino);
-				wbuf_u32(&r->bulk, s);
+				wbuf_u32(&r->bulk, s + l->gen * WEFT_LAYOUT_GEN_STRIDE);
 				n++;
 			}
 	}

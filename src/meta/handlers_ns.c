@@ -16,9 +16,11 @@
 #include "meta/chains.h"
 #include "meta/layout.h"
 #include "meta/lease.h"
+#include "meta/migrate.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/xattr.h"
+#include "weft/err.h"
 
 #define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
 #define NAME(s) (s).p, (s).len
@@ -59,6 +61,9 @@ static int h_getattr(struct mreq *r, const struct meta_ctx *c)
 static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_setattr *m = MSG(setattr);
+	/* a truncate cuts the objects of the layout it saw: not while they are copied */
+	if ((m->valid & WEFT_SET_SIZE) && meta_migrate_busy(r->s, m->ino))
+		return -WEFT_EMIGRATING;
 	static const struct {
 		uint32_t wire, meta;
 	} bits[] = {
@@ -367,6 +372,8 @@ static int h_open(struct mreq *r, const struct meta_ctx *c)
 		return -EISDIR;
 	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), (uint32_t)mask)))
 		return rc;
+	if (S_ISREG(r->attr.mode) && meta_migrate_busy(r->s, m->ino))
+		return -WEFT_EMIGRATING; /* libweft asks again once the switch is done */
 	if (S_ISREG(r->attr.mode) &&
 	    (rc = meta_ns_written(c, ref_of(m->ino, 0), r->written, &r->written_len)))
 		return rc;
@@ -399,6 +406,8 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 		return rc;
 	if (!r->flag && (rc = meta_ns_access(c, ref_of(r->attr.ino, 0), (uint32_t)mask)))
 		return rc;
+	if (!r->flag && meta_migrate_busy(r->s, r->attr.ino))
+		return -WEFT_EMIGRATING;
 	if (!r->flag &&
 	    (rc = meta_ns_written(c, ref_of(r->attr.ino, 0), r->written, &r->written_len)))
 		return rc;
@@ -504,7 +513,8 @@ static int h_setstripe(struct mreq *r, const struct meta_ctx *c)
 	return rc;
 }
 
-/* GETSTRIPE {cred, ino} -> LAYOUT {layout, is_default (a directory's default)}. */
+/* GETSTRIPE {cred, ino} -> LAYOUT {layout, is_default (a directory's default),
+ * migrating (a weft migrate of the file is between BEGIN and SWITCH)}. */
 static int h_getstripe(struct mreq *r, const struct meta_ctx *c)
 {
 	struct meta_ref ref = ref_of(MSG(ino)->ino, MSG(ino)->gen);
@@ -512,13 +522,30 @@ static int h_getstripe(struct mreq *r, const struct meta_ctx *c)
 	if (rc)
 		return rc;
 	r->flag = S_ISDIR(r->attr.mode);
+	r->u32 = meta_migrate_busy(r->s, ref.ino);
 	return meta_layout_getstripe(c, ref, &r->layout);
 }
 
 static void rep_layout(struct mreq *r, struct wbuf *w)
 {
-	struct weft_msg_layout m = {.layout = r->layout, .is_default = r->flag};
+	struct weft_msg_layout m = {.layout = r->layout, .is_default = r->flag,
+				    .migrating = r->u32 != 0};
 	proto_layout_encode(w, &m);
+}
+
+/* MIGRATE {cred, ino, step, layout, written} -> MIGRATE_REPLY {from, to}: meta's side
+ * of weft migrate (migrate.h): BEGIN (after every other holder of the file flushed and
+ * froze its I/O: WEFT_RECALL_LAYOUT) chooses the new layout; SWITCH makes it the file's
+ * and queues the old objects' deletion; ABORT gives up. Errors: migrate.h. */
+static int h_migrate(struct mreq *r, const struct meta_ctx *c)
+{
+	return meta_migrate_apply(r, c);
+}
+
+static void rep_migrate(struct mreq *r, struct wbuf *w)
+{
+	struct weft_msg_migrate_reply m = {.from = r->layout2, .to = r->layout};
+	proto_migrate_reply_encode(w, &m);
 }
 
 #define RD(op, fn, rep) {WEFT_OP_##op, false, true, false, true, fn, rep}
@@ -551,5 +578,6 @@ const struct meta_handler meta_ns_handlers[] = {
 	WR(EXTEND, h_extend, NULL, false),
 	WR(SETSTRIPE, h_setstripe, NULL, false),
 	RD(GETSTRIPE, h_getstripe, rep_layout),
+	WR(MIGRATE, h_migrate, rep_migrate, true),
 	{0},
 };

@@ -16,8 +16,9 @@
  *   u32 gid, u32 rdev, u64 size, u64 blocks, i64 atime_ns, i64 mtime_ns, i64 ctime_ns,
  *   u32 stripe_unit, u32 stripe_count, u32 first_chain, u32 chain_count, u8 replicas,
  *   u64 parent, u64 next_cookie, u16 target_len, target bytes, and for a regular file
- *   whose written-stripes mask is not empty: u16 mask_len, mask bytes (records without
- *   it decode with an empty mask) */
+ *   whose written-stripes mask is not empty or whose layout generation is not 0: u16
+ *   mask_len (may be 0), mask bytes, then when the layout generation is not 0: u32
+ *   layout_gen (records without them decode with an empty mask and generation 0) */
 size_t meta_inode_encode(const struct meta_inode *in, uint8_t *b)
 {
 	const struct weft_attr *a = &in->attr;
@@ -48,10 +49,12 @@ size_t meta_inode_encode(const struct meta_inode *in, uint8_t *b)
 	put_le16(p, tl), p += 2;
 	memcpy(p, in->target, tl), p += tl;
 	uint16_t wl = in->written_len <= META_WRITTEN_MAX ? in->written_len : META_WRITTEN_MAX;
-	if (wl) {
+	if (wl || l->gen) {
 		put_le16(p, wl), p += 2;
 		memcpy(p, in->written, wl), p += wl;
 	}
+	if (l->gen)
+		put_le32(p, l->gen), p += 4;
 	return (size_t)(p - b);
 }
 
@@ -93,10 +96,17 @@ int meta_inode_decode(uint64_t ino, const void *buf, size_t len, struct meta_ino
 	p += out->target_len;
 	if (len > base) {
 		uint16_t wl = len >= base + 2 ? get_le16(p) : 0;
-		if (wl == 0 || wl > META_WRITTEN_MAX || len != base + 2 + wl)
+		size_t end = base + 2 + wl;
+		if (len < base + 2 || wl > META_WRITTEN_MAX || (len != end && len != end + 4) ||
+		    (wl == 0 && len == end))
 			return -EIO;
 		memcpy(out->written, p + 2, wl);
 		out->written_len = wl;
+		if (len == end + 4) {
+			l->gen = get_le32(p + 2 + wl);
+			if (l->gen == 0 || l->gen > WEFT_LAYOUT_GEN_MAX)
+				return -EIO;
+		}
 	}
 	meta_inode_fill_derived(out);
 	return 0;

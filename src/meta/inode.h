@@ -59,7 +59,7 @@ void meta_inode_alloc(struct meta_super *sb, uint64_t *ino, uint64_t *gen);
 /* Codec, exposed for tests. encode returns the bytes written (buf must hold
  * META_INODE_MAXLEN); decode returns 0 or -EIO. */
 #define META_INODE_FIXED_LEN 109
-#define META_INODE_MAXLEN (META_INODE_FIXED_LEN + WEFT_PATH_MAX + 2 + META_WRITTEN_MAX)
+#define META_INODE_MAXLEN (META_INODE_FIXED_LEN + WEFT_PATH_MAX + 2 + META_WRITTEN_MAX + 4)
 size_t meta_inode_encode(const struct meta_inode *in, uint8_t *buf);
 int meta_inode_decode(uint64_t ino, const void *buf, size_t len, struct meta_inode *out);
 

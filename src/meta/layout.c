@@ -82,6 +82,7 @@ int meta_layout_pick(struct meta_db *db, MDB_txn *txn, struct meta_super *sb,
 	out->chain_count = n;
 	out->stripe_count = dflt->stripe_count == 0 || dflt->stripe_count > n ? n : dflt->stripe_count;
 	out->first_chain = *rr % n;
+	out->gen = 0; /* a new file; weft migrate sets the next generation itself */
 	/* a file on fewer chains than there are goes where there is room (one on all of
 	 * them has no choice) */
 	if (out->stripe_count < n)

@@ -13,6 +13,8 @@
 enum meta_pending_kind {
 	META_PENDING_DELETE = 1,   /* delete every object (ino, s) of the layout */
 	META_PENDING_TRUNCATE = 2, /* trim objects to hold only bytes below size */
+	META_PENDING_DROP = 3,     /* remove the objects of one layout generation: the
+				    * layout a `weft migrate` replaced */
 };
 
 struct meta_pending {

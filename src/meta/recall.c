@@ -93,6 +93,12 @@ static int items_of(const struct mreq *r, struct item *it)
 		it[0] = (struct item){MSGP(link)->newparent, N, MSGP(link)->newname};
 		it[1] = (struct item){MSGP(link)->ino, WEFT_RECALL_ATTR, {0}};
 		return 2;
+	case WEFT_OP_MIGRATE:
+		if (MSGP(migrate)->step != WEFT_MIGRATE_BEGIN)
+			return 0;
+		it[0] = (struct item){MSGP(migrate)->ino,
+				      WEFT_RECALL_LAYOUT | WEFT_RECALL_DATA | WEFT_RECALL_ATTR, {0}};
+		return 1;
 	default:
 		return 0;
 	}

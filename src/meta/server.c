@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "meta/chains.h"
 #include "meta/lease.h"
+#include "meta/migrate.h"
 #include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
@@ -107,6 +108,8 @@ static void mut_done(void *arg, int result)
 				     r->opened_ino);
 	if (result == 0 && r->h->wakes_deleter)
 		meta_deleter_wake(r->s->del);
+	if (r->h->op == WEFT_OP_MIGRATE)
+		meta_migrate_done(r->s, r, result);
 	mreq_finish(r, result);
 }
 
@@ -290,9 +293,20 @@ static void on_request(struct conn *c, struct frame *f)
 		mreq_finish(r, -ENOSPC);
 		return;
 	}
-	int rc = meta_recall_submit(s, r);
+	/* a migration is marked before its recalls go: from then on no one opens the
+	 * file with the old layout (migrate.h) */
+	const struct weft_msg_migrate *mg = (const void *)r->msg;
+	bool begin = op == WEFT_OP_MIGRATE && mg->step == WEFT_MIGRATE_BEGIN;
+	int rc = begin ? meta_migrate_mark(s, r, mg->ino) : 0;
+	if (rc) {
+		mreq_finish(r, rc);
+		return;
+	}
+	rc = meta_recall_submit(s, r);
 	if (rc) {
 		meta_recall_done(s, r);
+		if (op == WEFT_OP_MIGRATE)
+			meta_migrate_done(s, r, rc);
 		mreq_finish(r, rc);
 	}
 }
@@ -333,6 +347,7 @@ _Static_assert(offsetof(struct weft_msg_access, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_open, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_extend, cred) == 0, "cred first");
 _Static_assert(offsetof(struct weft_msg_setstripe, cred) == 0, "cred first");
+_Static_assert(offsetof(struct weft_msg_migrate, cred) == 0, "cred first");
 
 static void on_close(struct conn *c, int err)
 {
@@ -340,6 +355,8 @@ static void on_close(struct conn *c, int err)
 	struct meta_server *s = conn_ctx(c);
 	if (s && s->leases)
 		meta_leases_unbind(s->leases, c);
+	if (s)
+		meta_migrate_conn_closed(s, c);
 }
 
 static void on_ready(struct conn *c)
@@ -534,8 +551,10 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	/* WEFT_META_LEASE_MS overrides the lease (tests) */
 	const char *le = getenv("WEFT_META_LEASE_MS");
 	uint32_t lease_ms = le ? (uint32_t)strtoul(le, NULL, 0) : o->lease_ms;
-	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases)) {
+	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases) ||
+	    meta_migrate_new(&s->migrations)) {
 		snprintf(err, errlen, "out of memory");
+		meta_leases_free(s->leases);
 		free(s);
 		return -ENOMEM;
 	}
@@ -633,6 +652,7 @@ fail_db:
 	meta_db_close(s->db);
 fail_free:
 	meta_leases_free(s->leases);
+	meta_migrate_free(s->migrations);
 	free(s);
 	return rc;
 }
@@ -701,6 +721,7 @@ void meta_server_stop(struct meta_server *s)
 	meta_space_close(s->space);
 	meta_db_close(s->db);
 	nodetab_free(s->nodes);
+	meta_migrate_free(s->migrations);
 	free(s->progress);
 	free(s);
 }

@@ -20,6 +20,7 @@ struct meta_deleter;
 struct nodetab;
 struct meta_leases;
 struct meta_park;
+struct meta_migrations;
 
 struct meta_server {
 	struct meta_db *db;
@@ -59,6 +60,7 @@ struct meta_server {
 	struct meta_moves_result moves_res; /* as of the last step */
 	struct meta_leases *leases;  /* lease.h */
 	struct meta_park *parks;     /* mutations waiting for recalls (recall.c); loop thread */
+	struct meta_migrations *migrations; /* files being migrated (migrate.h) */
 	uint64_t next_park;
 	/* after a restart, until this loop_now_ms() no mutation runs: leases the last run
 	 * granted may still be cached by clients (recall.c) */
@@ -104,6 +106,7 @@ struct mreq {
 	/* results */
 	struct weft_attr attr;
 	struct weft_layout layout;
+	struct weft_layout layout2;  /* MIGRATE: the layout it replaces */
 	uint64_t u64;
 	uint32_t u32;
 	bool flag;

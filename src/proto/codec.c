@@ -55,6 +55,7 @@ void proto_layout_put(struct wbuf *w, const struct weft_layout *l)
 	wbuf_u32(w, l->first_chain);
 	wbuf_u32(w, l->chain_count);
 	wbuf_u8(w, l->replicas);
+	wbuf_u32(w, l->gen);
 }
 
 void proto_layout_get(struct rbuf *r, struct weft_layout *l)
@@ -64,8 +65,11 @@ void proto_layout_get(struct rbuf *r, struct weft_layout *l)
 	l->first_chain = rbuf_u32(r);
 	l->chain_count = rbuf_u32(r);
 	l->replicas = rbuf_u8(r);
+	l->gen = rbuf_u32(r);
 	if (l->replicas > WEFT_REPLICAS_MAX)
 		rbuf_fail(r, "layout replicas over 3");
+	else if (l->gen > WEFT_LAYOUT_GEN_MAX)
+		rbuf_fail(r, "layout generation over 65535");
 	else if (l->stripe_unit && (l->stripe_unit < WEFT_STRIPE_UNIT_MIN ||
 				    l->stripe_unit > WEFT_STRIPE_UNIT_MAX ||
 				    (l->stripe_unit & (l->stripe_unit - 1))))

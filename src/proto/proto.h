@@ -25,7 +25,8 @@
  * chains up to replicas + 1 members, OBJ_DATA/OBJ_WRITTEN/EXTEND fields of the sparse
  * work; version 1 peers are refused at HELLO with a one-line error.
  * 3: node credentials: HELLO carries the credential's serial, its reply the server's role
- * and name, and the MACs bind roles, names and version (net/auth.h); NODE_* requests. */
+ * and name, and the MACs bind roles, names and version (net/auth.h); NODE_* requests; a
+ * layout carries its generation (weft migrate). Older peers are refused at HELLO. */
 #define WEFT_PROTO_MIN    3
 #define WEFT_PROTO_MAX    3
 #define WEFT_HDR_SIZE     32
@@ -162,7 +163,20 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0) \
 	F(STR, written, WEFT_WRITTEN_MAX) F(U8, has_blocks, 0) F(U64, blocks, 0)
 #define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
-#define MSG_LAYOUT(F) F(LAYOUT, layout, 0) F(U8, is_default, 0)
+/* migrating: 1 while a `weft migrate` of the file is between BEGIN and SWITCH (a client
+ * that froze the file's I/O for it waits until this is 0, then takes the layout) */
+#define MSG_LAYOUT(F) F(LAYOUT, layout, 0) F(U8, is_default, 0) F(U8, migrating, 0)
+/* weft migrate, in steps (WEFT_MIGRATE_*): BEGIN {layout: the stripe unit, stripe count
+ * and replicas wanted} freezes the file's I/O on every other mount and answers with the
+ * current layout and the new one; SWITCH {layout: BEGIN's new one, written: the new
+ * layout's written-stripes mask} makes it the file's layout; ABORT gives up. */
+#define WEFT_MIGRATE_BEGIN 1
+#define WEFT_MIGRATE_SWITCH 2
+#define WEFT_MIGRATE_ABORT 3
+#define MSG_MIGRATE(F) \
+	F(CRED, cred, 0) F(U64, ino, 0) F(U8, step, 0) F(LAYOUT, layout, 0) \
+	F(STR, written, WEFT_WRITTEN_MAX)
+#define MSG_MIGRATE_REPLY(F) F(LAYOUT, from, 0) F(LAYOUT, to, 0)
 
 /* ---- sessions and leases (client <-> meta) ---- */
 
@@ -330,6 +344,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(dirlist, MSG_DIRLIST) X(statfs_reply, MSG_STATFS_REPLY) X(xattr, MSG_XATTR) \
 	X(size, MSG_SIZE) X(access, MSG_ACCESS) X(open, MSG_OPEN) X(opened, MSG_OPENED) \
 	X(release, MSG_RELEASE) X(reopen, MSG_REOPEN) X(create_open, MSG_CREATE_OPEN) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
+	X(migrate, MSG_MIGRATE) X(migrate_reply, MSG_MIGRATE_REPLY) \
 	X(layout, MSG_LAYOUT) X(session_open, MSG_SESSION_OPEN) X(session, MSG_SESSION) \
 	X(session_id, MSG_SESSION_ID) X(recall, MSG_RECALL) \
 	X(target_register, MSG_TARGET_REGISTER) X(target_registered, MSG_TARGET_REGISTERED) \
@@ -385,6 +400,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(GETSTRIPE,    0x0118, ino, layout) \
 	X(CREATE_OPEN,  0x0119, create_open, opened) \
 	X(REOPEN,       0x011a, reopen, empty) \
+	X(MIGRATE,      0x011b, migrate, migrate_reply) /* weft migrate: BEGIN, SWITCH, ABORT */ \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
 	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \
@@ -414,6 +430,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(TARGET_DRAIN, 0x030b, target_drain, target_out_reply) /* drain or remove */ \
 	X(REBALANCE,    0x030c, rebalance, rebalance_reply) \
 	X(STORE_RATE,   0x040d, store_rate, empty) \
+	X(OBJ_REMOVE,   0x040e, obj_id, empty) /* one object, this target only */ \
 	X(NODE_ADD,     0x0501, node_add, node_cred) /* admin: issue a credential */ \
 	X(NODE_LIST,    0x0502, empty, nodes)        /* admin: the node registry */ \
 	X(NODE_REVOKE,  0x0503, node_name, empty)    /* admin: refuse a node from now on */ \

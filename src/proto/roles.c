@@ -53,7 +53,7 @@ static unsigned store_roles(uint16_t op)
 		return S | M;
 	case WEFT_OP_STORE_SCRUB: case WEFT_OP_STORE_RATE:
 		return A | M;
-	case WEFT_OP_OBJ_LIST: case WEFT_OP_OBJ_DELETE:
+	case WEFT_OP_OBJ_LIST: case WEFT_OP_OBJ_DELETE: case WEFT_OP_OBJ_REMOVE:
 		return M;
 	default:
 		return 0;

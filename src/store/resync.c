@@ -746,8 +746,9 @@ static int object_chain(struct store_server *s, uint64_t ino, uint32_t stripe, u
 	int rc = store_meta_layout(s, ino, &l);
 	if (rc)
 		return rc;
-	if (!l.chain_count)
-		return -EINVAL;
+	if (!l.chain_count || stripe / WEFT_LAYOUT_GEN_STRIDE != l.gen)
+		return -EINVAL; /* not (or no longer) an object of the file's layout */
+	stripe %= WEFT_LAYOUT_GEN_STRIDE;
 	*replicas = l.replicas;
 	*chain = (uint32_t)(((uint64_t)l.first_chain + stripe) % l.chain_count);
 	return 0;

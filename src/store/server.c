@@ -246,6 +246,19 @@ static void do_delete(struct sreq *q)
 		store_reply_status(q, 0);
 }
 
+/* One object, on this target only (not forwarded): meta's deleter sends it to every
+ * member of the chain that held a layout a migrate replaced. */
+static void do_remove(struct sreq *q)
+{
+	int rc = store_obj_delete(q->s->objs, q->m.id.ino, q->m.id.stripe);
+	if (rc && rc != -ENOENT)
+		conn_reply_error(q->c, q->f, rc, q->s->target_id, "target %u: remove ino %" PRIu64
+				 " object %" PRIu32 ": %s", q->s->target_id, q->m.id.ino,
+				 q->m.id.stripe, weft_strerror(rc));
+	else
+		store_reply_status(q, 0);
+}
+
 static void do_stats(struct sreq *q)
 {
 	struct store_server *s = q->s;
@@ -287,6 +300,7 @@ static uint64_t key_truncate(const struct sreq *q) { return store_obj_key(q->m.t
 static uint64_t key_sync(const struct sreq *q) { return store_obj_key(q->m.sy.ino, q->m.sy.stripe); }
 static uint64_t key_read(const struct sreq *q) { return store_obj_key(q->m.r.ino, q->m.r.stripe); }
 static uint64_t key_extent(const struct sreq *q) { return store_obj_key(q->m.x.ino, q->m.x.stripe); }
+static uint64_t key_id(const struct sreq *q) { return store_obj_key(q->m.id.ino, q->m.id.stripe); }
 /* a repair peer's read comes after the object's writes; other reads go anywhere */
 static uint64_t key_read_repair(const struct sreq *q)
 {
@@ -335,6 +349,8 @@ static const struct store_op store_ops[] = {
 	{WEFT_OP_OBJ_LIST, true, false, false, key_any, do_list},
 	/* OBJ_DELETE: replies empty; deletes every object of the inode on this target. */
 	{WEFT_OP_OBJ_DELETE, true, false, false, key_any, do_delete},
+	/* OBJ_REMOVE: replies empty; deletes one object (ino, object number) here. */
+	{WEFT_OP_OBJ_REMOVE, true, false, false, key_id, do_remove},
 	/* STORE_STATS: replies STORE_STATS (space, counters); changes nothing. */
 	{WEFT_OP_STORE_STATS, false, true, false, key_any, do_stats},
 };

@@ -113,6 +113,15 @@ static bool not_needed(const struct store_server *s, const struct weft_chain_set
 	*why = "no layout";
 	if (!l->chain_count)
 		return false;
+	/* object numbers carry the layout generation (weft/types.h) */
+	uint32_t gen = stripe / WEFT_LAYOUT_GEN_STRIDE;
+	stripe %= WEFT_LAYOUT_GEN_STRIDE;
+	*why = "a migration's copy of the file";
+	if (gen > l->gen)
+		return false;
+	*why = "a layout a migration replaced";
+	if (gen < l->gen)
+		return true;
 	uint32_t chain = (uint32_t)(((uint64_t)l->first_chain + stripe) % l->chain_count);
 	const struct weft_chain *c = proto_chain_set_get(set, l->replicas, chain);
 	*why = "its chain moves (or is unknown here)";

@@ -56,7 +56,7 @@ static void test_codecs(void)
 	in.attr = (struct weft_attr){ .ino = 42, .gen = 7, .mode = S_IFLNK | 0777, .nlink = 1,
 				      .uid = 1000, .gid = 100, .size = 3, .atime_ns = -5,
 				      .mtime_ns = 123456789, .ctime_ns = 1 };
-	in.layout = (struct weft_layout){ 1 << 20, 4, 2, 8, 2 };
+	in.layout = (struct weft_layout){ 1 << 20, 4, 2, 8, 2, 0 };
 	in.parent = 9;
 	in.next_cookie = 77;
 	in.flags = META_INODE_ORPHAN;
@@ -79,7 +79,7 @@ static void test_codecs(void)
 	/* a regular file's written-stripes mask: kept after the target, trimmed by size */
 	memset(&in, 0, sizeof(in));
 	in.attr = (struct weft_attr){ .ino = 43, .gen = 1, .mode = S_IFREG | 0644, .nlink = 1 };
-	in.layout = (struct weft_layout){ 1 << 20, 20, 0, 20, 2 };
+	in.layout = (struct weft_layout){ 1 << 20, 20, 0, 20, 2, 0 };
 	n = meta_inode_encode(&in, buf);
 	CHECK_INT(n, ==, META_INODE_FIXED_LEN); /* empty mask: the old record */
 	uint8_t mask[3] = {0x05, 0x00, 0x08}; /* stripes 0, 2, 19 */
@@ -100,6 +100,14 @@ static void test_codecs(void)
 	CHECK_INT(out.written[0], ==, 0x01);
 	meta_inode_trim_written(&out, 0);
 	CHECK_INT(out.written_len, ==, 0);
+	/* a migrated file: layout generation after an empty mask */
+	out.layout.gen = 7;
+	n = meta_inode_encode(&out, buf);
+	CHECK_INT(n, ==, META_INODE_FIXED_LEN + 2 + 4);
+	CHECK_OK(meta_inode_decode(43, buf, n, &in));
+	CHECK_INT(in.layout.gen, ==, 7);
+	CHECK_INT(in.written_len, ==, 0);
+	CHECK_INT(meta_inode_decode(43, buf, n - 1, &in), ==, -EIO);
 
 	struct meta_super sb = { .format = META_FORMAT_VERSION, .next_ino = 5, .rr = { 1, 2, 3 } }, sb2;
 	uint8_t sbuf[META_SUPER_LEN];
@@ -828,6 +836,29 @@ static void test_access_statfs_stripe(void)
 	TX_END();
 }
 
+/* A migrate's DROP row keeps the replaced layout's generation; older rows read as 0. */
+static void test_pending_drop(void)
+{
+	TX_BEGIN(db);
+	size_t p0 = npending();
+	struct weft_layout l = {1 << 20, 2, 1, 4, 2, 5};
+	CHECK_OK(meta_pending_add(db, C.txn, META_PENDING_DROP, 77, 0, &l));
+	l.gen = 0;
+	CHECK_OK(meta_pending_add(db, C.txn, META_PENDING_DELETE, 78, 0, &l));
+	struct meta_pending p[64];
+	size_t n;
+	CHECK_OK(meta_pending_list(db, C.txn, 0, p, 64, &n));
+	CHECK_INT(n, ==, p0 + 2);
+	CHECK_INT(p[n - 2].kind, ==, META_PENDING_DROP);
+	CHECK_INT(p[n - 2].ino, ==, 77);
+	CHECK_INT(p[n - 2].layout.gen, ==, 5);
+	CHECK_INT(p[n - 2].layout.stripe_count, ==, 2);
+	CHECK_INT(p[n - 1].layout.gen, ==, 0);
+	CHECK_OK(meta_pending_done(db, C.txn, p[n - 2].seq));
+	CHECK_OK(meta_pending_done(db, C.txn, p[n - 1].seq));
+	TX_END();
+}
+
 int main(void)
 {
 	char dir[256];
@@ -847,6 +878,7 @@ int main(void)
 	test_readdir();
 	test_xattr();
 	test_access_statfs_stripe();
+	test_pending_drop();
 	tmeta_close(db, dir);
 
 	/* mkfs --force replaces a file system; open of an empty dir is ENOENT */

@@ -32,7 +32,8 @@ static char text[WEFT_NODES_TEXT_MAX > WEFT_PATH_MAX ? WEFT_NODES_TEXT_MAX : WEF
 				  .size = rnd() >> 3, .mtime_ns = (int64_t)rnd()};
 #define FILL_LAYOUT(f, l) \
 	m->f = (struct weft_layout){.stripe_unit = 1u << (16 + rnd() % 9), .stripe_count = 4, \
-				    .first_chain = 3, .chain_count = 8, .replicas = (uint8_t)(1 + rnd() % 3)};
+				    .first_chain = 3, .chain_count = 8, .replicas = (uint8_t)(1 + rnd() % 3), \
+				    .gen = (uint32_t)(rnd() % (WEFT_LAYOUT_GEN_MAX + 1))};
 #define FILL_CRED(f, l) \
 	m->f.uid = (uint32_t)rnd(); m->f.ngroups = (uint32_t)(rnd() % (WEFT_GROUPS_MAX + 1)); \
 	for (uint32_t i = 0; i < m->f.ngroups; i++) m->f.groups[i] = (uint32_t)rnd();
@@ -165,6 +166,13 @@ static void test_field_limits(void)
 	struct weft_msg_layout ld;
 	CHECK_INT(proto_layout_decode(w.data, w.len, &ld, &why), ==, -WEFT_EPROTO);
 	CHECK(strstr(why, "stripe unit") != NULL);
+	/* a layout generation past the object numbers' room */
+	wbuf_reset(&w);
+	lm = (struct weft_msg_layout){.layout = {.stripe_unit = 65536, .replicas = 1,
+						 .gen = WEFT_LAYOUT_GEN_MAX + 1}};
+	proto_layout_encode(&w, &lm);
+	CHECK_INT(proto_layout_decode(w.data, w.len, &ld, &why), ==, -WEFT_EPROTO);
+	CHECK(strstr(why, "generation") != NULL);
 	wbuf_free(&w);
 }
 

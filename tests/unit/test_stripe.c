@@ -50,10 +50,25 @@ static void test_object_len(void)
 	}
 }
 
+/* Generation 0 names objects by stripe; a migrated layout's are stride apart, and the
+ * chain of a stripe does not depend on the generation. */
+static void test_object_numbers(void)
+{
+	struct weft_layout l = {.stripe_unit = 65536, .stripe_count = 3, .first_chain = 2,
+				.chain_count = 4, .replicas = 2};
+	CHECK_INT(stripe_object(&l, 2), ==, 2);
+	l.gen = 3;
+	CHECK_INT(stripe_object(&l, 2), ==, 2 + 3 * WEFT_LAYOUT_GEN_STRIDE);
+	CHECK_INT(stripe_chain(&l, 2), ==, 0);
+	l.gen = WEFT_LAYOUT_GEN_MAX;
+	CHECK_INT(stripe_object(&l, WEFT_LAYOUT_GEN_STRIDE - 1), ==, UINT32_MAX);
+}
+
 int main(void)
 {
 	test_map();
 	test_object_len();
+	test_object_numbers();
 	printf("test_stripe: ok\n");
 	return 0;
 }
