@@ -101,31 +101,6 @@ static int data_extent(struct weft_client *c, uint64_t ino, const struct weft_la
 	return 0;
 }
 
-/* An abandoned copy's objects, removed from every member of their chains while the
- * file is still marked (no other migration can start writing the same generation).
- * Best effort: what is left is cleared by the next migrate's truncate, or goes with the
- * file. */
-static void remove_copies(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
-{
-	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
-	for (uint32_t s = 0; s < sc; s++) {
-		struct weft_chain ch;
-		if (client_chain(c, l->replicas, stripe_chain(l, s), &ch))
-			continue;
-		for (int i = 0; i < ch.nmembers; i++) {
-			struct conn *cn;
-			if (client_store_conn(c, ch.members[i].target, &cn))
-				continue;
-			struct wbuf w;
-			wbuf_init(&w);
-			struct weft_msg_obj_id m = {.ino = ino, .stripe = stripe_object(l, s)};
-			proto_obj_id_encode(&w, &m);
-			conn_call_sync(cn, WEFT_OP_OBJ_REMOVE, &w, NULL, 0, 10000, NULL);
-			conn_put(cn);
-		}
-	}
-}
-
 struct copy_write {
 	struct wblock b;
 	struct io_batch *batch;
@@ -257,7 +232,8 @@ int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	free(wi);
 	return 0;
 abort:
-	remove_copies(c, ino, &lay.to);
+	/* meta queues the abandoned copy's objects for its deleter (only meta may remove
+	 * objects from a store) */
 	migrate_call(c, cr, ino, WEFT_MIGRATE_ABORT, &lay.to, NULL, 0, NULL, NULL, 0);
 	free(buf);
 	free(check);

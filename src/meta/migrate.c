@@ -96,11 +96,12 @@ bool meta_migrate_busy(struct meta_server *s, uint64_t ino)
 	return busy;
 }
 
-static void unmark(struct meta_migrations *t, uint64_t ino)
+/* Ends ino's migration; with by set, only when by is the migrator's connection. */
+static void unmark(struct meta_migrations *t, uint64_t ino, const struct conn *by)
 {
 	pthread_mutex_lock(&t->lock);
 	struct migration *m = find(t, ino);
-	if (m)
+	if (m && (!by || m->c == by))
 		m->ino = 0;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -153,7 +154,8 @@ static int do_switch(struct mreq *r, const struct meta_ctx *c, struct meta_inode
 	struct meta_migrations *t = r->s->migrations;
 	pthread_mutex_lock(&t->lock);
 	struct migration *g = find(t, in->attr.ino);
-	bool ok = g && g->has_to && memcmp(&g->to, &m->layout, sizeof(g->to)) == 0;
+	bool ok = g && g->has_to && g->c == r->c &&
+		  memcmp(&g->to, &m->layout, sizeof(g->to)) == 0;
 	pthread_mutex_unlock(&t->lock);
 	if (!ok) {
 		snprintf(r->detail, sizeof(r->detail), "no migration of this file in progress");
@@ -174,11 +176,27 @@ static int do_switch(struct mreq *r, const struct meta_ctx *c, struct meta_inode
 	return rc;
 }
 
+/* ABORT: the abandoned copy's objects (the new generation) are queued for the deleter,
+ * which removes them from every member of their chains, while the file is still marked
+ * (no other migration writes that generation meanwhile). */
+static int abort_copy(struct mreq *r, const struct meta_ctx *c)
+{
+	struct meta_migrations *t = r->s->migrations;
+	pthread_mutex_lock(&t->lock);
+	struct migration *g = find(t, MSGM->ino);
+	bool has = g && g->has_to && g->c == r->c; /* the migrator's own abort only */
+	struct weft_layout to = has ? g->to : (struct weft_layout){0};
+	pthread_mutex_unlock(&t->lock);
+	if (!has)
+		return 0;
+	return meta_pending_add(c->db, c->txn, META_PENDING_DROP, MSGM->ino, 0, &to);
+}
+
 int meta_migrate_apply(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_migrate *m = MSGM;
 	if (m->step == WEFT_MIGRATE_ABORT)
-		return 0;
+		return abort_copy(r, c);
 	struct meta_inode in;
 	int rc = meta_inode_get_ref(c->db, c->txn, m->ino, 0, &in);
 	if (rc)
@@ -203,7 +221,7 @@ void meta_migrate_done(struct meta_server *s, struct mreq *r, int result)
 	 * so the migrator may try again or give up */
 	if ((m->step == WEFT_MIGRATE_BEGIN && result) ||
 	    (m->step == WEFT_MIGRATE_SWITCH && !result) || m->step == WEFT_MIGRATE_ABORT)
-		unmark(s->migrations, m->ino);
+		unmark(s->migrations, m->ino, r->c); /* nobody else's request ends it */
 }
 
 void meta_migrate_conn_closed(struct meta_server *s, struct conn *c)

@@ -101,6 +101,8 @@ static void attacks(const char *meta_addr, const char *store_addr)
 		snprintf(what, sizeof(what), "OBJ_DELETE of inode %llu", (unsigned long long)ino);
 		attempt(store, what, WEFT_OP_OBJ_DELETE, &od);
 	}
+	struct weft_msg_obj_id orm = {.ino = 1, .stripe = 0};
+	attempt(store, "OBJ_REMOVE of one object", WEFT_OP_OBJ_REMOVE, &orm);
 	struct weft_msg_store_scrub sc = {.rate = 1};
 	attempt(store, "STORE_SCRUB", WEFT_OP_STORE_SCRUB, &sc);
 
