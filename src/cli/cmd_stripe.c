@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "common/log.h"
+#include "mount/layout_xattr.h"
 #include "net/rpc.h"
 #include "weft/err.h"
 
@@ -109,9 +111,46 @@ static int call(const char *verb, struct stripe_args *a, uint16_t op, struct wbu
 	return 0;
 }
 
+/* Through the mount when no option names a cluster or a key: the "weft.layout" extended
+ * attribute, with this process's own credentials. The helpers below return 0, 1 (failed,
+ * printed), or -1 when the mount does not offer it (then the direct way is tried). */
+static bool through_mount(const struct stripe_args *a)
+{
+	return !a->co.key && !a->co.meta && !a->co.dir;
+}
+
+static int xattr_fail(const char *verb, const char *path, int e)
+{
+	if (e == ENOTSUP || e == ENODATA)
+		return -1;
+	return cli_fail(verb, "%s: %s", path,
+			e == EINVAL ? "not a layout (stripe unit a power of two from 64K to 16M, "
+				      "replicas 1-3, no more chains or replicas than there are)" :
+			strerror(e));
+}
+
+static int get_layout_xattr(const char *verb, struct stripe_args *a, struct weft_layout *l,
+			    bool *is_default)
+{
+	char text[256];
+	ssize_t n = getxattr(a->path, WEFT_LAYOUT_XATTR, text, sizeof(text) - 1);
+	if (n < 0)
+		return xattr_fail(verb, a->path, errno);
+	*l = (struct weft_layout){0};
+	*is_default = false;
+	if (layout_xattr_parse(text, (size_t)n, l, is_default))
+		return cli_fail(verb, "%s: the mount's layout attribute is malformed", a->path);
+	return 0;
+}
+
 static int get_layout(const char *verb, struct stripe_args *a, uint64_t ino,
 		      struct weft_layout *l, bool *is_default)
 {
+	if (through_mount(a)) {
+		int rc = get_layout_xattr(verb, a, l, is_default);
+		if (rc >= 0)
+			return rc;
+	}
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.ino = ino};
@@ -184,6 +223,21 @@ static int setstripe_run(int argc, char **argv)
 	struct stat st;
 	if (stat(a.path, &st) < 0)
 		return cli_fail("setstripe", "%s: %s", a.path, strerror(errno));
+	if (through_mount(&a)) {
+		char text[128];
+		int n = 0;
+		if (a.unit)
+			n += snprintf(text + n, sizeof(text) - n, "stripe_unit=%u ", (unsigned)a.unit);
+		if (a.count >= 0)
+			n += snprintf(text + n, sizeof(text) - n, "stripe_count=%ld ", a.count);
+		if (a.replicas > 0)
+			n += snprintf(text + n, sizeof(text) - n, "replicas=%ld", a.replicas);
+		if (setxattr(a.path, WEFT_LAYOUT_XATTR, text, strlen(text), 0) == 0)
+			return 0;
+		rc = xattr_fail("setstripe", a.path, errno);
+		if (rc >= 0)
+			return rc;
+	}
 	struct weft_layout l;
 	bool def;
 	rc = get_layout("setstripe", &a, st.st_ino, &l, &def);
@@ -211,7 +265,9 @@ const struct cli_verb cmd_getstripe = {
 	.summary = "show the layout of a file or a directory's default",
 	.usage = "weft getstripe PATH [--json] [--meta HOST:PORT | --dir STATE] [--key FILE]\n\n"
 		 "Shows stripe unit, stripe count and replicas of a file (and its first chain),\n"
-		 "or the default layout a directory gives new files.",
+		 "or the default layout a directory gives new files. Without --meta, --dir or\n"
+		 "--key it asks the mount (the weft.layout attribute), as the calling user: no\n"
+		 "key needed.",
 	.run = getstripe_run,
 };
 
@@ -223,6 +279,8 @@ const struct cli_verb cmd_setstripe = {
 		 "On a directory, sets the layout new files in it get (and new subdirectories\n"
 		 "inherit). On a file, only while it is empty. SIZE is a power of two from 64K\n"
 		 "to 16M; N = 0 means as many chains as there are; R is 1, 2 or 3 and may not\n"
-		 "exceed the number of storage nodes.",
+		 "exceed the number of storage nodes. Without --meta, --dir or --key it goes\n"
+		 "through the mount (the weft.layout attribute) as the calling user, who must\n"
+		 "own PATH: no key needed.",
 	.run = setstripe_run,
 };

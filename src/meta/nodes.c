@@ -19,19 +19,35 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "meta/perm.h"
 #include "net/nodetab.h"
 #include "net/server.h"
 #include "weft/err.h"
 
 #define MSG(type) ((const struct weft_msg_##type *)(const void *)r->msg)
 
-#define NODE_REC_V1 1
+#define NODE_REC_V1 1 /* 7 bytes: version, role, serial, revoked */
+#define NODE_REC_V2 2 /* + u8 flags, u32 uid_lo, uid_hi, gid_lo, gid_hi: 24 bytes */
 
 struct node_rec {
 	uint8_t role;
 	uint32_t serial;
 	bool revoked;
+	struct node_policy policy;
 };
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
 
 static int rec_get(struct meta_db *db, MDB_txn *txn, const char *name, struct node_rec *out)
 {
@@ -40,19 +56,30 @@ static int rec_get(struct meta_db *db, MDB_txn *txn, const char *name, struct no
 	if (rc)
 		return meta_mdb_err(rc);
 	const uint8_t *p = v.mv_data;
-	if (v.mv_size < 7 || p[0] != NODE_REC_V1)
+	if (v.mv_size < 7 || (p[0] != NODE_REC_V1 && p[0] != NODE_REC_V2) ||
+	    (p[0] == NODE_REC_V2 && v.mv_size < 24))
 		return -EIO;
 	out->role = p[1];
-	out->serial = (uint32_t)p[2] | (uint32_t)p[3] << 8 | (uint32_t)p[4] << 16 |
-		      (uint32_t)p[5] << 24;
+	out->serial = get32(p + 2);
 	out->revoked = p[6];
+	out->policy = NODE_POLICY_ANY;
+	if (p[0] == NODE_REC_V2)
+		out->policy = (struct node_policy){.trusted = p[7] & WEFT_NODE_TRUSTED,
+						   .uid_lo = get32(p + 8), .uid_hi = get32(p + 12),
+						   .gid_lo = get32(p + 16), .gid_hi = get32(p + 20)};
 	return 0;
 }
 
 static int rec_put(struct meta_db *db, MDB_txn *txn, const char *name, const struct node_rec *n)
 {
-	uint8_t b[7] = {NODE_REC_V1, n->role, (uint8_t)n->serial, (uint8_t)(n->serial >> 8),
-			(uint8_t)(n->serial >> 16), (uint8_t)(n->serial >> 24), n->revoked};
+	uint8_t b[24] = {NODE_REC_V2, n->role};
+	put32(b + 2, n->serial);
+	b[6] = n->revoked;
+	b[7] = n->policy.trusted ? WEFT_NODE_TRUSTED : 0;
+	put32(b + 8, n->policy.uid_lo);
+	put32(b + 12, n->policy.uid_hi);
+	put32(b + 16, n->policy.gid_lo);
+	put32(b + 20, n->policy.gid_hi);
 	MDB_val k = {strlen(name), (void *)name}, v = {sizeof(b), b};
 	return meta_mdb_err(meta_mdb_put(txn, db->nodes, &k, &v, 0));
 }
@@ -79,7 +106,8 @@ int meta_nodes_load(struct meta_server *s)
 			name[k.mv_size] = 0;
 			rc = rec_get(s->db, txn, name, &n);
 			if (rc == 0)
-				rc = nodetab_set(s->nodes, name, n.role, n.serial, n.revoked);
+				rc = nodetab_set(s->nodes, name, n.role, n.serial, n.revoked,
+						 &n.policy);
 			mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 		}
 		mdb_cursor_close(cur);
@@ -128,16 +156,31 @@ static int h_node_add(struct mreq *r, const struct meta_ctx *c)
 			 "client, store or admin", WEFT_NODE_MAX);
 		return -EINVAL;
 	}
+	if (m->uid_lo > m->uid_hi || m->gid_lo > m->gid_hi) {
+		snprintf(r->detail, sizeof(r->detail), "a uid or gid range runs backwards");
+		return -EINVAL;
+	}
 	char name[WEFT_NODE_MAX + 1];
 	proto_str_copy(name, sizeof(name), m->name);
 	struct node_rec n = {0};
 	int rc = rec_get(c->db, c->txn, name, &n);
 	if (rc && rc != -ENOENT)
 		return rc;
-	n.role = m->role;
-	n.serial++;
-	n.revoked = false;
+	if ((m->flags & WEFT_NODE_POLICY_ONLY) && rc == -ENOENT) {
+		snprintf(r->detail, sizeof(r->detail), "no node named %s", name);
+		return rc;
+	}
+	n.policy = (struct node_policy){.trusted = m->flags & WEFT_NODE_TRUSTED,
+					.uid_lo = m->uid_lo, .uid_hi = m->uid_hi,
+					.gid_lo = m->gid_lo, .gid_hi = m->gid_hi};
+	if (!(m->flags & WEFT_NODE_POLICY_ONLY)) {
+		n.role = m->role;
+		n.serial++;
+		n.revoked = false;
+	}
 	r->u32 = n.serial;
+	r->rec_role = n.role;
+	r->rec_revoked = n.revoked;
 	return rec_put(c->db, c->txn, name, &n);
 }
 
@@ -146,8 +189,18 @@ static void rep_node_add(struct mreq *r, struct wbuf *w)
 	const struct weft_msg_node_add *m = MSG(node_add);
 	char name[WEFT_NODE_MAX + 1];
 	proto_str_copy(name, sizeof(name), m->name);
-	nodetab_set(r->s->nodes, name, m->role, r->u32, false);
+	struct node_policy pol = {.trusted = m->flags & WEFT_NODE_TRUSTED, .uid_lo = m->uid_lo,
+				  .uid_hi = m->uid_hi, .gid_lo = m->gid_lo, .gid_hi = m->gid_hi};
+	nodetab_set(r->s->nodes, name, r->rec_role, r->u32, r->rec_revoked, &pol);
 	atomic_fetch_add(&r->s->nodes_version, 1);
+	if (m->flags & WEFT_NODE_POLICY_ONLY) { /* no new key: an empty credential */
+		struct weft_msg_node_cred rep = {.serial = r->u32};
+		proto_node_cred_encode(w, &rep);
+		log_info("node %s: policy set (%s, uids %u-%u, gids %u-%u)", name,
+			 pol.trusted ? "trusted" : "root squashed", pol.uid_lo, pol.uid_hi, pol.gid_lo,
+			 pol.gid_hi);
+		return;
+	}
 	struct weft_key cred;
 	auth_cred_derive(&r->s->key, m->role, name, r->u32, &cred);
 	struct weft_msg_node_cred rep = {.serial = r->u32, .has_service = cred.has_svc};
@@ -188,8 +241,9 @@ static void rep_node_revoke(struct mreq *r, struct wbuf *w)
 	uint8_t role;
 	uint32_t serial;
 	bool revoked;
-	if (nodetab_get(r->s->nodes, name, &role, &serial, &revoked))
-		nodetab_set(r->s->nodes, name, role, serial, true);
+	struct node_policy pol;
+	if (nodetab_get(r->s->nodes, name, &role, &serial, &revoked, &pol))
+		nodetab_set(r->s->nodes, name, role, serial, true, &pol);
 	atomic_fetch_add(&r->s->nodes_version, 1);
 	log_info("node %s: revoked", name);
 }
@@ -272,4 +326,56 @@ void meta_nodes_tick(struct meta_server *s)
 	nodetab_format(s->nodes, &text);
 	server_foreach(s->srv, push_store, &text);
 	wbuf_free(&text);
+}
+
+/* ---- a client node's policy on its requests (loop thread) ---- */
+
+static struct log_limit policy_lines = LOG_LIMIT_INIT;
+
+static bool in_range(uint32_t id, uint32_t lo, uint32_t hi)
+{
+	return id == META_NOBODY || (id >= lo && id <= hi);
+}
+
+int meta_nodes_clamp(struct meta_server *s, struct conn *c, struct weft_cred *cred, char *detail,
+		     size_t cap)
+{
+	if (conn_peer_serial(c) == 0 || conn_peer_role(c) != WEFT_ROLE_CLIENT)
+		return 0; /* the cluster key and admins speak for any uid */
+	uint8_t role;
+	uint32_t serial;
+	bool revoked;
+	struct node_policy p;
+	const char *node = conn_peer_name(c);
+	if (!nodetab_get(s->nodes, node, &role, &serial, &revoked, &p) || revoked ||
+	    serial != conn_peer_serial(c)) {
+		snprintf(detail, cap, "node %s is no longer registered with this credential", node);
+		return -EACCES;
+	}
+	if (!p.trusted)
+		meta_perm_squash(cred);
+	uint32_t bad = 0;
+	const char *what = NULL;
+	if (!in_range(cred->uid, p.uid_lo, p.uid_hi)) {
+		bad = cred->uid;
+		what = "uid";
+	} else if (!in_range(cred->gid, p.gid_lo, p.gid_hi)) {
+		bad = cred->gid;
+		what = "gid";
+	} else {
+		for (uint32_t i = 0; i < cred->ngroups && i < WEFT_GROUPS_MAX; i++)
+			if (!in_range(cred->groups[i], p.gid_lo, p.gid_hi)) {
+				bad = cred->groups[i];
+				what = "group";
+				break;
+			}
+	}
+	if (!what)
+		return 0;
+	snprintf(detail, cap, "%s %u is outside what node %s may act as (uids %u-%u, gids %u-%u)",
+		 what, bad, node, p.uid_lo, p.uid_hi, p.gid_lo, p.gid_hi);
+	unsigned dropped;
+	if (log_limit_ok(&policy_lines, 10, 10000, &dropped))
+		log_warn("refused a request from %s: %s", conn_peer(c), detail);
+	return -EACCES;
 }

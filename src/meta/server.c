@@ -262,6 +262,12 @@ static void on_request(struct conn *c, struct frame *f)
 		memcpy(&r->cred, r->msg, sizeof(r->cred));
 		if (s->root_squash)
 			meta_perm_squash(&r->cred);
+		if (meta_nodes_clamp(s, c, &r->cred, r->detail, sizeof(r->detail))) {
+			conn_reply_error(c, f, -EACCES, 0, "%s", r->detail);
+			frame_free(f);
+			free(r);
+			return;
+		}
 	}
 	conn_get(c);
 	if (!h->write) {

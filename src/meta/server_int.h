@@ -112,6 +112,8 @@ struct mreq {
 	bool flag;
 	struct wbuf bulk;           /* reply bulk, if any */
 	uint64_t opened_ino;        /* CREATE_OPEN: the open this request counted, if any */
+	uint8_t rec_role;           /* NODE_ADD: the node's role and state as written */
+	bool rec_revoked;
 	uint16_t written_len;       /* OPENED: the file's written-stripes mask */
 	uint8_t written[META_WRITTEN_MAX];
 	uint64_t busy[4];           /* inodes this mutation marked busy (lease.h) */
@@ -133,6 +135,11 @@ int meta_nodes_load(struct meta_server *s);
 int meta_nodes_verify(void *arg, uint8_t role, const char *name, uint32_t serial,
 		      uint8_t out[WEFT_KEY_LEN], char *why, size_t whylen);
 void meta_nodes_ready(struct meta_server *s, struct conn *c);
+/* A client node's policy on a request's credentials (Lustre's nodemap): root squashed
+ * unless the node is trusted; uids and gids outside its ranges refused. Credentials of
+ * the cluster key and of admins pass as they are. 0, or -EACCES with detail. */
+int meta_nodes_clamp(struct meta_server *s, struct conn *c, struct weft_cred *cred, char *detail,
+		     size_t cap);
 void meta_nodes_tick(struct meta_server *s);
 
 /* Host part of a "host:port" the store gave when it is unspecified ("", 0.0.0.0, ::)

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "net/metrics.h"
 #include "net/stats.h"
+#include "mount/layout_xattr.h"
 #include "mount/statsfile.h"
 #include "weft/client.h"
 #include "weft/err.h"
@@ -933,6 +934,35 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &st);
 }
 
+/* "weft.layout": the layout as text (layout_xattr.h), read and set at meta with the
+ * caller's credentials (meta checks that the caller owns what it changes). */
+static int layout_get(const struct weft_cred *cr, fuse_ino_t ino, char *buf, size_t cap)
+{
+	struct weft_layout l;
+	bool def = false;
+	int err = weft_getstripe(wc, cr, ino, &l, &def);
+	if (err)
+		return err;
+	struct weft_attr a;
+	err = weft_getattr(wc, cr, ino, &a);
+	if (err)
+		return err;
+	return (int)layout_xattr_format(&l, S_ISDIR(a.mode), def, buf, cap);
+}
+
+static int layout_set(const struct weft_cred *cr, fuse_ino_t ino, const char *value,
+		      size_t size)
+{
+	struct weft_layout l;
+	bool def = false;
+	int err = weft_getstripe(wc, cr, ino, &l, &def);
+	if (err)
+		return err;
+	if (layout_xattr_parse(value, size, &l, NULL))
+		return -EINVAL;
+	return weft_setstripe(wc, cr, ino, &l);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -940,7 +970,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	int err;
-	ASK(req, cr, err, weft_setxattr(wc, &cr, ino, name, value, size, (uint32_t)flags));
+	if (strcmp(name, WEFT_LAYOUT_XATTR) == 0)
+		ASK(req, cr, err, layout_set(&cr, ino, value, size));
+	else
+		ASK(req, cr, err, weft_setxattr(wc, &cr, ino, name, value, size, (uint32_t)flags));
 	fuse_reply_err(req, sys_err(err));
 }
 
@@ -948,8 +981,21 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	struct weft_cred cr;
 	cred_of(req, &cr);
-	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
+	if (strcmp(name, WEFT_LAYOUT_XATTR) == 0) {
+		char text[256];
+		ASK(req, cr, n, layout_get(&cr, ino, text, sizeof(text)));
+		if (n < 0)
+			fuse_reply_err(req, sys_err((int)n));
+		else if (size == 0)
+			fuse_reply_xattr(req, (size_t)n);
+		else if ((size_t)n > size)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, text, (size_t)n);
+		return;
+	}
+	char *buf = size ? malloc(size) : NULL;
 	ASK(req, cr, n, weft_getxattr(wc, &cr, ino, name, buf, size));
 	if (n < 0)
 		fuse_reply_err(req, sys_err((int)n));

@@ -14,6 +14,7 @@ struct node_entry {
 	uint8_t role;
 	uint32_t serial;
 	bool revoked;
+	struct node_policy policy;
 };
 
 struct nodetab {
@@ -48,7 +49,7 @@ static struct node_entry *find(struct nodetab *t, const char *name)
 }
 
 static int set_locked(struct nodetab *t, const char *name, uint8_t role, uint32_t serial,
-		      bool revoked)
+		      bool revoked, const struct node_policy *policy)
 {
 	struct node_entry *e = find(t, name);
 	if (!e) {
@@ -66,20 +67,21 @@ static int set_locked(struct nodetab *t, const char *name, uint8_t role, uint32_
 	e->role = role;
 	e->serial = serial;
 	e->revoked = revoked;
+	e->policy = policy ? *policy : NODE_POLICY_ANY;
 	return 0;
 }
 
 int nodetab_set(struct nodetab *t, const char *name, uint8_t role, uint32_t serial,
-		bool revoked)
+		bool revoked, const struct node_policy *policy)
 {
 	pthread_mutex_lock(&t->lock);
-	int rc = set_locked(t, name, role, serial, revoked);
+	int rc = set_locked(t, name, role, serial, revoked, policy);
 	pthread_mutex_unlock(&t->lock);
 	return rc;
 }
 
 bool nodetab_get(struct nodetab *t, const char *name, uint8_t *role, uint32_t *serial,
-		 bool *revoked)
+		 bool *revoked, struct node_policy *policy)
 {
 	pthread_mutex_lock(&t->lock);
 	struct node_entry *e = find(t, name);
@@ -87,6 +89,8 @@ bool nodetab_get(struct nodetab *t, const char *name, uint8_t *role, uint32_t *s
 		*role = e->role;
 		*serial = e->serial;
 		*revoked = e->revoked;
+		if (policy)
+			*policy = e->policy;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return e != NULL;
@@ -98,7 +102,7 @@ bool nodetab_allows(struct nodetab *t, bool strict, uint8_t role, const char *na
 	uint8_t r;
 	uint32_t s;
 	bool revoked;
-	if (!nodetab_get(t, name, &r, &s, &revoked)) {
+	if (!nodetab_get(t, name, &r, &s, &revoked, NULL)) {
 		if (strict)
 			snprintf(why, whylen, "no node of that name (weft node add)");
 		return !strict;
@@ -127,10 +131,19 @@ void nodetab_format(struct nodetab *t, struct wbuf *w)
 	pthread_mutex_lock(&t->lock);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct node_entry *e = &t->v[i];
-		char line[WEFT_NODE_MAX + 64];
-		int n = snprintf(line, sizeof(line), "%s %s %u %s\n", e->name,
+		const struct node_policy *p = &e->policy;
+		char line[WEFT_NODE_MAX + 128];
+		int n = snprintf(line, sizeof(line), "%s %s %u %s", e->name,
 				 auth_role_name(e->role) ? auth_role_name(e->role) : "?", e->serial,
 				 e->revoked ? "revoked" : "active");
+		if (e->role == WEFT_ROLE_CLIENT)
+			n += snprintf(line + n, sizeof(line) - n, " %s",
+				      p->trusted ? "trusted" : "squashed");
+		if (p->uid_lo != 0 || p->uid_hi != UINT32_MAX || p->gid_lo != 0 ||
+		    p->gid_hi != UINT32_MAX)
+			n += snprintf(line + n, sizeof(line) - n, " uids=%u-%u gids=%u-%u", p->uid_lo,
+				      p->uid_hi, p->gid_lo, p->gid_hi);
+		line[n++] = '\n';
 		wbuf_put(w, line, (size_t)n);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -160,7 +173,7 @@ int nodetab_parse(struct nodetab *t, const char *text, size_t len)
 			rc = -EINVAL;
 		else
 			rc = set_locked(&tmp, name, auth_role_parse(role), serial,
-					strcmp(state, "revoked") == 0);
+					strcmp(state, "revoked") == 0, NULL);
 	}
 	if (rc) {
 		free(tmp.v);

@@ -303,8 +303,14 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 /* ---- node credentials (admin -> meta; meta -> stores) ---- */
 
-/* issue (or reissue, with the next serial) the credential of node name for role */
-#define MSG_NODE_ADD(F) F(STR, name, WEFT_NODE_MAX) F(U8, role, 0)
+/* issue (or reissue, with the next serial) the credential of node name for role, with
+ * a client's policy: flags WEFT_NODE_*, the uids and gids its requests may carry
+ * (meta/nodes.c); WEFT_NODE_POLICY_ONLY changes the policy of a listed node, no serial */
+#define WEFT_NODE_TRUSTED     0x1u /* root not squashed (the mount's option decides) */
+#define WEFT_NODE_POLICY_ONLY 0x2u
+#define MSG_NODE_ADD(F) \
+	F(STR, name, WEFT_NODE_MAX) F(U8, role, 0) F(U8, flags, 0) F(U32, uid_lo, 0) \
+	F(U32, uid_hi, 0) F(U32, gid_lo, 0) F(U32, gid_hi, 0)
 /* the credential's keys, each hidden under the connection's proof key (conn_wrap with
  * purposes "meta-key", "store-key", "service-key"); service only for a store */
 #define MSG_NODE_CRED(F) \

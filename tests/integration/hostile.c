@@ -3,6 +3,7 @@
  * or node. Every attempt must be refused.
  *
  * usage: hostile CRED META_ADDR STORE_ADDR attacks
+ *        hostile CRED META_ADDR policy DIR_INO  (uids and gids outside the node's policy)
  *        hostile CRED ADDR connect   (exit 0 when the credential is accepted, 3 refused)
  * attacks prints one line per attempt ("refused: WHAT (reason)") and exits 0 when all
  * were refused, 1 when any was served. */
@@ -126,6 +127,28 @@ static void attacks(const char *meta_addr, const char *store_addr)
 	rpc_free(store);
 }
 
+/* Requests in uids and gids a client node's policy does not allow (dir: a directory
+ * anyone may write). Each must be refused; uid 0 is squashed, so what it makes belongs
+ * to nobody. */
+static void policy(const char *meta_addr, uint64_t dir)
+{
+	struct rpc *meta = endpoint(meta_addr, &cred);
+	struct weft_msg_ino gi = {.cred = {.uid = 5000, .gid = 1500}, .ino = 1};
+	attempt(meta, "GETATTR as uid 5000", WEFT_OP_GETATTR, &gi);
+	gi.cred = (struct weft_cred){.uid = 1500, .gid = 5000};
+	attempt(meta, "GETATTR as gid 5000", WEFT_OP_GETATTR, &gi);
+	gi.cred = (struct weft_cred){.uid = 1500, .gid = 1500, .ngroups = 2, .groups = {1501, 3000}};
+	attempt(meta, "GETATTR with group 3000 among 1500's", WEFT_OP_GETATTR, &gi);
+	struct weft_msg_create mk = {.cred = {.uid = 0, .gid = 0}, .parent = dir,
+				     .name = proto_str_of("made-by-root", 12), .mode = 040755};
+	struct wbuf w;
+	wbuf_init(&w);
+	proto_create_encode(&w, &mk);
+	int rc = rpc_call(meta, WEFT_OP_MKDIR, &w, NULL, 0, 10000, NULL);
+	printf("mkdir as uid 0: %s\n", rc ? weft_strerror(rc) : "made");
+	rpc_free(meta);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -151,6 +174,10 @@ int main(int argc, char **argv)
 			printf("refused: %s\n", weft_strerror(e));
 		rc = e == 0 ? 0 : 3;
 		rpc_free(r);
+	} else if (argc == 5 && strcmp(argv[3], "policy") == 0) {
+		policy(argv[2], strtoull(argv[4], NULL, 10));
+		printf("%d attempts served\n", served);
+		rc = served ? 1 : 0;
 	} else if (argc == 5 && strcmp(argv[4], "attacks") == 0) {
 		attacks(argv[2], argv[3]);
 		printf("%d attempts served\n", served);

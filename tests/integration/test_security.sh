@@ -58,7 +58,7 @@ grep -q 'service-key' "$T/st5.cred" || fail "a store credential lacks the servic
 if "$WEFT" node add bad --role meta --dir "$STATE" 2>"$T/bad.err"; then fail "a meta credential was issued"; fi
 grep -q "client, store or admin" "$T/bad.err" || fail "node add --role meta said: $(cat "$T/bad.err")"
 "$WEFT" node list --dir "$STATE" >"$T/list.out" || fail "node list"
-for n in "evil client 1 active" "cl1 client 1 active" "ops admin 1 active" "st5 store 1 active"; do
+for n in "evil client 1 active squashed" "cl1 client 1 active squashed" "ops admin 1 active" "st5 store 1 active"; do
 	grep -qx "$n" "$T/list.out" || fail "node list lacks '$n': $(cat "$T/list.out")"
 done
 ok "credentials issued: client, admin, store (mode 0600; only a store's has the service key)"
@@ -86,7 +86,7 @@ ok "every target still up"
 
 # ---- a client node's mount, root squashed, with its own credential ----
 mkdir -p "$T/mnt2"
-"$WEFT" mount "$META" "$T/mnt2" --key "$T/cl1.cred" --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
+"$WEFT" mount "$META" "$T/mnt2" --key "$T/cl1.cred" -o allow_other --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
 	|| fail "mount with a client credential failed: $(tail -3 "$T/mount2.log")"
 head -c 3M /dev/urandom >"$T/c1"
 cp "$T/c1" "$T/mnt2/shared/c1" || fail "write through the credential mount"
@@ -95,6 +95,47 @@ echo 3 >/proc/sys/vm/drop_caches
 [ "$(sha "$T/mnt2/shared/c1")" = "$(sha "$T/c1")" ] || fail "read back through the credential mount"
 [ "$(sha "$MNT/shared/c1")" = "$(sha "$T/c1")" ] || fail "read back through the trusted mount"
 ok "a mount with a client credential writes and reads (root squashed to 65534)"
+
+# ---- a client node's policy (meta clamps what its requests may say) ----
+"$WEFT" node set cl1 --uids 1000-1999 --gids 1000-1999 --dir "$STATE" >"$T/set.out" || fail "node set: $(cat "$T/set.out")"
+"$WEFT" node list --dir "$STATE" | grep -qx "cl1 client 1 active squashed uids=1000-1999 gids=1000-1999" || \
+	fail "node list after set: $("$WEFT" node list --dir "$STATE")"
+as() { local u=$1; shift; setpriv --reuid "$u" --regid "$u" --clear-groups "$@"; }
+chmod 755 "$T" # other users reach the mounts
+as 1500 mkdir "$T/mnt2/shared/u1500" || fail "uid 1500, inside cl1's range, cannot mkdir"
+[ "$(stat -c %u "$MNT/shared/u1500")" = 1500 ] || fail "u1500 owned by $(stat -c %u "$MNT/shared/u1500")"
+if as 2500 mkdir "$T/mnt2/shared/u2500" 2>"$T/u2500.err"; then fail "uid 2500, outside cl1's range, made a directory"; fi
+grep -q "Permission denied" "$T/u2500.err" || fail "uid 2500 said: $(cat "$T/u2500.err")"
+grep -q "uid 2500 is outside what node cl1 may act as" "$STATE/logs/meta.log" || fail "meta did not log the refused uid"
+if as 2500 mkdir "$MNT/shared/u2500"; then :; else fail "uid 2500 refused on the trusted mount"; fi
+"$HOSTILE" "$T/cl1.cred" "$META" policy "$(stat -c %i "$MNT/shared")" >"$T/policy.out" 2>&1 || \
+	fail "a request outside cl1's policy was served: $(cat "$T/policy.out")"
+grep -c '^refused: .*outside what node cl1' "$T/policy.out" | grep -qx 3 || fail "policy refusals: $(cat "$T/policy.out")"
+grep -q '^mkdir as uid 0: made' "$T/policy.out" || fail "uid 0's mkdir: $(cat "$T/policy.out")"
+[ "$(stat -c %u "$MNT/shared/made-by-root")" = 65534 ] || fail "uid 0 of an untrusted node made a directory of uid $(stat -c %u "$MNT/shared/made-by-root")"
+ok "cl1 may act only as uids and gids 1000-1999: 2500 refused through its mount, uid 5000, gid 5000 and group 3000 by hand, uid 0 squashed"
+# root of an untrusted node is nobody even when its mount says no_root_squash
+umount "$T/mnt2"
+"$WEFT" node set cl1 --squash --dir "$STATE" >/dev/null || fail "node set --squash"
+"$WEFT" mount "$META" "$T/mnt2" --key "$T/cl1.cred" -o no_root_squash,allow_other --pid-file "$T/mount2.pid" \
+	--log "$T/mount2.log" || fail "remount"
+touch "$T/mnt2/shared/byroot1" || fail "root's touch through the untrusted node"
+[ "$(stat -c %u "$MNT/shared/byroot1")" = 65534 ] || fail "an untrusted node's root made a file of uid $(stat -c %u "$MNT/shared/byroot1")"
+"$WEFT" node set cl1 --trusted --dir "$STATE" >/dev/null || fail "node set --trusted"
+touch "$T/mnt2/shared/byroot2" || fail "root's touch through the trusted node"
+[ "$(stat -c %u "$MNT/shared/byroot2")" = 0 ] || fail "a trusted node's root made a file of uid $(stat -c %u "$MNT/shared/byroot2")"
+"$WEFT" node set cl1 --squash --dir "$STATE" >/dev/null
+ok "an untrusted node's root is squashed whatever its mount says; trusted (node set --trusted), it is root"
+# users set layouts through the mount, with no key, on what they own
+as 1500 "$WEFT" setstripe "$T/mnt2/shared/u1500" --stripe-count 2 --replicas 1 2>"$T/ss.err" || \
+	fail "setstripe through the mount as uid 1500: $(cat "$T/ss.err")"
+as 1500 "$WEFT" getstripe "$T/mnt2/shared/u1500" --json >"$T/gs.json" || fail "getstripe through the mount"
+jq -e '.stripe_count == 2 and .replicas == 1' "$T/gs.json" >/dev/null || fail "getstripe: $(cat "$T/gs.json")"
+if as 1600 "$WEFT" setstripe "$T/mnt2/shared/u1500" --stripe-count 1 2>"$T/ss2.err"; then
+	fail "uid 1600 set the layout of uid 1500's directory"
+fi
+grep -Eq "u1500: (Permission denied|Operation not permitted)" "$T/ss2.err" || fail "setstripe by a non-owner said: $(cat "$T/ss2.err")"
+ok "setstripe and getstripe through the mount as the user (no key); a non-owner refused"
 
 # ---- admin and store credentials ----
 "$WEFT" status --meta "$META" --key "$T/ops.cred" >/dev/null || fail "status with an admin credential"
@@ -115,6 +156,7 @@ ok "admin verbs with an admin credential (a client's refused); a store with a st
 
 # ---- revocation ----
 "$HOSTILE" "$T/cl1.cred" "$META" connect >/dev/null || fail "cl1 refused before its revocation"
+cp "$T/c1" "$T/mnt2/shared/c1b" || fail "write through cl1's mount before its revocation" # connects to stores
 "$WEFT" node revoke cl1 --dir "$STATE" >"$T/revoke.out" || fail "node revoke: $(cat "$T/revoke.out")"
 t0=$(date +%s%N)
 refused=""
