@@ -14,6 +14,7 @@ enum {
 	WEFT_ENOTSERVING,            /* target is not serving (fenced, syncing, offline) */
 	WEFT_EMISSING,               /* object written but missing or stale on this target */
 	WEFT_EEVICTED,               /* this client's session was evicted (a recall unanswered) */
+	WEFT_ECAPEXPIRED,            /* the request's capability expired: renew it and retry */
 	WEFT_ERR_MAX
 };
 

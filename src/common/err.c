@@ -17,6 +17,7 @@ const char *weft_strerror(int err)
 	case WEFT_ENOTSERVING: return "target not serving";
 	case WEFT_EMISSING: return "object missing or stale on this target";
 	case WEFT_EEVICTED: return "session evicted by meta (a lease recall went unanswered)";
+	case WEFT_ECAPEXPIRED: return "capability expired";
 	default: return strerror(err);
 	}
 }
