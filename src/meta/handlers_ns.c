@@ -546,12 +546,16 @@ static void rep_layout(struct mreq *r, struct wbuf *w)
  * its rights, as an open file descriptor keeps them after a chmod). Without, the access
  * an open with those rights needs is checked for cred (a truncate by path). Errors:
  * EACCES (access, a forged or foreign capability, an open not held), EEVICTED (the
- * session), EINVAL (not a regular file, rights unknown), ENOENT, ESTALE. */
+ * session), EINVAL (not a regular file, rights unknown), ENOENT (no such session, or
+ * inode), ESTALE. */
 static int h_cap_get(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_cap_get *m = MSG(cap_get);
 	if (m->session && meta_leases_evicted(r->s->leases, m->session))
 		return -WEFT_EEVICTED;
+	struct meta_session ms;
+	if (m->session && meta_session_get(c->db, NULL, m->session, &ms) == -ENOENT)
+		return -ENOENT; /* meta restarted: the client opens a new session, reopens */
 	if (m->has_old) {
 		struct weft_cap old;
 		auth_cap_parse(m->old, &old);
