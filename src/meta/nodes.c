@@ -252,7 +252,7 @@ static void push_store(struct conn *c, void *arg)
 /* The registry and the sessions evicted lately, whose capabilities stores must refuse
  * (a capability outlives nothing else of its session: after its lifetime the store
  * refuses it anyway). */
-static void push_format(struct meta_server *s, struct push *p)
+static size_t push_format(struct meta_server *s, struct push *p)
 {
 	wbuf_init(&p->text);
 	nodetab_format(s->nodes, &p->text);
@@ -260,9 +260,9 @@ static void push_format(struct meta_server *s, struct push *p)
 	uint64_t ids[WEFT_FENCED_MAX];
 	size_t total;
 	size_t n = meta_leases_evicted_list(s->leases, ids, WEFT_FENCED_MAX, &total);
-	s->pushed_evictions = (uint32_t)total;
 	for (size_t i = 0; i < n; i++)
 		wbuf_u64(&p->text, ids[i]);
+	return total;
 }
 
 void meta_nodes_ready(struct meta_server *s, struct conn *c)
@@ -297,7 +297,7 @@ void meta_nodes_tick(struct meta_server *s)
 		nodetab_foreach(s->nodes, cut_off, s);
 	s->pushed_nodes_version = v;
 	struct push p;
-	push_format(s, &p);
+	s->pushed_evictions = (uint32_t)push_format(s, &p);
 	server_foreach(s->srv, push_store, &p);
 	wbuf_free(&p.text);
 }
