@@ -31,12 +31,14 @@ void client_cap_note(struct winode *wi, const uint8_t cap[WEFT_CAP_LEN])
 {
 	if (!wi || cap_zero(cap))
 		return;
-	struct weft_cap c;
+	struct weft_cap c, had;
 	auth_cap_parse(cap, &c);
 	uint64_t now = auth_realtime_ms();
 	pthread_mutex_lock(&wi->cap_lock);
-	/* a read-only open does not take away a read-write capability still fresh */
-	if (!(wi->cap_rights & ~c.rights) || now >= wi->cap_renew_ms) {
+	auth_cap_parse(wi->cap, &had);
+	/* a read-only open does not take away a read-write capability still fresh, unless
+	 * it comes from a new session (the old one may have been evicted) */
+	if (!(wi->cap_rights & ~c.rights) || now >= wi->cap_renew_ms || had.session != c.session) {
 		memcpy(wi->cap, cap, WEFT_CAP_LEN);
 		wi->cap_rights = c.rights;
 		wi->cap_expiry_ms = c.expiry_ms;

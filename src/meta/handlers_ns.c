@@ -568,6 +568,9 @@ static int h_cap_get(struct mreq *r, const struct meta_ctx *c)
 				 (unsigned long long)m->ino, conn_peer_name(r->c));
 			return -EACCES;
 		}
+		/* an evicted session's rights end with it (its opens are fenced) */
+		if (old.session && meta_leases_evicted(r->s->leases, old.session))
+			return -WEFT_EEVICTED;
 		if (!m->session || !meta_session_holds(c->db, m->session, m->ino)) {
 			snprintf(r->detail, sizeof(r->detail),
 				 "CAP_GET: session %llu does not hold ino %llu open",
