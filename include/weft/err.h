@@ -15,6 +15,7 @@ enum {
 	WEFT_EMISSING,               /* object written but missing or stale on this target */
 	WEFT_EEVICTED,               /* this client's session was evicted (a recall unanswered) */
 	WEFT_EMIGRATING,             /* the file's layout is being migrated: retry shortly */
+	WEFT_ECAPEXPIRED,            /* the request's capability expired: renew it and retry */
 	WEFT_ERR_MAX
 };
 

@@ -85,7 +85,7 @@ again:
 			 * handle's access was checked at open. */
 			if (!(valid & WEFT_SET_HANDLE) && (err = weft_access(c, cr, ino, W_OK)))
 				return err;
-			err = client_data_truncate(c, ino, &layout, in->size);
+			err = client_data_truncate(c, cr, ino, &layout, in->size);
 			if (err)
 				return err;
 		}

@@ -144,6 +144,12 @@ struct winode {
 	 * another client's become visible within the attribute timeout, like its chmod. */
 	int64_t nocap_until;
 	int writers;              /* handles open for writing */
+	/* The capability for the stores (caps.c); cap_lock guards these four. renew_ms:
+	 * realtime ms after which the next use renews it (half its life) */
+	pthread_mutex_t cap_lock;
+	uint8_t cap[WEFT_CAP_LEN];
+	uint8_t cap_rights;
+	uint64_t cap_expiry_ms, cap_renew_ms;
 	/* Stripe objects known written: meta's record (from OPENED) and this client's
 	 * acknowledged writes; bit s of written[s / 8]. A read of a stripe whose bit is set
 	 * says so to the store, which then answers a missing object with WEFT_EMISSING
@@ -266,6 +272,18 @@ void client_pool_give(struct weft_client *c, uint64_t bytes);
 /* Takes bytes without waiting (a gathering buffer growing by at most its stripe unit). */
 void client_pool_grow(struct weft_client *c, uint64_t bytes);
 
+/* caps.c: capabilities for the stores. Fills out with a capability with rights need
+ * (WEFT_CAP_*) for ino: wi's (NULL: the winode of ino, if open) while fresh, else a new
+ * one from meta (the renewal of wi's, or checked for cred: NULL acts as root, which
+ * meta squashes). Not on the loop thread. 0 or -errno (EACCES, WEFT_EEVICTED...). */
+int client_cap_get(struct weft_client *c, struct winode *wi, uint64_t ino, uint8_t need,
+		   const struct weft_cred *cred, uint8_t out[WEFT_CAP_LEN]);
+/* A capability from an OPENED reply (zeros: none); a fresh read-write one is kept over
+ * a read-only one. */
+void client_cap_note(struct winode *wi, const uint8_t cap[WEFT_CAP_LEN]);
+/* A store said the capability expired: the next use renews it. wi may be NULL. */
+void client_cap_stale(struct winode *wi);
+
 /* winode.c: the winode table, sending and draining write-behind blocks, and the size
  * this client knows (used by file.c, attr.c, ns.c, lease.c; calls none of them) */
 /* The winode of ino if this client has the file open, with a reference; NULL if not. */
@@ -330,7 +348,8 @@ int client_data_read_range(struct weft_client *c, struct winode *wi, uint64_t in
 int client_data_write_block(struct weft_client *c, const struct weft_layout *l, struct wblock *b,
 		     void (*done)(struct wblock *b));
 /* Truncates every stripe object of the file to match size `size` (synchronous). */
-int client_data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size);
+int client_data_truncate(struct weft_client *c, const struct weft_cred *cred, uint64_t ino,
+			 const struct weft_layout *l, uint64_t size);
 /* Asks every object of the file to be made durable (synchronous). */
 int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
 

@@ -141,6 +141,8 @@ static void read_done(void *arg, int status, struct frame *f)
 	frame_free(f);
 	if (err == -WEFT_ESTALECHAIN)
 		client_chains_stale(k->c);
+	if (err == -WEFT_ECAPEXPIRED)
+		client_cap_stale(k->wi);
 	if (err == -ETIMEDOUT || err == -ECONNRESET || err == -ENOTCONN || err == -EHOSTUNREACH)
 		client_suspect(k->c, k->chain.members[k->member].target);
 	if (err && err != -ENOENT) {
@@ -162,6 +164,10 @@ static void read_done(void *arg, int status, struct frame *f)
 static int send_read(struct read_call *k)
 {
 	int err = k->err ? k->err : -EIO;
+	uint8_t cap[WEFT_CAP_LEN];
+	int cerr = client_cap_get(k->c, k->wi, k->ino, WEFT_CAP_READ, NULL, cap);
+	if (cerr)
+		return cerr;
 	for (; k->tries < k->chain.nmembers;
 	     k->tries++, k->member = (k->member + 1) % k->chain.nmembers) {
 		const struct weft_chain_member *mem = &k->chain.members[k->member];
@@ -179,6 +185,7 @@ static int send_read(struct read_call *k)
 					      .replicas = k->layout.replicas, .chain = k->p.chain,
 					      .chain_ver = k->chain.version, .offset = k->p.obj_off,
 					      .len = k->p.len, .flags = k->flags | WEFT_READ_HOLES};
+		memcpy(m.cap, cap, WEFT_CAP_LEN);
 		proto_obj_read_encode(&w, &m);
 		pthread_mutex_lock(&k->batch->b.lock);
 		k->batch->b.outstanding++;
@@ -242,6 +249,7 @@ static bool lost_known(const struct read_call *k)
 static bool read_transient(int err)
 {
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING || err == -ENOTCONN ||
+	       err == -WEFT_ECAPEXPIRED ||
 	       err == -ECONNREFUSED || err == -ECONNRESET || err == -ESHUTDOWN ||
 	       err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ECONNABORTED;
 }
@@ -340,6 +348,7 @@ struct async_read {
 	void (*done)(void *arg, int err, struct frame *f);
 	void *arg;
 	struct weft_client *c;
+	struct winode *wi;
 	uint32_t target;
 };
 
@@ -380,6 +389,8 @@ static void async_read_done(void *arg, int status, struct frame *f)
 	if (status == -ETIMEDOUT || status == -ECONNRESET || status == -ENOTCONN ||
 	    status == -EHOSTUNREACH)
 		client_suspect(k->c, k->target);
+	if (status == -WEFT_ECAPEXPIRED)
+		client_cap_stale(k->wi);
 	if (status == -ENOENT)
 		k->done(k->arg, 0, NULL); /* never written: zeros */
 	else
@@ -413,7 +424,11 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 		    void (*done)(void *arg, int err, struct frame *f), void *arg)
 {
 	struct weft_chain ch;
-	int err = client_chain(c, l->replicas, p->chain, &ch);
+	uint8_t cap[WEFT_CAP_LEN];
+	int err = client_cap_get(c, wi, ino, WEFT_CAP_READ, NULL, cap);
+	if (err)
+		return err;
+	err = client_chain(c, l->replicas, p->chain, &ch);
 	if (err)
 		return err;
 	uint64_t row = p->block / (l->stripe_count ? l->stripe_count : 1);
@@ -433,7 +448,8 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 			conn_put(cn);
 			return -ENOMEM;
 		}
-		*k = (struct async_read){.done = done, .arg = arg, .c = c, .target = mem->target};
+		*k = (struct async_read){.done = done, .arg = arg, .c = c, .wi = wi,
+					 .target = mem->target};
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_read m = {.ino = ino, .stripe = stripe_object(l, p->stripe), .replicas = l->replicas,
@@ -442,6 +458,7 @@ int client_data_read_async(struct weft_client *c, struct winode *wi, uint64_t in
 					      .flags = WEFT_READ_HOLES |
 						       (client_winode_written(wi, p->stripe) ?
 							WEFT_READ_WRITTEN : 0)};
+		memcpy(m.cap, cap, WEFT_CAP_LEN);
 		proto_obj_read_encode(&w, &m);
 		atomic_fetch_add(&c->ops_read, 1);
 		err = conn_call(cn, WEFT_OP_OBJ_READ, &w, NULL, 0, NULL, NULL, async_read_done, k);
@@ -513,7 +530,11 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 	struct stripe_piece p;
 	stripe_map(l, b->file_off, b->len, &p);
 	struct weft_chain ch;
-	int err = client_chain(c, l->replicas, p.chain, &ch);
+	uint8_t cap[WEFT_CAP_LEN];
+	int err = client_cap_get(c, b->wi, b->wi->ino, WEFT_CAP_READ | WEFT_CAP_WRITE, NULL, cap);
+	if (err)
+		return err;
+	err = client_chain(c, l->replicas, p.chain, &ch);
 	if (err)
 		return err;
 	int head = chain_head(&ch);
@@ -540,6 +561,7 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 	*m = (struct weft_msg_obj_write){.ino = b->wi->ino, .stripe = stripe_object(l, p.stripe),
 					 .replicas = l->replicas, .chain = p.chain,
 					 .chain_ver = ch.version, .offset = p.obj_off};
+	memcpy(m->cap, cap, WEFT_CAP_LEN);
 	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
 	if (c->checksums)
 		proto_crcs_compute_buf(data, b->len, p.obj_off, &m->crcs);
@@ -567,12 +589,15 @@ static void stripe_done(void *arg, int status, struct frame *f)
 	batch_done(b, status == -ENOENT ? 0 : status);
 }
 
-static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		      uint16_t op, uint64_t size)
+static int per_stripe(struct weft_client *c, const struct weft_cred *cred, uint64_t ino,
+		      const struct weft_layout *l, uint16_t op, uint64_t size)
 {
 	struct io_batch b;
+	uint8_t cap[WEFT_CAP_LEN];
+	int err = client_cap_get(c, NULL, ino, WEFT_CAP_READ | WEFT_CAP_WRITE, cred, cap);
+	if (err)
+		return err;
 	client_io_batch_init(&b);
-	int err = 0;
 	uint32_t sc = l->stripe_count ? l->stripe_count : 1;
 	for (uint32_t s = 0; s < sc && !err; s++) {
 		struct weft_chain ch;
@@ -594,10 +619,12 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 			struct weft_msg_obj_truncate m = {.ino = ino, .stripe = stripe_object(l, s), .replicas = l->replicas,
 							  .chain = ch.id, .chain_ver = ch.version,
 							  .size = stripe_object_len(l, s, size)};
+			memcpy(m.cap, cap, WEFT_CAP_LEN);
 			proto_obj_truncate_encode(&w, &m);
 		} else {
 			struct weft_msg_obj_sync m = {.ino = ino, .stripe = stripe_object(l, s), .replicas = l->replicas,
 						      .chain = ch.id, .chain_ver = ch.version};
+			memcpy(m.cap, cap, WEFT_CAP_LEN);
 			proto_obj_sync_encode(&w, &m);
 		}
 		pthread_mutex_lock(&b.lock);
@@ -615,18 +642,31 @@ static int per_stripe(struct weft_client *c, uint64_t ino, const struct weft_lay
 	return err;
 }
 
-int client_data_truncate(struct weft_client *c, uint64_t ino, const struct weft_layout *l, uint64_t size)
+/* A stale chain table, or a capability that expired on the way: once more */
+static bool again(struct weft_client *c, uint64_t ino, int err)
 {
-	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
-	if (err == -WEFT_ESTALECHAIN)
-		err = per_stripe(c, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
+	if (err == -WEFT_ECAPEXPIRED) {
+		struct winode *wi = client_winode_find(c, ino);
+		client_cap_stale(wi);
+		if (wi)
+			client_winode_put(c, wi);
+	}
+	return err == -WEFT_ESTALECHAIN || err == -WEFT_ECAPEXPIRED;
+}
+
+int client_data_truncate(struct weft_client *c, const struct weft_cred *cred, uint64_t ino,
+			 const struct weft_layout *l, uint64_t size)
+{
+	int err = per_stripe(c, cred, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
+	if (again(c, ino, err))
+		err = per_stripe(c, cred, ino, l, WEFT_OP_OBJ_TRUNCATE, size);
 	return err;
 }
 
 int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l)
 {
-	int err = per_stripe(c, ino, l, WEFT_OP_OBJ_FSYNC, 0);
-	if (err == -WEFT_ESTALECHAIN)
-		err = per_stripe(c, ino, l, WEFT_OP_OBJ_FSYNC, 0);
+	int err = per_stripe(c, NULL, ino, l, WEFT_OP_OBJ_FSYNC, 0);
+	if (again(c, ino, err))
+		err = per_stripe(c, NULL, ino, l, WEFT_OP_OBJ_FSYNC, 0);
 	return err;
 }

@@ -523,6 +523,7 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		}
 		return err;
 	}
+	client_cap_note(f->wi, o->cap);
 	pthread_mutex_lock(&c->inodes_lock);
 	f->wi->opens++;
 	pthread_mutex_unlock(&c->inodes_lock);

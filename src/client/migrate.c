@@ -163,7 +163,7 @@ static int copy_chunk(struct weft_client *c, struct winode *wi, const struct wef
 		      const struct weft_layout *to, uint64_t off, uint64_t len, uint8_t *buf,
 		      uint8_t *check, uint8_t *mask)
 {
-	int err = client_data_read_range(c, NULL, wi->ino, from, off, len, buf);
+	int err = client_data_read_range(c, wi, wi->ino, from, off, len, buf);
 	for (int t = 0; !err && t < COPY_TRIES; t++) {
 		if ((err = write_range(c, wi, to, off, len, buf, mask)) == 0)
 			break;
@@ -172,7 +172,7 @@ static int copy_chunk(struct weft_client *c, struct winode *wi, const struct wef
 		client_refresh_chains(c);
 	}
 	if (!err)
-		err = client_data_read_range(c, NULL, wi->ino, to, off, len, check);
+		err = client_data_read_range(c, wi, wi->ino, to, off, len, check);
 	if (!err && memcmp(buf, check, len) != 0) {
 		log_warn("migrate: ino %llu: the copy of [%llu, +%llu) reads back different",
 			 (unsigned long long)wi->ino, (unsigned long long)off,
@@ -205,12 +205,18 @@ int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	wi->c = c;
 	wi->ino = ino;
 	wi->layout = lay.to;
+	pthread_mutex_init(&wi->cap_lock, NULL);
+	/* the stores take the copy's reads and writes on a capability meta grants the
+	 * caller as for an open for writing: it holds both generations' objects */
+	uint8_t cap[WEFT_CAP_LEN];
+	if ((err = client_cap_get(c, wi, ino, WEFT_CAP_READ | WEFT_CAP_WRITE, cr, cap)))
+		goto abort;
 	uint64_t end;
 	if ((err = data_extent(c, ino, &lay.from, &end)))
 		goto abort;
 	/* a migrator that died may have left objects of this generation: none of their
 	 * bytes may show through holes of the new copy */
-	if ((err = client_data_truncate(c, ino, &lay.to, 0)))
+	if ((err = client_data_truncate(c, cr, ino, &lay.to, 0)))
 		goto abort;
 	for (uint64_t off = 0; off < end; off += COPY_CHUNK) {
 		uint64_t n = end - off < COPY_CHUNK ? end - off : COPY_CHUNK;

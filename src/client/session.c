@@ -23,7 +23,7 @@ static bool resend_safe(uint16_t op)
 	case WEFT_OP_READDIR: case WEFT_OP_STATFS: case WEFT_OP_GETXATTR:
 	case WEFT_OP_LISTXATTR: case WEFT_OP_ACCESS: case WEFT_OP_FSYNC:
 	case WEFT_OP_GETSTRIPE: case WEFT_OP_CHAINS_GET: case WEFT_OP_TARGETS_GET:
-	case WEFT_OP_EXTEND: case WEFT_OP_SESSION_BEAT:
+	case WEFT_OP_EXTEND: case WEFT_OP_SESSION_BEAT: case WEFT_OP_CAP_GET:
 		return true;
 	default:
 		return false;

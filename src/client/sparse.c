@@ -101,6 +101,10 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 			uint32_t n, const uint32_t *st, const uint64_t *q,
 			struct weft_msg_obj_extent_reply *out)
 {
+	uint8_t cap[WEFT_CAP_LEN];
+	int cerr = client_cap_get(c, NULL, ino, WEFT_CAP_READ, NULL, cap);
+	if (cerr)
+		return cerr;
 	struct ext_req *r = calloc(n ? n : 1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -127,6 +131,7 @@ static int extents_many(struct weft_client *c, uint64_t ino, const struct weft_l
 		struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, st[i]), .replicas = l->replicas,
 						.chain = ch.id, .chain_ver = ch.version,
 						.offset = q[i]};
+		memcpy(m.cap, cap, WEFT_CAP_LEN);
 		proto_obj_extent_encode(&w, &m);
 		pthread_mutex_lock(&b.lock);
 		b.left++;
@@ -162,6 +167,9 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 	int err = -EIO;
 	for (int round = 0; round < 2; round++) {
 		struct weft_chain ch;
+		uint8_t cap[WEFT_CAP_LEN];
+		if ((err = client_cap_get(c, NULL, ino, WEFT_CAP_READ, NULL, cap)))
+			return err;
 		if ((err = client_chain(c, l->replicas, stripe_chain(l, s), &ch)))
 			return err;
 		err = -EIO;
@@ -180,6 +188,7 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 			struct weft_msg_obj_extent m = {.ino = ino, .stripe = stripe_object(l, s),
 							.replicas = l->replicas, .chain = ch.id,
 							.chain_ver = ch.version, .offset = off};
+			memcpy(m.cap, cap, WEFT_CAP_LEN);
 			proto_obj_extent_encode(&w, &m);
 			struct frame *f = NULL;
 			err = conn_call_sync(cn, WEFT_OP_OBJ_EXTENT, &w, NULL, 0,
@@ -201,8 +210,15 @@ static int obj_extent_at(struct weft_client *c, uint64_t ino, const struct weft_
 				client_chains_stale(c);
 				break;
 			}
+			if (err == -WEFT_ECAPEXPIRED) {
+				struct winode *wi = client_winode_find(c, ino);
+				client_cap_stale(wi);
+				if (wi)
+					client_winode_put(c, wi);
+				break;
+			}
 		}
-		if (err != -WEFT_ESTALECHAIN)
+		if (err != -WEFT_ESTALECHAIN && err != -WEFT_ECAPEXPIRED)
 			break;
 	}
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ENOTSERVING ? -EIO : err;

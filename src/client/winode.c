@@ -145,6 +145,7 @@ struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *
 		w->size = a->size;
 		w->mtime_ns = a->mtime_ns;
 		pthread_mutex_init(&w->lock, NULL);
+		pthread_mutex_init(&w->cap_lock, NULL);
 		pthread_cond_init(&w->cond, NULL);
 		w->next = *pp;
 		*pp = w;
@@ -170,6 +171,7 @@ void client_winode_put(struct weft_client *c, struct winode *w)
 	client_ra_quiesce(c, w); /* prefetches in flight point at w */
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->cap_lock);
 	pthread_cond_destroy(&w->cond);
 	free(w->alloc);
 	free(w);
@@ -197,7 +199,8 @@ static bool head_unreachable(int err)
 static bool retryable(int err)
 {
 	return err == -WEFT_ESTALECHAIN || err == -WEFT_ETARGETDOWN || err == -WEFT_ENOTSERVING ||
-	       err == -ETIMEDOUT || err == -ESHUTDOWN || head_unreachable(err);
+	       err == -ETIMEDOUT || err == -ESHUTDOWN || err == -WEFT_ECAPEXPIRED ||
+	       head_unreachable(err);
 }
 
 /* Completion of a block's send (loop thread). */
@@ -218,6 +221,8 @@ static void block_sent(struct wblock *b)
 		*pp = b->next;
 	wi->ninflight--;
 	bool keep = false;
+	if (b->status == -WEFT_ECAPEXPIRED)
+		client_cap_stale(wi);
 	if (b->status && retryable(b->status)) {
 		b->next = wi->retry;
 		wi->retry = b;

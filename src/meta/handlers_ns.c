@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "net/auth.h"
+#include "weft/err.h"
 #include "meta/chains.h"
 #include "meta/layout.h"
 #include "meta/lease.h"
@@ -424,6 +426,17 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 	return 0;
 }
 
+void meta_cap_mint(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
+		   uint8_t rights, uint8_t out[WEFT_CAP_LEN])
+{
+	uint64_t now = auth_realtime_ms();
+	struct weft_cap cap = {.ino = ino, .session = session, .expiry_ms = now + s->cap_ms,
+			       .period = auth_cap_period(now), .rights = rights};
+	uint8_t k[WEFT_KEY_LEN];
+	auth_cap_key(s->key.svc, cap.period, k);
+	auth_cap_mint(k, &cap, conn_peer_name(c), out);
+}
+
 static void rep_open(struct mreq *r, struct wbuf *w)
 {
 	/* the open pins a lease on the file until its release (lease.h) */
@@ -433,6 +446,12 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
 				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};
+	if (S_ISREG(r->attr.mode)) {
+		uint32_t fl = r->h->op == WEFT_OP_OPEN ? MSG(open)->flags : MSG(create_open)->open_flags;
+		meta_cap_mint(r->s, r->c, r->attr.ino, sess,
+			      (fl & O_ACCMODE) == O_RDONLY && !(fl & O_TRUNC) ? WEFT_CAP_READ :
+			      WEFT_CAP_READ | WEFT_CAP_WRITE, m.cap);
+	}
 	proto_opened_encode(w, &m);
 }
 
@@ -548,6 +567,67 @@ static void rep_migrate(struct mreq *r, struct wbuf *w)
 	proto_migrate_reply_encode(w, &m);
 }
 
+/* CAP_GET {cred, ino, session, rights, has_old, old} -> CAP {cap}. A read (loop thread,
+ * memory only). With has_old, a renewal: old must carry a MAC meta made for this node and
+ * name ino, and the session must hold ino open (the open checked access; a renewal keeps
+ * its rights, as an open file descriptor keeps them after a chmod). Without, the access
+ * an open with those rights needs is checked for cred (a truncate by path). Errors:
+ * EACCES (access, a forged or foreign capability, an open not held), EEVICTED (the
+ * session), EINVAL (not a regular file, rights unknown), ENOENT (no such session, or
+ * inode), ESTALE. */
+static int h_cap_get(struct mreq *r, const struct meta_ctx *c)
+{
+	const struct weft_msg_cap_get *m = MSG(cap_get);
+	if (m->session && meta_leases_evicted(r->s->leases, m->session))
+		return -WEFT_EEVICTED;
+	struct meta_session ms;
+	if (m->session && meta_session_get(c->db, NULL, m->session, &ms) == -ENOENT)
+		return -ENOENT; /* meta restarted: the client opens a new session, reopens */
+	if (m->has_old) {
+		struct weft_cap old;
+		auth_cap_parse(m->old, &old);
+		uint8_t k[WEFT_KEY_LEN];
+		auth_cap_key(r->s->key.svc, old.period, k);
+		if (old.period > auth_cap_period(auth_realtime_ms()) + 1 || old.ino != m->ino ||
+		    !auth_cap_mac_ok(k, m->old, conn_peer_name(r->c))) {
+			snprintf(r->detail, sizeof(r->detail),
+				 "CAP_GET: not a capability for ino %llu of node %s",
+				 (unsigned long long)m->ino, conn_peer_name(r->c));
+			return -EACCES;
+		}
+		/* an evicted session's rights end with it (its opens are fenced) */
+		if (old.session && meta_leases_evicted(r->s->leases, old.session))
+			return -WEFT_EEVICTED;
+		if (!m->session || !meta_session_holds(c->db, m->session, m->ino)) {
+			snprintf(r->detail, sizeof(r->detail),
+				 "CAP_GET: session %llu does not hold ino %llu open",
+				 (unsigned long long)m->session, (unsigned long long)m->ino);
+			return -EACCES;
+		}
+		r->u32 = old.rights & (WEFT_CAP_READ | WEFT_CAP_WRITE);
+		return 0;
+	}
+	if (m->rights != WEFT_CAP_READ && m->rights != (WEFT_CAP_READ | WEFT_CAP_WRITE))
+		return -EINVAL;
+	int rc = meta_ns_getattr(c, ref_of(m->ino, 0), &r->attr);
+	if (rc)
+		return rc;
+	if (!S_ISREG(r->attr.mode))
+		return -EINVAL;
+	if ((rc = meta_ns_access(c, ref_of(m->ino, 0), m->rights & WEFT_CAP_WRITE ? 2 : 4)))
+		return rc;
+	r->u32 = m->rights;
+	return 0;
+}
+
+static void rep_cap(struct mreq *r, struct wbuf *w)
+{
+	const struct weft_msg_cap_get *q = MSG(cap_get);
+	struct weft_msg_cap m;
+	meta_cap_mint(r->s, r->c, q->ino, q->session, (uint8_t)r->u32, m.cap);
+	proto_cap_encode(w, &m);
+}
+
 #define RD(op, fn, rep) {WEFT_OP_##op, false, true, false, true, fn, rep}
 #define WR(op, fn, rep, del) {WEFT_OP_##op, true, true, del, true, fn, rep}
 
@@ -571,6 +651,7 @@ const struct meta_handler meta_ns_handlers[] = {
 	WR(REMOVEXATTR, h_removexattr, NULL, false),
 	RD(ACCESS, h_access, NULL),
 	RD(OPEN, h_open, rep_open),
+	RD(CAP_GET, h_cap_get, rep_cap),
 	WR(CREATE_OPEN, h_create_open, rep_open, false),
 	{WEFT_OP_RELEASE, false, false, false, false, h_release, NULL},
 	{WEFT_OP_REOPEN, false, false, false, false, h_reopen, NULL},

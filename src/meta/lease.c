@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "net/conn.h"
 
@@ -379,6 +380,18 @@ bool meta_leases_evicted(struct meta_leases *l, uint64_t session)
 		r = l->evicted[i] == session;
 	pthread_mutex_unlock(&l->lock);
 	return r;
+}
+
+size_t meta_leases_evicted_list(struct meta_leases *l, uint64_t *out, size_t max,
+				size_t *total)
+{
+	pthread_mutex_lock(&l->lock);
+	size_t n = l->nev < max ? l->nev : max;
+	if (n)
+		memcpy(out, l->evicted + (l->nev - n), n * sizeof(*out));
+	*total = l->nev;
+	pthread_mutex_unlock(&l->lock);
+	return n;
 }
 
 void meta_leases_sweep(struct meta_leases *l, uint64_t now_ms)

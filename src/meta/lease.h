@@ -62,6 +62,10 @@ void meta_leases_drop(struct meta_leases *l, uint64_t session, uint64_t ino);
 /* Drops every lease of session; evicted: remember it and fence its connections. */
 void meta_leases_forget(struct meta_leases *l, uint64_t session, bool evicted);
 bool meta_leases_evicted(struct meta_leases *l, uint64_t session);
+/* The newest evicted sessions, at most max, into out; returns how many; *total: how many
+ * were ever evicted (grows with each eviction). */
+size_t meta_leases_evicted_list(struct meta_leases *l, uint64_t *out, size_t max,
+				size_t *total);
 /* Frees expired leases (a periodic sweep). */
 void meta_leases_sweep(struct meta_leases *l, uint64_t now_ms);
 size_t meta_leases_count(struct meta_leases *l);

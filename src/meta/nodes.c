@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "meta/perm.h"
+#include "meta/lease.h"
 #include "net/nodetab.h"
 #include "net/server.h"
 #include "weft/err.h"
@@ -278,30 +279,54 @@ const struct meta_handler meta_node_handlers[] = {
 
 /* ---- telling the stores, cutting off (loop thread) ---- */
 
-static void send_nodes(struct conn *c, const struct wbuf *text)
+/* The registry's text, then the evicted sessions (LE u64s) at text->data + fenced_at. */
+static void send_nodes(struct conn *c, const struct wbuf *text, size_t fenced_at)
 {
 	struct wbuf w;
 	wbuf_init(&w);
-	struct weft_msg_nodes m = {.text = {(const char *)text->data, (uint32_t)text->len}};
+	struct weft_msg_nodes m = {.text = {(const char *)text->data, (uint32_t)fenced_at},
+				   .fenced = {(const char *)text->data + fenced_at,
+					      (uint32_t)(text->len - fenced_at)}};
 	proto_nodes_encode(&w, &m);
 	conn_send_oneway(c, WEFT_OP_NODES_CHANGED, &w);
 }
 
+struct push {
+	struct wbuf text;
+	size_t fenced_at;
+};
+
 static void push_store(struct conn *c, void *arg)
 {
+	struct push *p = arg;
 	if (conn_peer_role(c) == WEFT_ROLE_STORE)
-		send_nodes(c, arg);
+		send_nodes(c, &p->text, p->fenced_at);
+}
+
+/* The registry and the sessions evicted lately, whose capabilities stores must refuse
+ * (a capability outlives nothing else of its session: after its lifetime the store
+ * refuses it anyway). */
+static size_t push_format(struct meta_server *s, struct push *p)
+{
+	wbuf_init(&p->text);
+	nodetab_format(s->nodes, &p->text);
+	p->fenced_at = p->text.len;
+	uint64_t ids[WEFT_FENCED_MAX];
+	size_t total;
+	size_t n = meta_leases_evicted_list(s->leases, ids, WEFT_FENCED_MAX, &total);
+	for (size_t i = 0; i < n; i++)
+		wbuf_u64(&p->text, ids[i]);
+	return total;
 }
 
 void meta_nodes_ready(struct meta_server *s, struct conn *c)
 {
 	if (conn_peer_role(c) != WEFT_ROLE_STORE)
 		return;
-	struct wbuf text;
-	wbuf_init(&text);
-	nodetab_format(s->nodes, &text);
-	send_nodes(c, &text);
-	wbuf_free(&text);
+	struct push p;
+	push_format(s, &p);
+	send_nodes(c, &p.text, p.fenced_at);
+	wbuf_free(&p.text);
 }
 
 static void cut_off(void *arg, const char *name, uint8_t role, uint32_t serial, bool revoked)
@@ -317,15 +342,18 @@ static void cut_off(void *arg, const char *name, uint8_t role, uint32_t serial, 
 void meta_nodes_tick(struct meta_server *s)
 {
 	uint64_t v = atomic_load(&s->nodes_version);
-	if (v == s->pushed_nodes_version)
+	uint64_t none;
+	size_t evictions;
+	meta_leases_evicted_list(s->leases, &none, 0, &evictions);
+	if (v == s->pushed_nodes_version && evictions == s->pushed_evictions)
 		return;
+	if (v != s->pushed_nodes_version)
+		nodetab_foreach(s->nodes, cut_off, s);
 	s->pushed_nodes_version = v;
-	nodetab_foreach(s->nodes, cut_off, s);
-	struct wbuf text;
-	wbuf_init(&text);
-	nodetab_format(s->nodes, &text);
-	server_foreach(s->srv, push_store, &text);
-	wbuf_free(&text);
+	struct push p;
+	s->pushed_evictions = (uint32_t)push_format(s, &p);
+	server_foreach(s->srv, push_store, &p);
+	wbuf_free(&p.text);
 }
 
 /* ---- a client node's policy on its requests (loop thread) ---- */

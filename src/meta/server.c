@@ -177,6 +177,7 @@ static bool session_owner_ok(struct meta_server *s, struct conn *c, uint16_t op,
 	case WEFT_OP_CREATE_OPEN: id = ((const struct weft_msg_create_open *)msg)->session; break;
 	case WEFT_OP_RELEASE: id = ((const struct weft_msg_release *)msg)->session; break;
 	case WEFT_OP_REOPEN: id = ((const struct weft_msg_reopen *)msg)->session; break;
+	case WEFT_OP_CAP_GET: id = ((const struct weft_msg_cap_get *)msg)->session; break;
 	case WEFT_OP_SESSION_BEAT: case WEFT_OP_SESSION_CLOSE:
 		id = ((const struct weft_msg_session_id *)msg)->session;
 		break;
@@ -216,7 +217,8 @@ static void on_request(struct conn *c, struct frame *f)
 		return;
 	}
 	bool fenced = false;
-	if ((h->write || op == WEFT_OP_OPEN) && op != WEFT_OP_SESSION_OPEN &&
+	if ((h->write || op == WEFT_OP_OPEN || op == WEFT_OP_CAP_GET) &&
+	    op != WEFT_OP_SESSION_OPEN &&
 	    meta_leases_session_of(s->leases, c, &fenced) && fenced) {
 		/* an evicted session's late requests (lease.h) */
 		conn_reply_error(c, f, -WEFT_EEVICTED, 0, "%s: this session was evicted",
@@ -565,6 +567,11 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		return -ENOMEM;
 	}
 	atomic_init(&s->next_handle, 1);
+	/* WEFT_META_CAP_MS overrides the capabilities' lifetime (tests); at most a period */
+	const char *ce = getenv("WEFT_META_CAP_MS");
+	s->cap_ms = ce ? (uint32_t)strtoul(ce, NULL, 0) : 600000;
+	if (s->cap_ms == 0 || s->cap_ms > WEFT_CAP_PERIOD_MS)
+		s->cap_ms = WEFT_CAP_PERIOD_MS;
 	/* WEFT_META_MAPSIZE (bytes): the initial LMDB map (default 64 MiB); it grows online
 	 * (space.h), so a tiny one exercises the growth */
 	const char *ms = getenv("WEFT_META_MAPSIZE");

@@ -59,6 +59,8 @@ struct meta_server {
 	uint64_t moves_busy_ms;     /* when a move was last seen in progress */
 	struct meta_moves_result moves_res; /* as of the last step */
 	struct meta_leases *leases;  /* lease.h */
+	uint32_t cap_ms;             /* lifetime of the capabilities meta mints */
+	uint32_t pushed_evictions;   /* loop thread: evicted sessions last sent to the stores */
 	struct meta_park *parks;     /* mutations waiting for recalls (recall.c); loop thread */
 	struct meta_migrations *migrations; /* files being migrated (migrate.h) */
 	uint64_t next_park;
@@ -141,6 +143,11 @@ void meta_nodes_ready(struct meta_server *s, struct conn *c);
 int meta_nodes_clamp(struct meta_server *s, struct conn *c, struct weft_cred *cred, char *detail,
 		     size_t cap);
 void meta_nodes_tick(struct meta_server *s);
+
+/* Mints the capability of rights on ino for session, for the node c authenticated as
+ * (handlers_ns.c; any thread). */
+void meta_cap_mint(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
+		   uint8_t rights, uint8_t out[WEFT_CAP_LEN]);
 
 /* Host part of a "host:port" the store gave when it is unspecified ("", 0.0.0.0, ::)
  * replaced by the peer's address. */

@@ -443,6 +443,15 @@ int meta_session_ino_open(struct meta_db *db, MDB_txn *txn, uint64_t ino)
 	return open;
 }
 
+int meta_session_holds(struct meta_db *db, uint64_t id, uint64_t ino)
+{
+	struct meta_live *l = db->live;
+	pthread_mutex_lock(&l->lock);
+	bool held = *oent_find(l, ino, id) != NULL;
+	pthread_mutex_unlock(&l->lock);
+	return held;
+}
+
 /* Frees orphan ino in txn if it still is one (nlink 0, ORPHAN) and drops its record. */
 static int orphan_free(struct meta_db *db, MDB_txn *txn, uint64_t ino)
 {

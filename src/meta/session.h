@@ -70,6 +70,8 @@ int meta_session_open(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t in
 int meta_session_open_found(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino);
 int meta_session_reopen(struct meta_db *db, MDB_txn *txn, uint64_t id, uint64_t ino,
 			uint32_t count);
+/* 1 when session id holds ino open, 0 when not. */
+int meta_session_holds(struct meta_db *db, uint64_t id, uint64_t ino);
 /* Drops one open. With a write txn, an orphan whose last open this was is freed in it
  * (returns 0); with txn NULL (loop thread) only the memory changes, and it returns 1 when
  * ino is an orphan no session holds open any more (the caller runs meta_session_reap in

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/proto.h"
@@ -333,4 +334,86 @@ void auth_mac(const uint8_t key[WEFT_KEY_LEN], const char *side, const struct au
 int auth_mac_verify(const uint8_t a[32], const uint8_t b[32])
 {
 	return crypto_verify_32(a, b);
+}
+
+/* ---- capabilities ---- */
+
+uint64_t auth_realtime_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint32_t auth_cap_period(uint64_t realtime_ms)
+{
+	return (uint32_t)(realtime_ms / WEFT_CAP_PERIOD_MS);
+}
+
+void auth_cap_key(const uint8_t svc[WEFT_KEY_LEN], uint32_t period, uint8_t out[WEFT_KEY_LEN])
+{
+	derive(svc, "weft-cap-key", 0, "", period, out);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* HMAC(key, "weft-cap" | 0 | fields | node | 0), truncated to 16 bytes */
+static void cap_mac(const uint8_t key[WEFT_KEY_LEN], const uint8_t fields[32], const char *node,
+		    uint8_t out[16])
+{
+	crypto_auth_hmacsha256_state st;
+	uint8_t full[32];
+	sodium_once();
+	crypto_auth_hmacsha256_init(&st, key, WEFT_KEY_LEN);
+	crypto_auth_hmacsha256_update(&st, (const uint8_t *)"weft-cap", 9);
+	crypto_auth_hmacsha256_update(&st, fields, 32);
+	crypto_auth_hmacsha256_update(&st, (const uint8_t *)node, strlen(node) + 1);
+	crypto_auth_hmacsha256_final(&st, full);
+	memcpy(out, full, 16);
+	sodium_memzero(full, sizeof(full));
+}
+
+void auth_cap_mint(const uint8_t key[WEFT_KEY_LEN], const struct weft_cap *c, const char *node,
+		   uint8_t out[WEFT_CAP_LEN])
+{
+	memset(out, 0, WEFT_CAP_LEN);
+	put64(out, c->ino);
+	put64(out + 8, c->session);
+	put64(out + 16, c->expiry_ms);
+	out[24] = (uint8_t)c->period;
+	out[25] = (uint8_t)(c->period >> 8);
+	out[26] = (uint8_t)(c->period >> 16);
+	out[27] = (uint8_t)(c->period >> 24);
+	out[28] = c->rights;
+	cap_mac(key, out, node, out + 32);
+}
+
+void auth_cap_parse(const uint8_t in[WEFT_CAP_LEN], struct weft_cap *c)
+{
+	c->ino = get64(in);
+	c->session = get64(in + 8);
+	c->expiry_ms = get64(in + 16);
+	c->period = (uint32_t)in[24] | (uint32_t)in[25] << 8 | (uint32_t)in[26] << 16 |
+		    (uint32_t)in[27] << 24;
+	c->rights = in[28];
+}
+
+bool auth_cap_mac_ok(const uint8_t key[WEFT_KEY_LEN], const uint8_t in[WEFT_CAP_LEN],
+		     const char *node)
+{
+	uint8_t mac[16];
+	cap_mac(key, in, node, mac);
+	return crypto_verify_16(mac, in + 32) == 0;
 }

@@ -94,6 +94,32 @@ void auth_mac(const uint8_t key[WEFT_KEY_LEN], const char *side, const struct au
 	      uint8_t out[32]);
 /* Constant-time comparison of two proofs: 0 if equal. */
 int auth_mac_verify(const uint8_t a[32], const uint8_t b[32]);
+/* ---- capabilities (proto.h WEFT_CAP_LEN has the format) ----
+ * cap key of period p = HMAC(service, "weft-cap-key" | p): meta and every store derive it
+ * from the service key, so rotating needs no message. A period lasts
+ * WEFT_CAP_PERIOD_MS; meta mints with the current period's key, stores accept the
+ * previous, current and next period (clock skew), so a key is used at most three periods.
+ * A capability's lifetime (meta's WEFT_META_CAP_MS, at most a period) bounds how long a
+ * capability outlives a revocation that does not reach a store. */
+#define WEFT_CAP_PERIOD_MS (3600u * 1000)
+struct weft_cap {
+	uint64_t ino, session, expiry_ms;
+	uint32_t period;
+	uint8_t rights;   /* WEFT_CAP_* */
+};
+/* The period of a CLOCK_REALTIME time in ms, and the realtime clock in ms. */
+uint32_t auth_cap_period(uint64_t realtime_ms);
+uint64_t auth_realtime_ms(void);
+void auth_cap_key(const uint8_t svc[WEFT_KEY_LEN], uint32_t period, uint8_t out[WEFT_KEY_LEN]);
+/* Encodes c into out and MACs it for node with key (the cap key of c->period). */
+void auth_cap_mint(const uint8_t key[WEFT_KEY_LEN], const struct weft_cap *c, const char *node,
+		   uint8_t out[WEFT_CAP_LEN]);
+/* Decodes the fields of in (does not check the MAC). */
+void auth_cap_parse(const uint8_t in[WEFT_CAP_LEN], struct weft_cap *c);
+/* Whether in's MAC is right for node under key (constant time). */
+bool auth_cap_mac_ok(const uint8_t key[WEFT_KEY_LEN], const uint8_t in[WEFT_CAP_LEN],
+		     const char *node);
+
 /* "client", "store", "admin", "meta"; or NULL. And back: 0 for an unknown name. */
 const char *auth_role_name(uint8_t role);
 uint8_t auth_role_parse(const char *s);

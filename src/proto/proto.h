@@ -142,10 +142,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_ACCESS(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, mask, 0)
 /* open: flags are the open(2) flags; reply MSG_OPENED */
 #define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
-/* created: the file did not exist before this request (CREATE_OPEN) */
+/* created: the file did not exist before this request (CREATE_OPEN); cap: the
+ * capability for the file's objects (WEFT_CAP_READ, with WEFT_CAP_WRITE if opened for
+ * writing), zeros for a directory */
 #define MSG_OPENED(F) \
 	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX)
+	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
 /* reopen: after meta lost the session (a restart), the client's new session takes back
  * the count opens it holds of ino; no access check (they were checked at open) */
@@ -217,29 +219,54 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * reported it: u64 objects_left, u64 bytes_left, u64 rate (bytes/s; all 0: not syncing) */
 #define MSG_TARGETS(F) F(U32, count, 0)
 
+/* ---- capabilities (meta -> client -> store; net/auth.h, docs/SECURITY.md) ---- */
+
+/* A capability: what a client node may do to one file's objects, minted by meta, checked
+ * by every store without asking meta. WEFT_CAP_LEN bytes, little-endian:
+ *   0 ino u64 | 8 session u64 | 16 expiry u64 (ms since the epoch, CLOCK_REALTIME) |
+ *   24 period u32 (the key's rotation period) | 28 rights u8 (WEFT_CAP_*) | 29 3 zero bytes |
+ *   32 mac: the first 16 bytes of HMAC-SHA256(cap key of period, "weft-cap" | bytes 0..31 |
+ *      node name), node = the name the client's connection authenticated as.
+ * A client role's OBJ_WRITE, OBJ_TRUNCATE, OBJ_FSYNC (rw) and OBJ_READ, OBJ_STAT,
+ * OBJ_EXTENT (r) must carry a valid one for the object's inode; stores and meta send
+ * zeros (they are exempt). */
+#define WEFT_CAP_LEN    48
+#define WEFT_CAP_READ   0x1u
+#define WEFT_CAP_WRITE  0x2u /* always with READ */
+/* client -> meta: a capability for ino in session. With has_old, the renewal of a
+ * capability meta issued to this node (its MAC is checked, it may have expired): the
+ * same rights, if the session still holds ino open and was not evicted; without, rights
+ * as asked (WEFT_CAP_*), checked as an open with them would be (cred). Reply MSG_CAP. */
+#define MSG_CAP_GET(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, session, 0) F(U8, rights, 0) \
+	F(U8, has_old, 0) F(FIX, old, WEFT_CAP_LEN)
+#define MSG_CAP(F) F(FIX, cap, WEFT_CAP_LEN)
+
 /* ---- objects (client/store -> store) ---- */
 
 /* chain: (replicas, chain id, version) the sender believes; a stale version is refused */
 #define MSG_OBJ_WRITE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
-	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0)
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, flags, 0) F(CRCS, crcs, 0) \
+	F(FIX, cap, WEFT_CAP_LEN)
 /* allocated: bytes the object's data files take on the head's disk after the write */
 #define MSG_OBJ_WRITTEN(F) F(U64, size, 0) F(U64, allocated, 0)
 /* flags: WEFT_READ_* */
 #define MSG_OBJ_READ(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
-	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0) F(U8, flags, 0)
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(U32, len, 0) F(U8, flags, 0) \
+	F(FIX, cap, WEFT_CAP_LEN)
 /* hole: with WEFT_READ_HOLES, the first `hole` bytes of the range are a hole in the
  * object (not read, not sent: zeros); the bulk and its CRCs cover the bytes after them;
  * anything past the bulk up to len is zeros too (a hole, or the object's end) */
 #define MSG_OBJ_DATA(F) F(U64, size, 0) F(CRCS, crcs, 0) F(U64, hole, 0)
 #define MSG_OBJ_TRUNCATE(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
-	F(U64, chain_ver, 0) F(U64, size, 0)
-#define MSG_OBJ_ID(F) F(U64, ino, 0) F(U32, stripe, 0)
+	F(U64, chain_ver, 0) F(U64, size, 0) F(FIX, cap, WEFT_CAP_LEN)
+#define MSG_OBJ_ID(F) F(U64, ino, 0) F(U32, stripe, 0) F(FIX, cap, WEFT_CAP_LEN)
 /* fsync goes to the head and down the chain like a write */
 #define MSG_OBJ_SYNC(F) \
-	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) F(U64, chain_ver, 0)
+	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) F(U64, chain_ver, 0) \
+	F(FIX, cap, WEFT_CAP_LEN)
 /* delete every stripe of ino held by this target */
 #define MSG_OBJ_DELETE(F) F(U64, ino, 0)
 #define MSG_OBJ_SIZE(F) F(U64, size, 0)
@@ -252,7 +279,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * on this target's disk. A missing object is ENOENT (all hole). */
 #define MSG_OBJ_EXTENT(F) \
 	F(U64, ino, 0) F(U32, stripe, 0) F(U8, replicas, 0) F(U32, chain, 0) \
-	F(U64, chain_ver, 0) F(U64, offset, 0)
+	F(U64, chain_ver, 0) F(U64, offset, 0) F(FIX, cap, WEFT_CAP_LEN)
 #define MSG_OBJ_EXTENT_REPLY(F) F(U64, size, 0) F(U64, allocated, 0) F(U64, data, 0) \
 	F(U64, hole, 0)
 #define MSG_STORE_STATS(F) \
@@ -319,7 +346,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_NODE_NAME(F) F(STR, name, WEFT_NODE_MAX)
 /* the node registry as text, a line a node: "NAME ROLE SERIAL active|revoked" */
 #define WEFT_NODES_TEXT_MAX 60000
-#define MSG_NODES(F) F(STR, text, WEFT_NODES_TEXT_MAX)
+/* NODES_CHANGED also carries fenced: the sessions meta evicted lately (u64 each, LE; at most
+ * WEFT_FENCED_MAX, the newest), whose capabilities the stores then refuse; NODE_LIST
+ * sends none */
+#define WEFT_FENCED_MAX 512
+#define MSG_NODES(F) F(STR, text, WEFT_NODES_TEXT_MAX) F(STR, fenced, WEFT_FENCED_MAX * 8)
 
 /* resync progress, syncing store -> meta with each heartbeat (0s when not syncing) */
 #define MSG_RESYNC_PROGRESS(F) \
@@ -357,6 +388,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(target_heartbeat, MSG_TARGET_HEARTBEAT) X(heartbeat_reply, MSG_HEARTBEAT_REPLY) \
 	X(chains_get, MSG_CHAINS_GET) X(chains, MSG_CHAINS) X(target_failed, MSG_TARGET_FAILED) \
 	X(targets, MSG_TARGETS) \
+	X(cap_get, MSG_CAP_GET) X(cap, MSG_CAP) \
 	X(obj_write, MSG_OBJ_WRITE) X(obj_written, MSG_OBJ_WRITTEN) X(obj_read, MSG_OBJ_READ) \
 	X(obj_data, MSG_OBJ_DATA) X(obj_truncate, MSG_OBJ_TRUNCATE) X(obj_id, MSG_OBJ_ID) X(obj_sync, MSG_OBJ_SYNC) \
 	X(obj_delete, MSG_OBJ_DELETE) X(obj_size, MSG_OBJ_SIZE) X(obj_list, MSG_OBJ_LIST) \
@@ -440,7 +472,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(NODE_ADD,     0x0501, node_add, node_cred) /* admin: issue a credential */ \
 	X(NODE_LIST,    0x0502, empty, nodes)        /* admin: the node registry */ \
 	X(NODE_REVOKE,  0x0503, node_name, empty)    /* admin: refuse a node from now on */ \
-	X(NODES_CHANGED, 0x0504, nodes, empty)       /* meta -> stores, one-way */
+	X(NODES_CHANGED, 0x0504, nodes, empty)       /* meta -> stores, one-way */ \
+	X(CAP_GET,      0x0505, cap_get, cap)        /* client: a capability, or its renewal */
 
 enum weft_op {
 #define X(NAME, num, req, rep) WEFT_OP_##NAME = num,

@@ -29,6 +29,7 @@ static unsigned meta_roles(uint16_t op)
 	case WEFT_OP_NODE_ADD: case WEFT_OP_NODE_LIST: case WEFT_OP_NODE_REVOKE:
 		return A;
 	case WEFT_OP_SESSION_OPEN: case WEFT_OP_SESSION_BEAT: case WEFT_OP_SESSION_CLOSE:
+	case WEFT_OP_CAP_GET:
 	case WEFT_OP_RECALL: /* meta refuses it from anyone (it sends it) */
 		return C | A;
 	default:

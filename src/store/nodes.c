@@ -41,8 +41,10 @@ static void on_meta_request(struct conn *c, struct frame *f)
 		struct weft_msg_nodes m;
 		const char *why = NULL;
 		if (proto_nodes_decode(f->payload, f->h.payload_len, &m, &why) == 0 &&
-		    nodetab_parse(s->nodes, m.text.p, m.text.len) == 0)
+		    nodetab_parse(s->nodes, m.text.p, m.text.len) == 0) {
 			nodetab_foreach(s->nodes, close_refused, s);
+			store_caps_fenced(s, m.fenced.p, m.fenced.len);
+		}
 		else
 			log_warn("NODES_CHANGED from meta: %s", why ? why : "malformed list");
 	}

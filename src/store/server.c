@@ -414,6 +414,11 @@ static void on_request(struct conn *c, struct frame *f)
 		free(q);
 		return;
 	}
+	q->op = op;
+	if (store_caps_refuse(s, c, f, q)) {
+		free(q);
+		return;
+	}
 	q->s = s;
 	q->c = c;
 	conn_get(c);
@@ -468,6 +473,7 @@ static void free_server(struct store_server *s)
 {
 	pthread_mutex_destroy(&s->fwd_lock);
 	pthread_mutex_destroy(&s->report_lock);
+	store_caps_fini(s);
 	pthread_mutex_destroy(&s->repair_lock);
 	pthread_mutex_destroy(&s->hb_lock);
 	pthread_cond_destroy(&s->hb_cond);
@@ -588,6 +594,7 @@ int store_server_start(const struct store_server_opts *o, struct store_server **
 	s->capacity = o->capacity;
 	pthread_mutex_init(&s->fwd_lock, NULL);
 	pthread_mutex_init(&s->report_lock, NULL);
+	store_caps_init(s);
 	pthread_mutex_init(&s->repair_lock, NULL);
 	pthread_mutex_init(&s->hb_lock, NULL);
 	pthread_cond_init(&s->hb_cond, NULL);

@@ -117,6 +117,13 @@ struct store_server {
 	struct store_resync *rs;        /* resync.c */
 	struct store_sweep *sweep;      /* sweep.c */
 
+	/* capabilities (caps.c): the cap keys of the periods met lately, and the sessions
+	 * meta evicted (NODES_CHANGED), sorted; caps_lock guards both */
+	pthread_mutex_t caps_lock;
+	struct { uint32_t period; bool set; uint8_t k[WEFT_KEY_LEN]; } capk[4];
+	uint64_t *fenced;
+	size_t nfenced;
+
 	pthread_mutex_t report_lock;    /* guards the last failure report (dedupe) */
 	uint32_t last_report_target, last_report_chain;
 	uint64_t last_report_ms;
@@ -135,6 +142,15 @@ int store_disk_report(struct store_server *s);
 /* request.c: one request's reply and end (any file's handlers) */
 void store_reply_status(struct sreq *q, int status);
 void store_req_free(struct sreq *q);
+
+/* caps.c: a client's request must carry a capability for its object (proto.h); true
+ * when the request was refused (answered, f freed); loop thread */
+bool store_caps_refuse(struct store_server *s, struct conn *c, struct frame *f,
+		       const struct sreq *q);
+/* The sessions meta evicted, from NODES_CHANGED (len bytes of LE u64s). */
+void store_caps_fenced(struct store_server *s, const void *p, size_t len);
+void store_caps_init(struct store_server *s);
+void store_caps_fini(struct store_server *s);
 
 /* server.c */
 bool store_serving(struct store_server *s);

@@ -382,9 +382,10 @@ int main(int argc, char **argv)
 				.name = "store_client"};
 	struct rpc_params sp = mp;
 	sp.addr = argv[2];
-	/* deleting and listing objects is meta's: this tool holds the cluster key and speaks
-	 * as meta for them */
-	if (strcmp(argv[3], "delete") == 0 || strcmp(argv[3], "list") == 0)
+	/* deleting and listing objects is meta's, and a client's object requests need a
+	 * capability (per file, from meta): with the cluster key this tool speaks to the
+	 * store as meta */
+	if (key.serial == 0 || strcmp(argv[3], "delete") == 0 || strcmp(argv[3], "list") == 0)
 		sp.role = WEFT_ROLE_META;
 	if (rpc_new(&mp, &meta) || rpc_new(&sp, &store))
 		return 2;

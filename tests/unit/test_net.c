@@ -344,6 +344,37 @@ static void test_key_files(void)
 	CHECK_INT(auth_key_load(path, &k, err, sizeof(err)), ==, -ENOENT);
 }
 
+/* Capabilities: fields round-trip, and the MAC binds every field, the node and the key */
+static void test_caps(void)
+{
+	uint8_t svc[WEFT_KEY_LEN], k[WEFT_KEY_LEN], k2[WEFT_KEY_LEN];
+	auth_random(svc, sizeof(svc));
+	auth_cap_key(svc, 7, k);
+	auth_cap_key(svc, 8, k2);
+	CHECK(memcmp(k, k2, sizeof(k)) != 0);
+	struct weft_cap c = {.ino = 0x1122334455667788ull, .session = 42, .expiry_ms = 1234567,
+			     .period = 7, .rights = WEFT_CAP_READ | WEFT_CAP_WRITE}, d;
+	uint8_t raw[WEFT_CAP_LEN];
+	auth_cap_mint(k, &c, "node1", raw);
+	auth_cap_parse(raw, &d);
+	CHECK(d.ino == c.ino && d.session == c.session && d.expiry_ms == c.expiry_ms);
+	CHECK_INT(d.period, ==, 7);
+	CHECK_INT(d.rights, ==, WEFT_CAP_READ | WEFT_CAP_WRITE);
+	CHECK(auth_cap_mac_ok(k, raw, "node1"));
+	CHECK(!auth_cap_mac_ok(k2, raw, "node1"));   /* another period's key */
+	CHECK(!auth_cap_mac_ok(k, raw, "node2"));    /* another node */
+	CHECK(!auth_cap_mac_ok(k, raw, "node1x"));
+	for (size_t i = 0; i < WEFT_CAP_LEN; i++) {  /* any byte changed */
+		for (int bit = 0; bit < 8; bit += 7) {
+			uint8_t x[WEFT_CAP_LEN];
+			memcpy(x, raw, sizeof(x));
+			x[i] ^= (uint8_t)(1u << bit);
+			CHECK(!auth_cap_mac_ok(k, x, "node1"));
+		}
+	}
+	CHECK(auth_cap_period(2 * WEFT_CAP_PERIOD_MS + 5) == 2);
+}
+
 int main(void)
 {
 	log_init("test_net", getenv("WEFT_DEBUG") ? LOG_DEBUG : LOG_ERROR);
@@ -368,6 +399,7 @@ int main(void)
 	test_garbage_after_auth();
 	test_bad_payload();
 	test_key_files();
+	test_caps();
 
 	loop_stop(srv_loop);
 	loop_stop(cli_loop);
