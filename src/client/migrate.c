@@ -44,9 +44,10 @@ static int migrate_call(struct weft_client *c, const struct weft_cred *cr, uint6
 	return err;
 }
 
-/* Bytes stripe s's object holds (0: none), asked of its chain's first serving member. */
+/* Bytes stripe s's object holds (0: none), asked of its chain's first serving member
+ * with capability cap. */
 static int object_len(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		      uint32_t s, uint64_t *len)
+		      uint32_t s, const uint8_t *cap, uint64_t *len)
 {
 	struct weft_chain ch;
 	int err = client_chain(c, l->replicas, stripe_chain(l, s), &ch);
@@ -62,6 +63,7 @@ static int object_len(struct weft_client *c, uint64_t ino, const struct weft_lay
 		struct wbuf w;
 		wbuf_init(&w);
 		struct weft_msg_obj_id m = {.ino = ino, .stripe = stripe_object(l, s)};
+		memcpy(m.cap, cap, WEFT_CAP_LEN);
 		proto_obj_id_encode(&w, &m);
 		struct frame *f = NULL;
 		err = conn_call_sync(cn, WEFT_OP_OBJ_STAT, &w, NULL, 0, 10000, &f);
@@ -82,13 +84,13 @@ static int object_len(struct weft_client *c, uint64_t ino, const struct weft_lay
 
 /* Where the file's data ends: the furthest byte any old object holds. */
 static int data_extent(struct weft_client *c, uint64_t ino, const struct weft_layout *l,
-		       uint64_t *end)
+		       const uint8_t *cap, uint64_t *end)
 {
 	uint64_t su = l->stripe_unit, sc = l->stripe_count ? l->stripe_count : 1;
 	*end = 0;
 	for (uint32_t s = 0; s < sc; s++) {
 		uint64_t len = 0;
-		int err = object_len(c, ino, l, s, &len);
+		int err = object_len(c, ino, l, s, cap, &len);
 		if (err)
 			return err;
 		if (len == 0)
@@ -212,7 +214,7 @@ int weft_migrate(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	if ((err = client_cap_get(c, wi, ino, WEFT_CAP_READ | WEFT_CAP_WRITE, cr, cap)))
 		goto abort;
 	uint64_t end;
-	if ((err = data_extent(c, ino, &lay.from, &end)))
+	if ((err = data_extent(c, ino, &lay.from, cap, &end)))
 		goto abort;
 	/* a migrator that died may have left objects of this generation: none of their
 	 * bytes may show through holes of the new copy */
