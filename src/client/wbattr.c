@@ -156,8 +156,9 @@ static int flush_locked(struct weft_client *c, struct winode *wi, bool drop)
 		goto out;
 	}
 	uint32_t valid = p.valid & (mtime ? ~0u : ~(uint32_t)WEFT_SET_MTIME);
-	/* the ctime the kernel was told */
-	valid |= WEFT_SET_CTIME;
+	/* the ctime the kernel was told; durable with meta's next sync, as the size at
+	 * close is (fsync sends FSYNC after this) */
+	valid |= WEFT_SET_CTIME | WEFT_SET_DEFERRED;
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_setattr m = {.cred = p.cred, .ino = wi->ino, .valid = valid,

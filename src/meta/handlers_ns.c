@@ -62,6 +62,8 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_setattr *m = MSG(setattr);
 	/* a truncate cuts the objects of the layout it saw: not while they are copied */
+	if ((m->valid & WEFT_SET_DEFERRED) && (m->valid & WEFT_SET_SIZE))
+		return -EINVAL;
 	if ((m->valid & WEFT_SET_SIZE) && meta_migrate_busy(r->s, m->ino))
 		return -WEFT_EMIGRATING;
 	static const struct {
@@ -73,6 +75,7 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 		{WEFT_SET_ATIME_NOW, META_SET_ATIME_NOW}, {WEFT_SET_MTIME_NOW, META_SET_MTIME_NOW},
 		{WEFT_SET_CTIME, META_SET_CTIME}, {WEFT_SET_HANDLE, META_SET_HANDLE},
 		{WEFT_SET_KILL_PRIV, META_SET_KILL_PRIV},
+		{WEFT_SET_DEFERRED, 0}, /* only when it is answered (server.c) */
 	};
 	struct meta_setattr sa = {.mode = m->mode, .uid = m->uid, .gid = m->gid,
 				  .size = m->size, .atime_ns = m->atime_ns,

@@ -288,9 +288,14 @@ static void on_request(struct conn *c, struct frame *f)
 	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
 	 * with the next sync): EXTEND, the size a writer reports at close, which like a
 	 * local file system's is durable once fsync returns (the client's fsync sends FSYNC,
-	 * a durable op, after it), not at close. (OPEN and RELEASE are not mutations: open
+	 * a durable op, after it), not at close; and a SETATTR with WEFT_SET_DEFERRED, the
+	 * chmod/chown/utimes a client buffered (its write-back at close), for the same
+	 * reason. (OPEN and RELEASE are not mutations: open
 	 * state lives in memory, session.h.) */
-	r->mut.lazy = op == WEFT_OP_EXTEND;
+	r->mut.lazy = op == WEFT_OP_EXTEND ||
+		      (op == WEFT_OP_SETATTR &&
+		       (((const struct weft_msg_setattr *)(const void *)r->msg)->valid &
+			WEFT_SET_DEFERRED));
 	r->mut.grows = meta_op_grows(op);
 	if (r->mut.grows && meta_space_low(s->space)) {
 		snprintf(r->detail, sizeof(r->detail),
