@@ -177,7 +177,8 @@ struct winode {
 		uint32_t mode, uid, gid;
 		int64_t atime_ns, mtime_ns, ctime_ns;
 		uint64_t mtime_wgen;  /* wgen when the mtime was set: a later write's wins */
-	} wb;
+	} wb, wb_sent;             /* pending; the last one meta applied (still overlaid: a
+				    * reply to a GETATTR sent before it may arrive after) */
 	struct weft_attr wb_base;  /* meta's last answer (create or flush) */
 	int wb_err;                /* a flush meta refused: reported by the next flush */
 	struct winode *wb_next;    /* c->wb_list (c->wb_list_lock), which holds a ref */
@@ -200,9 +201,11 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop);
 /* The error of a refused flush of wi, once (0: none). */
 int client_wbattr_take_err(struct winode *wi);
-/* Flushes ino (and stops buffering for it: another client wants it), or everything. */
+/* Flushes ino (and stops buffering for it: another client wants it), or everything;
+ * recall: from the recall thread, which does not wait long for a winode another thread
+ * is sending already (wbattr.c). */
 void client_wbattr_recall(struct weft_client *c, uint64_t ino);
-void client_wbattr_flush_all(struct weft_client *c);
+void client_wbattr_flush_all(struct weft_client *c, bool recall);
 /* Applies what wi has buffered to a (wi->lock held). */
 void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a);
 

@@ -235,7 +235,7 @@ static void *recall_main(void *arg)
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA | WEFT_RECALL_LAYOUT))
 			client_wbattr_recall(c, it->ino);
 		if (it->what & WEFT_RECALL_NAME)
-			client_wbattr_flush_all(c);
+			client_wbattr_flush_all(c, true);
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA))
 			lease_forget(cr, it->ino);
 		if (it->what & WEFT_RECALL_LAYOUT)

@@ -644,7 +644,7 @@ void weft_client_close(struct weft_client *c)
 	pthread_cond_signal(&c->beat_cond);
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
-	client_wbattr_flush_all(c); /* handles still open at the end (wbattr.c) */
+	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};

@@ -8,7 +8,8 @@
  * with the attributes as they will be. The pending SETATTR goes to meta, with the
  * credential of its callers, at the file's flush (every close) and fsync, at a recall of
  * the inode (which also ends buffering for it) or of any name (lease.c flushes before it
- * answers), before this client's unlink, rmdir, rename and link (whose permission checks
+ * answers; for a name, a file another thread has been sending for WB_RECALL_LOCK_MS is
+ * left to that thread), before this client's unlink, rmdir, rename and link (whose permission checks
  * may depend on the owner), and when the client closes. This client's own getattr,
  * lookup and readdir replies show the pending attributes (client_winode_fix_size).
  *
@@ -64,7 +65,7 @@ static int64_t now_ns(void)
 }
 
 /* p applied to a as meta_ns_setattr would (its order: owner, set-id bits, mode, times). */
-static void apply(const struct wb_pend *p, bool mtime, struct weft_attr *a)
+static void apply(const struct wb_pend *p, bool mtime, bool ctime, struct weft_attr *a)
 {
 	uint32_t v = p->valid;
 	bool root = p->cred.uid == 0;
@@ -84,13 +85,18 @@ static void apply(const struct wb_pend *p, bool mtime, struct weft_attr *a)
 		a->atime_ns = p->atime_ns;
 	if ((v & WEFT_SET_MTIME) && mtime)
 		a->mtime_ns = p->mtime_ns;
-	a->ctime_ns = p->ctime_ns;
+	if (ctime)
+		a->ctime_ns = p->ctime_ns;
 }
 
 void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a)
 {
+	/* what meta has applied stays overlaid until another change to the file may follow
+	 * it (a recall, or a setattr this client sends at once) */
+	if (wi->wb_sent.valid)
+		apply(&wi->wb_sent, wi->wb_sent.mtime_wgen == wi->wgen, false, a);
 	if (wi->wb.valid)
-		apply(&wi->wb, wi->wb.mtime_wgen == wi->wgen, a);
+		apply(&wi->wb, wi->wb.mtime_wgen == wi->wgen, true, a);
 }
 
 /* Whether meta would allow cr's setattr (valid, in) of a file with attributes a
@@ -177,10 +183,12 @@ static int flush_locked(struct weft_client *c, struct winode *wi, bool drop)
 			 (unsigned long long)wi->ino, valid, p.cred.uid, weft_strerror(err));
 out:
 	pthread_mutex_lock(&wi->lock);
-	if (err == 0)
+	if (err == 0) {
 		wi->wb_base = a.attr;
-	else if (!wi->wb_err)
+		wi->wb_sent = p;
+	} else if (!wi->wb_err) {
 		wi->wb_err = err;
+	}
 	memset(&wi->wb, 0, sizeof(wi->wb));
 	pthread_mutex_unlock(&wi->lock);
 	unlist(c, wi);
@@ -224,6 +232,11 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 	pthread_mutex_unlock(&wi->lock);
 	if (!ok || !same || !order)
 		flush_locked(c, wi, false); /* its error waits for the file's next flush */
+	if (!ok) { /* sent at once by the caller: meta's answer is what counts */
+		pthread_mutex_lock(&wi->lock);
+		memset(&wi->wb_sent, 0, sizeof(wi->wb_sent));
+		pthread_mutex_unlock(&wi->lock);
+	}
 	if (ok) {
 		pthread_mutex_lock(&wi->lock);
 		struct wb_pend *p = &wi->wb;
@@ -245,22 +258,28 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 		p->ctime_ns = (valid & WEFT_SET_CTIME) ? in->ctime_ns : now_ns();
 		pthread_mutex_unlock(&wi->lock);
 		if (first) {
+			struct winode *ref = client_winode_find(c, ino); /* the list's */
 			pthread_mutex_lock(&c->wb_list_lock);
-			if (!wi->wb_listed) {
+			if (ref && !wi->wb_listed) {
 				wi->wb_listed = true;
 				wi->wb_next = c->wb_list;
 				c->wb_list = wi;
-				wi = NULL; /* the list's reference now */
+				ref = NULL;
 			}
 			pthread_mutex_unlock(&c->wb_list_lock);
+			if (ref)
+				client_winode_put(c, ref);
 		}
 		done = 1;
 	}
-	struct winode *hold = wi ? wi : client_winode_find(c, ino);
+	struct winode *hold = wi;
 	pthread_mutex_unlock(&hold->wb_lock);
 	if (done && out) {
 		pthread_mutex_lock(&hold->lock);
 		*out = hold->wb_base;
+		out->size = hold->size; /* the file is open here: this client knows its size */
+		if (hold->mtime_ns > out->mtime_ns)
+			out->mtime_ns = hold->mtime_ns;
 		pthread_mutex_unlock(&hold->lock);
 		client_winode_fix_size(hold, out); /* size, and the overlay */
 	}
@@ -277,12 +296,18 @@ void client_wbattr_recall(struct weft_client *c, uint64_t ino)
 	flush_locked(c, wi, false);
 	pthread_mutex_lock(&wi->lock);
 	wi->wb_created = false; /* another client is interested: no more buffering */
+	memset(&wi->wb_sent, 0, sizeof(wi->wb_sent));
 	pthread_mutex_unlock(&wi->lock);
 	pthread_mutex_unlock(&wi->wb_lock);
 	client_winode_put(c, wi);
 }
 
-void client_wbattr_flush_all(struct weft_client *c)
+/* How long the recall thread waits for a winode's wb_lock before it answers without
+ * that winode: a holder that keeps it longer is sending the SETATTR already, and may be
+ * parked at meta behind a recall to a mount whose recall thread waits the same way. */
+#define WB_RECALL_LOCK_MS 100
+
+void client_wbattr_flush_all(struct weft_client *c, bool recall)
 {
 	for (;;) {
 		pthread_mutex_lock(&c->wb_list_lock);
@@ -294,7 +319,21 @@ void client_wbattr_flush_all(struct weft_client *c)
 		pthread_mutex_unlock(&c->wb_list_lock);
 		if (!wi)
 			return;
-		client_wbattr_flush(c, wi, false);
+		if (recall) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += WB_RECALL_LOCK_MS * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			if (pthread_mutex_timedlock(&wi->wb_lock, &until) == 0) {
+				flush_locked(c, wi, false);
+				pthread_mutex_unlock(&wi->wb_lock);
+			}
+		} else {
+			client_wbattr_flush(c, wi, false);
+		}
 		client_winode_put(c, wi);
 	}
 }
