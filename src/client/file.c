@@ -557,7 +557,8 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
 					 .name = proto_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
-					 .flags = excl ? WEFT_CREATE_EXCL : 0,
+					 .flags = (excl ? WEFT_CREATE_EXCL : 0) |
+						  (c->wb_attrs ? WEFT_CREATE_WB : 0),
 					 .open_flags = (uint32_t)flags};
 	struct weft_msg_opened o;
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);

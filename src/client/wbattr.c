@@ -8,7 +8,8 @@
  * with the attributes as they will be. The pending SETATTR goes to meta, with the
  * credential of its callers, at the file's flush (every close) and fsync, at a recall of
  * the inode (which also ends buffering for it) or of any name (lease.c flushes before it
- * answers; for a name, a file another thread has been sending for WB_RECALL_LOCK_MS is
+ * answers; meta recalls the inode too before another session's GETATTR or LOOKUP of a
+ * file created with WEFT_CREATE_WB is answered; for a name, a file another thread has been sending for WB_RECALL_LOCK_MS is
  * left to that thread), before this client's unlink, rmdir, rename and link (whose permission checks
  * may depend on the owner), and when the client closes. This client's own getattr,
  * lookup and readdir replies show the pending attributes (client_winode_fix_size).

@@ -397,7 +397,7 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_create_open *m = MSG(create_open);
 	uint32_t type = m->mode & S_IFMT;
-	if ((type != 0 && type != S_IFREG) || (m->flags & ~WEFT_CREATE_EXCL))
+	if ((type != 0 && type != S_IFREG) || (m->flags & ~(WEFT_CREATE_EXCL | WEFT_CREATE_WB)))
 		return -EINVAL;
 	int mask = open_mask(m->open_flags);
 	if (mask < 0)
@@ -433,6 +433,8 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	uint64_t sess = r->h->op == WEFT_OP_OPEN ? MSG(open)->session : MSG(create_open)->session;
 	uint32_t lease = meta_leases_grant(r->s->leases, sess, r->attr.ino, sess != 0,
 					   loop_now_ms());
+	if (r->h->op == WEFT_OP_CREATE_OPEN && r->flag && (MSG(create_open)->flags & WEFT_CREATE_WB))
+		meta_leases_wb_claim(r->s->leases, sess, r->attr.ino);
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
 				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};

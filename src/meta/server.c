@@ -150,6 +150,13 @@ static int run_read(struct mreq *r)
 	return rc;
 }
 
+void meta_read_resume(struct meta_server *s, struct mreq *r)
+{
+	(void)s;
+	memset(r->detail, 0, sizeof(r->detail));
+	mreq_finish(r, run_read(r));
+}
+
 /* ---- dispatch ---- */
 
 static const struct meta_handler *find_handler(uint16_t op)
@@ -272,6 +279,9 @@ static void on_request(struct conn *c, struct frame *f)
 	conn_get(c);
 	if (!h->write) {
 		int rc = run_read(r);
+		if (rc == 0 && (op == WEFT_OP_GETATTR || op == WEFT_OP_LOOKUP) &&
+		    meta_recall_read(s, r))
+			return; /* another mount's buffered attributes come first */
 		if (rc == 0 && op == WEFT_OP_RELEASE && r->flag) {
 			/* an orphan's last open went: free it now, reply once that is committed */
 			r->mut = (struct meta_mutation){.apply = reap_apply, .done = reap_done,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Attribute write-back (mount option wb_attrs, docs/ARCHITECTURE.md "Metadata
 # durability"): mount A (wb_attrs) keeps the chmod, chown and utimes of files it created
-# while they are open; mount B (plain) must see them once A closes, a change B makes
+# while they are open; mount B (plain) must see them at once (its stat recalls A while
+# A holds the file open) and after A's close, a change B makes
 # while A buffers must be ordered after A's (the recall flushes A first), a rename or
 # unlink on A after a buffered chmod must behave, a refused setattr must fail, and after
 # weft down / weft up and a tar -p extraction every mode, owner, time and size must be
@@ -48,6 +49,26 @@ for i in range(50):
           "file %d: B sees A's times (%d)" % (i, sb.st_mtime_ns))
     check(sb.st_size == i * 100, "file %d: B sees the size" % i)
 print("ok: 50 files: A's buffered utimes/chown/chmod seen by A at once and by B after close")
+
+# B's stat while A still holds the file open: meta recalls A, which sends what it
+# buffered before B is answered
+for i in range(20):
+    p = A + "/o%d" % i
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"y" * 1000)
+    os.utime(fd, ns=(T2, T1 + i))
+    os.fchown(fd, 3000 + i, 4000 + i)
+    os.fchmod(fd, 0o640)
+    sb = os.stat(B + "/o%d" % i)
+    check(sb.st_mode & 0o7777 == 0o640 and (sb.st_uid, sb.st_gid) == (3000 + i, 4000 + i),
+          "file %d: B's stat while A holds it open sees A's chmod/chown (%o %d %d)" %
+          (i, sb.st_mode, sb.st_uid, sb.st_gid))
+    check(sb.st_mtime_ns == T1 + i, "file %d: B's stat sees A's utimes (%d)" % (i, sb.st_mtime_ns))
+    os.fchmod(fd, 0o604)                                 # after the recall: sent at once
+    check(os.stat(B + "/o%d" % i).st_mode & 0o777 == 0o604, "file %d: B sees A's next chmod" % i)
+    os.close(fd)
+    check(os.stat(B + "/o%d" % i).st_size == 1000, "file %d: B sees the size after close" % i)
+print("ok: 20 files: B's stat while A holds them open sees A's buffered attributes (recall)")
 
 # a change B makes while A buffers comes after A's (the recall flushes A before it is
 # answered): A's utimes then B's, so B's time must stay after A closes
