@@ -5,9 +5,9 @@
 #   bash bench/seeds.sh [--quick] [--stores N] [--replicas R] [--only LIST] [--tar-subset DIR]
 #
 # LIST: comma-separated of dd,fio,lmdd,tar (default all). --quick shrinks sizes for a
-# smoke run. --tar-subset extracts only that directory of the kernel tarball (e.g.
+# smoke run. $WEFT_UP_MOUNT_OPTS (e.g. wb_attrs) adds options to both mounts. --tar-subset extracts only that directory of the kernel tarball (e.g.
 # linux-source-6.1/fs) for seed 004. Needs root (drop_caches, mount). State in
-# /var/tmp/weft-bench.
+# /var/tmp/weft-bench ($WEFT_BENCH_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-$PWD/build/weft}
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 
-B=/var/tmp/weft-bench
+B=${WEFT_BENCH_DIR:-/var/tmp/weft-bench}
 LOCAL=$B/local
 STATE=$B/state
 MNT=$B/mnt
@@ -109,7 +109,8 @@ if want tar && [ -f "$TARBALL" ]; then
 	row "du -s, 1 mount (s)" "$ld2" "$ld" "$(ratio "$ld" "$ld2")"
 	row "rm -rf + sync, 1 mount (s)" "$wrm" "$lrm" "$(ratio "$lrm" "$wrm")"
 	# two mounts at once, each in its own directory
-	"$WEFT" mount "$META" "$MNT2" --key "$KEY" -o allow_other,no_root_squash
+	"$WEFT" mount "$META" "$MNT2" --key "$KEY" \
+		-o "allow_other,no_root_squash${WEFT_UP_MOUNT_OPTS:+,$WEFT_UP_MOUNT_OPTS}"
 	mkdir -p "$MNT/a" "$MNT2/b" "$LOCAL/a" "$LOCAL/b"
 	t0=$(date +%s.%N)
 	untar "$MNT/a" & untar "$MNT2/b" & wait

@@ -51,6 +51,10 @@ struct weft_client_opts {
 	uint32_t attr_timeout_ms;  /* how long what this client learned of an inode may be
 				    * trusted without asking meta again (the mount's
 				    * attr_timeout); 0: ask every time */
+	bool wb_attrs;             /* attribute write-back: chmod, chown and utimes of a file
+				    * this client created, while a handle of that create is
+				    * open, stay here until close, fsync, a recall or a
+				    * namespace change (client_int.h, winode.c) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 

@@ -94,6 +94,10 @@ enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_
 #define WEFT_SET_HANDLE    0x200u
 /* clear S_ISUID, and S_ISGID if S_IXGRP (a write by a caller without CAP_FSETID) */
 #define WEFT_SET_KILL_PRIV 0x400u
+/* libweft's write-back of buffered attributes (wbattr.c): meta answers once the change
+ * is committed, and it is durable with meta's next sync (fsync sends FSYNC after it), as
+ * EXTEND's size is. Not accepted with WEFT_SET_SIZE. */
+#define WEFT_SET_DEFERRED  0x800u
 
 /* what a lease recall covers (weft_recall_fn; also on the wire, MSG_RECALL) */
 #define WEFT_RECALL_ATTR 0x1u /* attributes */

@@ -54,6 +54,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			o->read_only = false;
 		} else if (strcmp(opt, "allow_other") == 0) {
 			o->allow_other = true;
+		} else if (strcmp(opt, "wb_attrs") == 0) {
+			o->wb_attrs = true;
+		} else if (strcmp(opt, "no_wb_attrs") == 0) {
+			o->wb_attrs = false;
 		} else if (strcmp(opt, "root_squash") == 0) {
 			o->root_squash = true;
 		} else if (strcmp(opt, "no_root_squash") == 0) {
@@ -150,6 +154,9 @@ const struct cli_verb cmd_mount = {
 		 "                     /etc/weft/cluster.key)\n"
 		 "  name=NODE          this client's name at meta (default: host name)\n"
 		 "  metrics=HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		 "  wb_attrs           keep chmod, chown and utimes of files this mount created\n"
+		 "                     here while they are open; sent at close, fsync or a\n"
+		 "                     recall (default off; docs/ARCHITECTURE.md)\n"
 		 "  root_squash        root of this node acts as nobody (65534) (default)\n"
 		 "  no_root_squash     root of this node is root on the file system (weft up\n"
 		 "                     mounts its local node so)\n"

@@ -380,9 +380,12 @@ static int up_run(int argc, char **argv)
 		char o[PATH_MAX + 64], mtaddr[64] = "";
 		if (metrics && (rc = daemon_addr(state, "mount.metrics", 0, mtaddr, sizeof(mtaddr))))
 			return cli_fail("up", "no port for the mount's metrics: %s", strerror(-rc));
-		/* the node that holds the cluster key mounts as itself: root stays root */
-		snprintf(o, sizeof(o), "%s,no_root_squash%s%s", getuid() == 0 ? "allow_other" : "rw",
-			 mtaddr[0] ? ",metrics=" : "", mtaddr);
+		/* the node that holds the cluster key mounts as itself: root stays root;
+		 * $WEFT_UP_MOUNT_OPTS adds mount options (wb_attrs, for benchmarks) */
+		const char *extra = getenv("WEFT_UP_MOUNT_OPTS");
+		snprintf(o, sizeof(o), "%s,no_root_squash%s%s%s%s",
+			 getuid() == 0 ? "allow_other" : "rw", mtaddr[0] ? ",metrics=" : "", mtaddr,
+			 extra && *extra ? "," : "", extra && *extra ? extra : "");
 		char *cmd[] = {self, "mount", meta, (char *)mnt, "-o", o, "--key", key, "--pid-file",
 			       pidf, "--log", logf, NULL};
 		if (run_cmd(cmd) != 0)

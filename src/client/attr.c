@@ -60,6 +60,8 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
 {
 	int err;
+	if (client_wbattr_try(c, cr, ino, valid, in, out))
+		return 0; /* buffered (wbattr.c) */
 again:
 	if (valid & WEFT_SET_SIZE) {
 		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)

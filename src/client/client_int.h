@@ -48,6 +48,9 @@ struct weft_client {
 	struct rpc *meta;
 	char node[WEFT_NODE_MAX + 1];
 	bool checksums;
+	bool wb_attrs;                /* attribute write-back (wbattr.c) */
+	pthread_mutex_t wb_list_lock; /* guards wb_list */
+	struct winode *wb_list;       /* winodes with buffered attributes */
 	uint32_t readahead_units;
 	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
 	/* The session at meta. Meta keeps open state in memory only: after a restart it
@@ -165,7 +168,53 @@ struct winode {
 	 * at the first write (lock held); entries and bits are __atomic (write replies). */
 	uint64_t *alloc;
 	uint8_t alloc_known[WEFT_WRITTEN_MAX];
+
+	/* Attribute write-back (wbattr.c): chmod, chown and utimes of a file this client
+	 * created (wb_created: set at the create, cleared by a recall of the inode) stay
+	 * here, merged into one SETATTR, until a flush. wb_lock serialises buffering and
+	 * sending (it is held across the SETATTR to meta, and taken before lock); wb and
+	 * wb_base are written under both and may be read under either (the overlay in
+	 * client_winode_fix_size reads them under lock). */
+	pthread_mutex_t wb_lock;
+	bool wb_created;
+	struct wb_pend {
+		uint32_t valid;       /* WEFT_SET_MODE/UID/GID/ATIME/MTIME/CTIME; 0: nothing */
+		struct weft_cred cred;
+		uint32_t mode, uid, gid;
+		int64_t atime_ns, mtime_ns, ctime_ns;
+		uint64_t mtime_wgen;  /* wgen when the mtime was set: a later write's wins */
+	} wb, wb_sent;             /* pending; the last one meta applied (still overlaid: a
+				    * reply to a GETATTR sent before it may arrive after) */
+	struct weft_attr wb_base;  /* meta's last answer (create or flush) */
+	int wb_err;                /* a flush meta refused: reported by the next flush */
+	struct winode *wb_next;    /* c->wb_list (c->wb_list_lock), which holds a ref */
+	bool wb_listed;            /* c->wb_list_lock */
 };
+/* ---- attribute write-back (wbattr.c) ----
+ * A file this client created may keep its chmod, chown and utimes here, merged into one
+ * SETATTR, while it is open; they go to meta at the file's flush (close) or fsync, at a
+ * recall of the inode or of any name (the recall thread flushes before it answers), and
+ * before this client's unlink, rmdir, rename or link. Off unless c->wb_attrs. */
+/* wi was created by this client with attributes a (the CREATE_OPEN reply). */
+void client_wbattr_created(struct weft_client *c, struct winode *wi, const struct weft_attr *a);
+/* Buffers a setattr of ino when it may be: returns 1 with *out the attributes as they
+ * will be, or 0 when the caller must send it (anything buffered for ino has gone to meta
+ * first). Never fails: a refused flush is kept for the next client_wbattr_take_err. */
+int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		      uint32_t valid, const struct weft_attr *in, struct weft_attr *out);
+/* Sends what wi has buffered and waits for meta; returns 0 or meta's error (also kept
+ * for client_wbattr_take_err). drop: forget it instead (a fenced session), -EIO. */
+int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop);
+/* The error of a refused flush of wi, once (0: none). */
+int client_wbattr_take_err(struct winode *wi);
+/* Flushes ino (and stops buffering for it: another client wants it), or everything;
+ * recall: from the recall thread, which does not wait long for a winode another thread
+ * is sending already (wbattr.c). */
+void client_wbattr_recall(struct weft_client *c, uint64_t ino);
+void client_wbattr_flush_all(struct weft_client *c, bool recall);
+/* Applies what wi has buffered to a (wi->lock held). */
+void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a);
+
 /* Whether stripe s of wi is recorded written; wi may be NULL (false). */
 bool client_winode_written(const struct winode *wi, uint32_t s);
 /* The security.capability cache of winode ino (winode.c; ns.c reads and sets it): */

@@ -371,6 +371,11 @@ int weft_file_flush(struct weft_file *f)
 				err = e2;
 		}
 	}
+	/* buffered chmod/chown/utimes (wbattr.c): after the size, as they were made */
+	int e3 = client_wbattr_flush(c, wi, fenced);
+	e3 = client_wbattr_take_err(wi) ? : e3;
+	if (!err)
+		err = e3;
 	return fenced ? -EIO : err;
 }
 
@@ -553,15 +558,18 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
 					 .name = proto_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
-					 .flags = excl ? WEFT_CREATE_EXCL : 0,
+					 .flags = (excl ? WEFT_CREATE_EXCL : 0) |
+						  (c->wb_attrs ? WEFT_CREATE_WB : 0),
 					 .open_flags = (uint32_t)flags};
 	struct weft_msg_opened o;
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
 	if (err)
 		return err;
 	/* the open holds the winode: one lookup per create (open_call's) */
-	if (o.created)
+	if (o.created) {
 		client_winode_mark_nocap(c, (*out)->wi, true); /* a new inode has no xattrs */
+		client_wbattr_created(c, (*out)->wi, &o.attr);
+	}
 	client_winode_fix_size((*out)->wi, &o.attr);
 	if (attr)
 		*attr = o.attr;

@@ -81,12 +81,14 @@ static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *c
 int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name)
 {
+	client_wbattr_flush_all(c, false); /* its checks may depend on a buffered chown (wbattr.c) */
 	return name_op(c, WEFT_OP_UNLINK, cr, parent, name);
 }
 
 int weft_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name)
 {
+	client_wbattr_flush_all(c, false);
 	return name_op(c, WEFT_OP_RMDIR, cr, parent, name);
 }
 
@@ -98,6 +100,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		err = check_name(newname);
 	if (err)
 		return err;
+	client_wbattr_flush_all(c, false);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_rename m = {.cred = *cr, .parent = parent, .name = name_of(name),
@@ -113,6 +116,7 @@ int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 	int err = check_name(newname);
 	if (err)
 		return err;
+	client_wbattr_flush_all(c, false);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_link m = {.cred = *cr, .ino = ino, .newparent = newparent,

@@ -550,6 +550,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	else
 		gethostname(c->node, sizeof(c->node) - 1);
 	c->checksums = !o->checksums_off;
+	c->wb_attrs = o->wb_attrs;
 	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
 	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
@@ -557,6 +558,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);
 	pthread_mutex_init(&c->inodes_lock, NULL);
+	pthread_mutex_init(&c->wb_list_lock, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
 	pthread_rwlock_init(&c->sess_lock, NULL);
@@ -642,6 +644,7 @@ void weft_client_close(struct weft_client *c)
 	pthread_cond_signal(&c->beat_cond);
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
+	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};

@@ -146,6 +146,7 @@ struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *
 		w->mtime_ns = a->mtime_ns;
 		pthread_mutex_init(&w->lock, NULL);
 		pthread_mutex_init(&w->cap_lock, NULL);
+		pthread_mutex_init(&w->wb_lock, NULL);
 		pthread_cond_init(&w->cond, NULL);
 		w->next = *pp;
 		*pp = w;
@@ -172,6 +173,7 @@ void client_winode_put(struct weft_client *c, struct winode *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->cap_lock);
+	pthread_mutex_destroy(&w->wb_lock);
 	pthread_cond_destroy(&w->cond);
 	free(w->alloc);
 	free(w);
@@ -452,6 +454,7 @@ void client_winode_fix_size(struct winode *wi, struct weft_attr *a)
 	/* while writes are on their way, count them as allocated (meta learns the stores'
 	 * figure at the next flush) */
 	bool writing = wi->blocks_dirty;
+	client_wbattr_overlay(wi, a); /* chmod, chown, utimes not yet at meta (wbattr.c) */
 	pthread_mutex_unlock(&wi->lock);
 	if (writing && a->size / 512 > a->blocks)
 		a->blocks = (a->size + 511) / 512;

@@ -64,6 +64,8 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_setattr *m = MSG(setattr);
 	/* a truncate cuts the objects of the layout it saw: not while they are copied */
+	if ((m->valid & WEFT_SET_DEFERRED) && (m->valid & WEFT_SET_SIZE))
+		return -EINVAL;
 	if ((m->valid & WEFT_SET_SIZE) && meta_migrate_busy(r->s, m->ino))
 		return -WEFT_EMIGRATING;
 	static const struct {
@@ -75,6 +77,7 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 		{WEFT_SET_ATIME_NOW, META_SET_ATIME_NOW}, {WEFT_SET_MTIME_NOW, META_SET_MTIME_NOW},
 		{WEFT_SET_CTIME, META_SET_CTIME}, {WEFT_SET_HANDLE, META_SET_HANDLE},
 		{WEFT_SET_KILL_PRIV, META_SET_KILL_PRIV},
+		{WEFT_SET_DEFERRED, 0}, /* only when it is answered (server.c) */
 	};
 	struct meta_setattr sa = {.mode = m->mode, .uid = m->uid, .gid = m->gid,
 				  .size = m->size, .atime_ns = m->atime_ns,
@@ -396,7 +399,7 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_create_open *m = MSG(create_open);
 	uint32_t type = m->mode & S_IFMT;
-	if ((type != 0 && type != S_IFREG) || (m->flags & ~WEFT_CREATE_EXCL))
+	if ((type != 0 && type != S_IFREG) || (m->flags & ~(WEFT_CREATE_EXCL | WEFT_CREATE_WB)))
 		return -EINVAL;
 	int mask = open_mask(m->open_flags);
 	if (mask < 0)
@@ -443,6 +446,8 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	uint64_t sess = r->h->op == WEFT_OP_OPEN ? MSG(open)->session : MSG(create_open)->session;
 	uint32_t lease = meta_leases_grant(r->s->leases, sess, r->attr.ino, sess != 0,
 					   loop_now_ms());
+	if (r->h->op == WEFT_OP_CREATE_OPEN && r->flag && (MSG(create_open)->flags & WEFT_CREATE_WB))
+		meta_leases_wb_claim(r->s->leases, sess, r->attr.ino);
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
 				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};

@@ -14,6 +14,7 @@ struct holder {
 	uint64_t session;
 	uint64_t expiry_ms;
 	uint32_t pins;   /* opens: the lease lasts until they are released */
+	bool wb;         /* may have buffered attributes (meta_leases_wb_claim) */
 };
 
 struct lnode {
@@ -270,13 +271,39 @@ static struct holder *find(struct meta_leases *l, uint64_t session, uint64_t ino
 	return NULL;
 }
 
-void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino)
+void meta_leases_wb_claim(struct meta_leases *l, uint64_t session, uint64_t ino)
 {
 	pthread_mutex_lock(&l->lock);
 	struct lnode **p;
 	struct holder *h = find(l, session, ino, &p);
 	if (h && h->pins)
-		h->pins--;
+		h->wb = true;
+	pthread_mutex_unlock(&l->lock);
+}
+
+uint64_t meta_leases_wb_take(struct meta_leases *l, uint64_t ino, uint64_t except)
+{
+	uint64_t who = 0;
+	pthread_mutex_lock(&l->lock);
+	struct lnode **p = slot_of(l, ino);
+	for (uint32_t i = 0; *p && (*p)->ino == ino && i < (*p)->n && !who; i++) {
+		struct holder *h = &(*p)->h[i];
+		if (h->wb && h->session != except) {
+			h->wb = false;
+			who = h->pins ? h->session : 0;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	return who;
+}
+
+void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino)
+{
+	pthread_mutex_lock(&l->lock);
+	struct lnode **p;
+	struct holder *h = find(l, session, ino, &p);
+	if (h && h->pins && --h->pins == 0)
+		h->wb = false; /* the client flushed at its close */
 	if (*p && (*p)->ino == ino)
 		prune(l, p, 0); /* now 0: drops only what nothing keeps (no pin, no expiry) */
 	pthread_mutex_unlock(&l->lock);

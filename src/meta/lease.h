@@ -51,6 +51,13 @@ void meta_leases_recaller(struct meta_leases *l, uint64_t session);
 uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino, bool pin,
 			   uint64_t now_ms);
 void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino);
+/* session created ino with WEFT_CREATE_WB and holds it open (pinned): it may keep the
+ * file's chmod/chown/utimes until its close. Until then (the last unpin), another
+ * session's GETATTR or LOOKUP of ino recalls it first (recall.c, meta_recall_read).
+ * wb_take returns such a session other than except, and forgets its claim (after the
+ * recall the client stops buffering for the file); 0 if none. */
+void meta_leases_wb_claim(struct meta_leases *l, uint64_t session, uint64_t ino);
+uint64_t meta_leases_wb_take(struct meta_leases *l, uint64_t ino, uint64_t except);
 /* Sessions other than except holding a live lease on ino, up to max into out; returns
  * how many. */
 size_t meta_leases_holders(struct meta_leases *l, uint64_t ino, uint64_t except,

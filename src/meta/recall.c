@@ -11,6 +11,11 @@
  * connections fenced and closed, its session closed (its opens go), and its later
  * requests under that session are refused with WEFT_EEVICTED (lease.h).
  *
+ * A read (GETATTR, LOOKUP) of a file another session created with WEFT_CREATE_WB and
+ * holds open (it may keep the file's chmod/chown/utimes: lease.h) is parked the same
+ * way: RECALL {ino, ATTR} goes to that session, which sends what it buffered before it
+ * answers; then the read runs again and is answered (meta_recall_read).
+ *
  * After a restart meta has no leases in memory while clients may still cache under the
  * old ones: mutations are parked until one lease + grace after the start (if the
  * database ever had a session). Reads are served at once.
@@ -41,6 +46,7 @@ struct meta_park {
 	uint64_t id;
 	struct mreq *r;
 	uint64_t deadline_ms;
+	bool read;      /* r is a read (meta_recall_read): it runs again, then is answered */
 	int nh;
 	/* one per RECALL sent */
 	struct { uint64_t session; bool acked; } h[PARK_MAX_HOLDERS];
@@ -130,7 +136,10 @@ static void park_release(struct meta_server *s, struct meta_park **p)
 {
 	struct meta_park *k = *p;
 	*p = k->next;
-	go(s, k->r);
+	if (k->read)
+		meta_read_resume(s, k->r);
+	else
+		go(s, k->r);
 	free(k);
 }
 
@@ -293,6 +302,26 @@ int meta_recall_submit(struct meta_server *s, struct mreq *r)
 	k->next = s->parks;
 	s->parks = k;
 	return 0;
+}
+
+bool meta_recall_read(struct meta_server *s, struct mreq *r)
+{
+	uint64_t ino = r->attr.ino;
+	uint64_t who = meta_leases_wb_take(s->leases, ino, meta_conn_session(s, r->c));
+	if (!who)
+		return false;
+	struct meta_park *k = calloc(1, sizeof(*k));
+	if (!k)
+		return false;
+	k->r = r;
+	k->read = true;
+	k->id = ++s->next_park;
+	struct item it = {ino, WEFT_RECALL_ATTR, {0}};
+	send_recall(s, k, who, &it);
+	k->deadline_ms = loop_now_ms() + meta_leases_ms(s->leases) + RECALL_GRACE_MS;
+	k->next = s->parks;
+	s->parks = k;
+	return true;
 }
 
 void meta_recall_done(struct meta_server *s, struct mreq *r)

@@ -150,6 +150,13 @@ static int run_read(struct mreq *r)
 	return rc;
 }
 
+void meta_read_resume(struct meta_server *s, struct mreq *r)
+{
+	(void)s;
+	memset(r->detail, 0, sizeof(r->detail));
+	mreq_finish(r, run_read(r));
+}
+
 /* ---- dispatch ---- */
 
 static const struct meta_handler *find_handler(uint16_t op)
@@ -274,6 +281,9 @@ static void on_request(struct conn *c, struct frame *f)
 	conn_get(c);
 	if (!h->write) {
 		int rc = run_read(r);
+		if (rc == 0 && (op == WEFT_OP_GETATTR || op == WEFT_OP_LOOKUP) &&
+		    meta_recall_read(s, r))
+			return; /* another mount's buffered attributes come first */
 		if (rc == 0 && op == WEFT_OP_RELEASE && r->flag) {
 			/* an orphan's last open went: free it now, reply once that is committed */
 			r->mut = (struct meta_mutation){.apply = reap_apply, .done = reap_done,
@@ -290,9 +300,14 @@ static void on_request(struct conn *c, struct frame *f)
 	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
 	 * with the next sync): EXTEND, the size a writer reports at close, which like a
 	 * local file system's is durable once fsync returns (the client's fsync sends FSYNC,
-	 * a durable op, after it), not at close. (OPEN and RELEASE are not mutations: open
+	 * a durable op, after it), not at close; and a SETATTR with WEFT_SET_DEFERRED, the
+	 * chmod/chown/utimes a client buffered (its write-back at close), for the same
+	 * reason. (OPEN and RELEASE are not mutations: open
 	 * state lives in memory, session.h.) */
-	r->mut.lazy = op == WEFT_OP_EXTEND;
+	r->mut.lazy = op == WEFT_OP_EXTEND ||
+		      (op == WEFT_OP_SETATTR &&
+		       (((const struct weft_msg_setattr *)(const void *)r->msg)->valid &
+			WEFT_SET_DEFERRED));
 	r->mut.grows = meta_op_grows(op);
 	if (r->mut.grows && meta_space_low(s->space)) {
 		snprintf(r->detail, sizeof(r->detail),

@@ -164,6 +164,12 @@ int meta_probe_target(struct meta_server *s, uint32_t target, const char *addr,
  * on what it changes: recalls them first, parking r meanwhile. Loop thread. Returns 0
  * or -errno (r not taken). */
 int meta_recall_submit(struct meta_server *s, struct mreq *r);
+/* Read r (GETATTR, LOOKUP: r->attr is its answer) shows a file another session may
+ * hold buffered attributes of (lease.h, meta_leases_wb_take): recalls them and parks r,
+ * which meta_read_resume runs again once answered. True if parked. Loop thread. */
+bool meta_recall_read(struct meta_server *s, struct mreq *r);
+/* Runs read r again and answers it (server.c). Loop thread. */
+void meta_read_resume(struct meta_server *s, struct mreq *r);
 /* The mutation is done: its inodes are no longer busy. Any thread. */
 void meta_recall_done(struct meta_server *s, struct mreq *r);
 /* Stopping: every parked mutation runs now. Loop thread. */

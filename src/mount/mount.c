@@ -1124,6 +1124,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	struct weft_client_opts co = {.meta_addr = o->meta, .key_file = o->key_file,
 				      .node_name = o->node_name, .pagepool = o->pagepool,
 				      .checksums_off = o->checksums_off,
+				      .wb_attrs = o->wb_attrs,
 				      .readahead_units = o->readahead_units,
 				      .attr_timeout_ms = (uint32_t)(o->attr_timeout * 1000)};
 	int rc = weft_client_open(&co, &wc, err, sizeof(err));

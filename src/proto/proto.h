@@ -369,6 +369,10 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* setattr valid bits (WEFT_SET_*): include/weft/types.h, the public API takes them */
 
 #define WEFT_CREATE_EXCL 0x1u
+/* create_open: the client buffers the new file's chmod/chown/utimes while it holds it
+ * open (libweft's wbattr.c): meta recalls it before another session's GETATTR or LOOKUP
+ * of the file is answered (lease.h, meta_leases_wb_claim) */
+#define WEFT_CREATE_WB 0x2u
 
 /* ---- every message type ---- */
 
