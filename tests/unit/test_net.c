@@ -10,6 +10,7 @@
 #include "check.h"
 #include "common/addr.h"
 #include "net/auth.h"
+#include "net/wire.h"
 #include "net/builtin.h"
 #include "common/log.h"
 #include "net/rpc.h"
@@ -237,6 +238,7 @@ static void raw_handshake(int fd, const uint8_t nonce_c[32], struct wbuf *auth_o
 		struct auth_bind b = {.version = hr.version, .client_role = WEFT_ROLE_ADMIN,
 				      .client_name = "", .server_role = hr.role, .server_name = sname,
 				      .nonce_c = nonce_c, .nonce_s = hr.nonce};
+		b.wire_s = hr.wire;
 		auth_mac(key.k, "weft-client", &b, a.mac);
 		proto_auth_encode(auth_out, &a);
 	}
@@ -368,6 +370,17 @@ int main(void)
 	test_garbage_after_auth();
 	test_bad_payload();
 	test_key_files();
+	/* the same over a protected wire (net/wire.h): the floor only rises */
+	wire_floor_raise(WIRE_INTEGRITY);
+	test_ping();
+	test_many_in_flight();
+	test_bulk_echo();
+	test_garbage_after_auth();
+	wire_floor_raise(WIRE_PRIVACY);
+	test_ping();
+	test_many_in_flight();
+	test_bulk_echo();
+	test_garbage_after_auth();
 
 	loop_stop(srv_loop);
 	loop_stop(cli_loop);
