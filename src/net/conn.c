@@ -129,6 +129,13 @@ const char *conn_peer_name(const struct conn *c) { return c->peer_name; }
 uint8_t conn_peer_role(const struct conn *c) { return c->peer_role; }
 uint32_t conn_peer_serial(const struct conn *c) { return c->peer_serial; }
 
+int conn_wire_level(const struct conn *c, bool *aes)
+{
+	if (aes)
+		*aes = c->wire.aes;
+	return c->wire.level;
+}
+
 void conn_wrap(const struct conn *c, const char *purpose, uint8_t inout[WEFT_KEY_LEN])
 {
 	auth_wrap(c->proof, purpose, c->nonce_c, c->nonce_s, inout);
