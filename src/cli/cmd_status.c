@@ -326,7 +326,7 @@ static int run_status(int argc, char **argv)
 		bool aes = false;
 		int lv = rpc_conn(a.rpc, &c) == 0 ? conn_wire_level(c, &aes) : wire_floor();
 		const char *cipher = lv == WIRE_PRIVACY ? (aes ? "AES-256-GCM" : "ChaCha20-Poly1305") :
-				     lv == WIRE_INTEGRITY ? "Poly1305" : "";
+				     lv == WIRE_INTEGRITY ? (aes ? "AES-256-GCM" : "Poly1305") : "";
 		if (j)
 			json_object_set_new(j, "wire", json_pack("{s:s,s:s}", "level",
 					    wire_level_name(lv), "cipher", cipher));

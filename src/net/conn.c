@@ -290,34 +290,32 @@ static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *pay
 	/* after the handshake (read once: wire.level is set before ready, and only the loop
 	 * thread sends before ready) */
 	uint8_t level = c->wire.level;
+	uint8_t *sealed = NULL;
 	if (level == WIRE_PRIVACY && e->niov > 1) {
-		/* the body gets a buffer of its own, encrypted below; the caller's is free */
-		size_t len = e->bytes - WEFT_HDR_SIZE;
-		uint8_t *body = malloc(len);
-		if (!body) {
+		/* the body gets a buffer of its own, encrypted into below */
+		sealed = malloc(e->bytes - WEFT_HDR_SIZE);
+		if (!sealed) {
 			release_entries(e);
 			return -ENOMEM;
 		}
-		size_t off = 0;
-		for (int i = 1; i < e->niov; i++) {
-			memcpy(body + off, e->iov[i].iov_base, e->iov[i].iov_len);
-			off += e->iov[i].iov_len;
-		}
+	}
+	if (level) {
+		pthread_mutex_lock(&c->seal_lock);
+		if (level == WIRE_INTEGRITY)
+			wire_mac(&c->wire, e->iov, e->niov, e->tag);
+		else
+			wire_seal(&c->wire, e->hdr, WEFT_HDR_SIZE, e->iov + 1, e->niov - 1,
+				  sealed ? sealed : e->tag, e->tag);
+	}
+	if (sealed) { /* the caller's buffers are free now */
 		if (e->release)
 			e->release(e->release_arg);
 		e->release = NULL;
 		free(e->payload);
-		e->payload = body;
-		e->iov[1] = (struct iovec){body, len};
+		e->payload = sealed;
+		e->iov[1] = (struct iovec){sealed, e->bytes - WEFT_HDR_SIZE};
 		e->niov = 2;
 	}
-	if (level)
-		pthread_mutex_lock(&c->seal_lock);
-	if (level == WIRE_INTEGRITY)
-		wire_mac(&c->wire.tx, e->iov, e->niov, e->tag);
-	else if (level == WIRE_PRIVACY)
-		wire_seal(&c->wire.tx, c->wire.aes, e->hdr, WEFT_HDR_SIZE, e->niov > 1 ? e->payload : e->tag,
-			  e->bytes - WEFT_HDR_SIZE, e->tag);
 	if (level) {
 		e->iov[e->niov++] = (struct iovec){e->tag, WIRE_TAG_LEN};
 		e->bytes += WIRE_TAG_LEN;
@@ -719,8 +717,8 @@ static bool frame_done(struct conn *c, struct frame *f)
 	if (c->hs == HS_READY && c->wire.level) {
 		uint64_t n = c->wire.rx.ctr;
 		size_t len = (size_t)f->h.payload_len + f->h.bulk_len;
-		if (wire_open(&c->wire.rx, c->wire.level, c->wire.aes, c->cur_hdr, WEFT_HDR_SIZE,
-			      f->payload, len, f->payload + len) != 0) {
+		if (wire_open(&c->wire, c->cur_hdr, WEFT_HDR_SIZE, f->payload, len,
+			      f->payload + len) != 0) {
 			unsigned dropped = 0;
 			if (log_limit_ok(&tag_lines, 10, 10000, &dropped))
 				log_error("frame %llu from %s (%s \"%s\") fails its integrity check: "

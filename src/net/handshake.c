@@ -172,8 +172,11 @@ void handshake_frame(struct conn *c, struct frame *f)
 		proto_auth_encode(&w, &r);
 		conn_send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, 0, f->h.reqid, &w);
 		/* every frame after this reply is protected */
-		wire_setup(&c->wire, c->proof, &b, true, c->wire_s & WIRE_LEVEL_MASK,
-			   (c->wire_s & WIRE_AES) != 0);
+		if (wire_setup(&c->wire, c->proof, &b, true, c->wire_s & WIRE_LEVEL_MASK,
+			       (c->wire_s & WIRE_AES) != 0)) {
+			hs_fail(c, "out of memory for the wire's keys");
+			break;
+		}
 		conn_become_ready(c);
 		break;
 	}
@@ -246,8 +249,11 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, "server does not hold our cluster key (wrong cluster key)");
 			break;
 		}
-		wire_setup(&c->wire, c->proof, &b, false, c->wire_s & WIRE_LEVEL_MASK,
-			   (c->wire_s & WIRE_AES) != 0);
+		if (wire_setup(&c->wire, c->proof, &b, false, c->wire_s & WIRE_LEVEL_MASK,
+			       (c->wire_s & WIRE_AES) != 0)) {
+			hs_fail(c, "out of memory for the wire's keys");
+			break;
+		}
 		/* meta says which level the file system has: this process asks for it from now on
 		 * (a mount toward stores, a store toward its clients) */
 		if (c->peer_role == WEFT_ROLE_META)

@@ -381,6 +381,9 @@ int main(void)
 	test_many_in_flight();
 	test_bulk_echo();
 	test_garbage_after_auth();
+	wire_aes_off(); /* ChaCha20-Poly1305, as on a CPU without AES-NI */
+	test_bulk_echo();
+	test_garbage_after_auth();
 
 	loop_stop(srv_loop);
 	loop_stop(cli_loop);
