@@ -34,7 +34,15 @@ LEVELS=(none integrity privacy)
 for r in $(seq "$RUNS"); do
 	for k in 0 1 2; do
 		level=${LEVELS[$(( (k + r - 1) % 3 ))]}
-		"$WEFT" up --dir "$S" --stores 4 --replicas 1 --wire "$level" >/dev/null
+		# another cluster on this shared machine may take meta's port between weft up's
+		# check and meta's bind: try again on a fresh state
+		for try in 1 2 3; do
+			"$WEFT" up --dir "$S" --stores 4 --replicas 1 --wire "$level" >/dev/null && break
+			"$WEFT" down --dir "$S" >/dev/null 2>&1 || true
+			rm -rf "${S:?}"/*
+			[ "$try" = 3 ] && { echo "weft up failed 3 times" >&2; exit 1; }
+			sleep 1
+		done
 		"$WEFT" status --dir "$S" | grep -q "^wire: $level" || { echo "cluster is not at $level" >&2; exit 1; }
 		M=$S/mnt
 		t0=$(now); dd if=/dev/zero of="$M/dd" bs=1M count="$DD_MB" conv=fsync status=none; t1=$(now)
