@@ -1,10 +1,12 @@
-/* relay TARGET [CAPTURE]: a man in the middle for test_wire.sh. Listens on a free port of
+/* relay TARGET [CAPTURE [CONTROL]]: a man in the middle for test_wire.sh. Listens on a free port of
  * 127.0.0.1 (printed as "relay listening on 127.0.0.1:PORT") and forwards every
  * connection to TARGET (HOST:PORT), both ways, following the frames (header, payload,
  * bulk, and after the handshake the 16-byte tag unless the HELLO reply chose level none).
  * On SIGUSR1 it flips one byte in the middle of the bulk of the next frame after the
  * handshake whose bulk is at least 64 KiB, in either direction, and says so on stderr.
- * With CAPTURE, every byte it forwards is appended to that file. */
+ * With CAPTURE, every byte it forwards is appended to that file. CONTROL is a file read at
+ * every new connection: "hello" makes the relay set the wire byte of the client's HELLO
+ * to 0 (none), "both" that of the HELLO and of the server's reply: a downgrade. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +35,7 @@ struct pair {
 	int client, server;
 	int id;
 	atomic_int level;  /* from the HELLO reply */
+	int downgrade;     /* 0, 1 (HELLO), 2 (HELLO and reply) */
 	atomic_int alive;  /* directions still running */
 };
 
@@ -113,6 +116,14 @@ static void *run_dir(void *arg)
 				continue;
 			}
 			size_t k = body_left < (size_t)n - i ? body_left : (size_t)n - i;
+			/* the wire byte is the last of HELLO and of its reply */
+			size_t wire_at = (size_t)h.payload_len - 1;
+			if (frame == 0 && p->downgrade > (d->s2c ? 1 : 0) && h.payload_len &&
+			    wire_at >= body_off && wire_at < body_off + k) {
+				fprintf(stderr, "relay: connection %d: wire byte 0x%02x of the %s set to 0\n",
+					p->id, buf[i + wire_at - body_off], d->s2c ? "HELLO reply" : "HELLO");
+				buf[i + wire_at - body_off] = 0;
+			}
 			if (flip_at >= (long long)body_off && flip_at < (long long)(body_off + k))
 				buf[i + (size_t)flip_at - body_off] ^= 0x5a;
 			if (d->s2c && frame == 0 && hello_len + k <= sizeof(hello)) {
@@ -211,6 +222,16 @@ int main(int argc, char **argv)
 		p->client = cfd;
 		p->server = sfd;
 		p->id = atomic_fetch_add(&nconn, 1) + 1;
+		if (argc > 3) {
+			char ctl[16] = "";
+			FILE *cf = fopen(argv[3], "r");
+			if (cf) {
+				if (!fgets(ctl, sizeof(ctl), cf))
+					ctl[0] = '\0';
+				fclose(cf);
+			}
+			p->downgrade = strncmp(ctl, "both", 4) == 0 ? 2 : strncmp(ctl, "hello", 5) == 0;
+		}
 		atomic_init(&p->alive, 2);
 		fprintf(stderr, "relay: connection %d accepted\n", p->id);
 		start_dir(p, cfd, sfd, false);
