@@ -319,6 +319,57 @@ static void test_bad_payload(void)
 	rpc_free(r);
 }
 
+/* A server that offers a wire level below the client's floor: it answers HELLO with
+ * level none, and the client refuses it before AUTH (docs/protocol.md, "a downgrade?"). */
+static void *fake_server(void *arg)
+{
+	int lfd = *(int *)arg;
+	int fd = accept(lfd, NULL, NULL);
+	CHECK(fd >= 0);
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct weft_hdr h;
+	uint8_t buf[1024];
+	CHECK_OK(raw_recv(fd, &h, buf, sizeof(buf)));
+	struct weft_msg_hello hm;
+	CHECK_OK(proto_hello_decode(buf, h.payload_len, &hm, NULL));
+	CHECK_INT(hm.wire & WIRE_LEVEL_MASK, ==, WIRE_PRIVACY); /* the client asks its floor */
+	struct weft_msg_hello_reply r = {.version = WEFT_PROTO_MAX, .role = WEFT_ROLE_META,
+					 .name = proto_str_of("fake", 4), .wire = WIRE_NONE};
+	struct wbuf w;
+	wbuf_init(&w);
+	proto_hello_reply_encode(&w, &r);
+	raw_send(fd, WEFT_OP_HELLO, WEFT_F_REPLY, &w);
+	wbuf_free(&w);
+	CHECK_INT(raw_recv(fd, &h, buf, sizeof(buf)), ==, -1); /* no AUTH: the client hung up */
+	close(fd);
+	return NULL;
+}
+
+static void test_downgrade_refused(void)
+{
+	struct weft_addr a;
+	CHECK_OK(addr_parse("127.0.0.1:0", 0, &a));
+	int lfd = addr_listen(&a);
+	CHECK(lfd >= 0);
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) & ~O_NONBLOCK);
+	char fake[64];
+	snprintf(fake, sizeof(fake), "127.0.0.1:%d", addr_local_port(lfd));
+	pthread_t t;
+	pthread_create(&t, NULL, fake_server, &lfd);
+	struct rpc *r;
+	struct rpc_params p = {.loop = cli_loop, .key = &key, .addr = fake, .role = WEFT_ROLE_ADMIN,
+			       .name = "test"};
+	CHECK_OK(rpc_new(&p, &r));
+	struct conn *c;
+	CHECK_INT(rpc_conn(r, &c), ==, -WEFT_EAUTH);
+	rpc_free(r);
+	pthread_join(t, NULL);
+	close(lfd);
+}
+
 static void test_key_files(void)
 {
 	char path[] = "/tmp/weft-test-key-XXXXXX";
@@ -381,6 +432,7 @@ int main(void)
 	test_many_in_flight();
 	test_bulk_echo();
 	test_garbage_after_auth();
+	test_downgrade_refused();
 	wire_aes_off(); /* ChaCha20-Poly1305, as on a CPU without AES-NI */
 	test_bulk_echo();
 	test_garbage_after_auth();
