@@ -75,6 +75,9 @@ void wire_aes_off(void);
 int wire_setup(struct wire *w, const uint8_t proof[WEFT_KEY_LEN], const struct auth_bind *b,
 	       bool server, uint8_t level, bool aes);
 void wire_clear(struct wire *w);
+/* The sending side (wire_mac, wire_seal) advances tx's counter: its caller serializes
+ * them and queues frames in the same order (conn.c's seal_lock). The receiving side
+ * (wire_open) is the connection's loop thread alone. Neither fails once set up. */
 /* Integrity: the tag of the next frame of w over the iovecs (header first). */
 void wire_mac(struct wire *w, const struct iovec *v, int n, uint8_t tag[WIRE_TAG_LEN]);
 /* Privacy: encrypts the next frame's body, given as the iovecs v, into dst; tag out. */
