@@ -19,6 +19,9 @@ ALLOWED_ERRORS='fails its integrity check|authentication failed from|wrong clust
 
 pre_cleanup() {
 	mountpoint -q "$MNT" 2>/dev/null && { umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true; }
+	# a mount left behind by a failure ends, so that a writer waiting on it gets an error
+	# instead of keeping the cleanup's wait forever
+	[ -s "$T/mount.pid" ] && kill "$(cat "$T/mount.pid")" 2>/dev/null
 	return 0
 }
 
@@ -48,6 +51,7 @@ up() {
 
 down() {
 	umount "$MNT" || umount -l "$MNT"
+	rm -f "$T/mount.pid"
 	kill "$PID_st" "$PID_meta" "$RELAY_PID" 2>/dev/null || true
 	wait "$PID_st" "$PID_meta" "$RELAY_PID" 2>/dev/null || true
 	[ -f "$T/meta.log" ] && mv "$T/meta.log" "$T/meta.$1.log"
@@ -62,6 +66,7 @@ WANT=$(sha "$T/src")
 
 # ---- integrity, the default: a flipped byte is refused, the connection made again ----
 flips() { # flips CIPHER: the two flips on a fresh cluster at the default level
+rm -f "$T/w.rc" "$T/r.sha" "$MNT/w" 2>/dev/null || true
 up default
 "$WEFT" status --meta "$META" --key "$KEY" | grep -q "^wire: integrity ($1 " || \
 	fail "weft status does not show integrity with $1: $("$WEFT" status --meta "$META" --key "$KEY")"
