@@ -397,6 +397,19 @@ static void test_key_files(void)
 	CHECK_INT(auth_key_load(path, &k, err, sizeof(err)), ==, -ENOENT);
 }
 
+static pthread_mutex_t srv_freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t srv_freed_cond = PTHREAD_COND_INITIALIZER;
+static bool srv_freed;
+
+static void free_srv_task(void *arg)
+{
+	server_free(arg);
+	pthread_mutex_lock(&srv_freed_lock);
+	srv_freed = true;
+	pthread_cond_signal(&srv_freed_cond);
+	pthread_mutex_unlock(&srv_freed_lock);
+}
+
 int main(void)
 {
 	log_init("test_net", getenv("WEFT_DEBUG") ? LOG_DEBUG : LOG_ERROR);
@@ -437,10 +450,16 @@ int main(void)
 	test_bulk_echo();
 	test_garbage_after_auth();
 
+	/* server_free on the server's loop thread: from here it would race with that loop
+	 * still closing the last connections (loop_stop does not wait) */
+	CHECK_OK(loop_post(srv_loop, free_srv_task, srv));
+	pthread_mutex_lock(&srv_freed_lock);
+	while (!srv_freed)
+		pthread_cond_wait(&srv_freed_cond, &srv_freed_lock);
+	pthread_mutex_unlock(&srv_freed_lock);
 	loop_stop(srv_loop);
 	loop_stop(cli_loop);
 	loop_free(cli_loop);
-	server_free(srv);
 	loop_free(srv_loop);
 	printf("test_net: ok\n");
 	return 0;
