@@ -1,6 +1,8 @@
 /* bench_rpc: RPC round-trip latency and 1 MiB bulk throughput over loopback between two
  * processes, beside a raw TCP stream between two processes in the same run.
- * usage: bench_rpc [--seconds S]   (prints a table; see docs/PERFORMANCE.md) */
+ * usage: bench_rpc [--seconds S] [--wire none|integrity|privacy]
+ * (prints a table; see docs/PERFORMANCE.md). --wire protects the RPC connection at that
+ * level (net/wire.h; WEFT_WIRE_NO_AES=1 for ChaCha20/Poly1305). */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -20,6 +22,7 @@
 #include "common/memtune.h"
 #include "net/rpc.h"
 #include "net/server.h"
+#include "net/wire.h"
 #include "weft/err.h"
 
 #define MIB (1u << 20)
@@ -216,8 +219,16 @@ static void rpc_latency(struct conn *c, double *p50, double *p99, double *rate)
 int main(int argc, char **argv)
 {
 	memtune();
-	if (argc == 3 && strcmp(argv[1], "--seconds") == 0)
-		seconds = atof(argv[2]);
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--seconds") == 0) {
+			seconds = atof(argv[i + 1]);
+		} else if (strcmp(argv[i], "--wire") == 0 && wire_level_parse(argv[i + 1]) >= 0) {
+			wire_floor_raise(wire_level_parse(argv[i + 1]));
+		} else {
+			fprintf(stderr, "usage: bench_rpc [--seconds S] [--wire none|integrity|privacy]\n");
+			return 2;
+		}
+	}
 	log_init("bench_rpc", LOG_WARN);
 	if (getenv("MALLOPT")) { mallopt(M_MMAP_THRESHOLD, 64 << 20); mallopt(M_TRIM_THRESHOLD, 512 << 20); }
 	signal(SIGPIPE, SIG_IGN);

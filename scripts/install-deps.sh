@@ -3,7 +3,7 @@
 # apt-get update runs only when something is missing.
 set -euo pipefail
 
-build_pkgs=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 liblmdb-dev libisal-dev libsodium-dev libsystemd-dev scdoc
+build_pkgs=(meson ninja-build pkg-config gcc libfuse3-dev fuse3 liblmdb-dev libisal-dev libsodium-dev libssl-dev libsystemd-dev scdoc
             libjansson-dev libmicrohttpd-dev)
 test_pkgs=(clang jq libclang-rt-14-dev attr libcap2-bin fio psmisc iproute2 lmdb-utils
            debhelper dpkg-dev fakeroot man-db systemd

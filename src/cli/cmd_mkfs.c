@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "net/auth.h"
+#include "net/wire.h"
 #include "meta/mdb.h"
 #include "meta/super.h"
 #include "weft/err.h"
@@ -48,7 +49,9 @@ static int print_uuid(const char *dir)
 static int run(int argc, char **argv)
 {
 	const char *dir = NULL;
-	struct meta_mkfs_opts mo = {.options = META_OPT_CHECKSUMS};
+	struct meta_mkfs_opts mo = {.options = META_OPT_CHECKSUMS |
+					       (WIRE_INTEGRITY << META_OPT_WIRE_SHIFT)};
+	int lv;
 	uint64_t su;
 	uint32_t v;
 	static const struct option opts[] = {
@@ -56,7 +59,7 @@ static int run(int argc, char **argv)
 		{"stripe-count", required_argument, NULL, 'c'},
 		{"replicas", required_argument, NULL, 'r'}, {"force", no_argument, NULL, 'F'},
 		{"no-checksums", no_argument, NULL, 'N'}, {"root-squash", no_argument, NULL, 'S'},
-		{0}};
+		{"wire", required_argument, NULL, 'w'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
@@ -84,6 +87,13 @@ static int run(int argc, char **argv)
 		case 'F': mo.force = true; break;
 		case 'N': mo.options &= ~META_OPT_CHECKSUMS; break;
 		case 'S': mo.options |= META_OPT_ROOT_SQUASH; break;
+		case 'w':
+			if ((lv = wire_level_parse(optarg)) < 0)
+				return cli_usage_error("mkfs", "--wire %s: none, integrity or privacy",
+						       optarg);
+			mo.options = (mo.options & ~META_OPT_WIRE_MASK) |
+				     ((uint32_t)lv << META_OPT_WIRE_SHIFT);
+			break;
 		default: return cli_usage_error("mkfs", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -111,7 +121,8 @@ const struct cli_verb cmd_mkfs = {
 	.name = "mkfs",
 	.summary = "create a file system (metadata directory and cluster key)",
 	.usage = "weft mkfs --meta DIR [--stripe-unit SIZE] [--stripe-count N] [--replicas R]\n"
-		 "          [--force] [--no-checksums] [--root-squash]\n\n"
+		 "          [--force] [--no-checksums] [--root-squash]\n"
+		 "          [--wire none|integrity|privacy]\n\n"
 		 "Creates the metadata of a new file system in DIR (made if missing): the LMDB\n"
 		 "store, a random file system UUID (printed), the root directory with the default\n"
 		 "layout, and the cluster key DIR/cluster.key (mode 0600) unless one exists.\n"
@@ -120,6 +131,9 @@ const struct cli_verb cmd_mkfs = {
 		 "  --replicas R         copies of every block, 1..3 (default 1)\n"
 		 "  --force              replace an existing file system in DIR (the key is kept)\n"
 		 "  --no-checksums       no CRC32C on data chunks\n"
-		 "  --root-squash        clients' uid/gid 0 become nobody (65534)",
+		 "  --root-squash        clients' uid/gid 0 become nobody (65534)\n"
+		 "  --wire LEVEL         protection of every connection: none, integrity (every\n"
+		 "                       frame authenticated, data in clear; the default) or\n"
+		 "                       privacy (everything encrypted)",
 	.run = run,
 };

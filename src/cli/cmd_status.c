@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "net/rpc.h"
 #include "net/chainfetch.h"
+#include "net/conn.h"
+#include "net/wire.h"
 #include "proto/targets.h"
 #include "weft/err.h"
 
@@ -317,6 +319,22 @@ static int run_status(int argc, char **argv)
 		human(s.bfree * s.bsize, fr, sizeof(fr));
 		printf("meta %s: capacity %s, used %s, free %s, inodes %llu used\n", a.addr, t, u, fr,
 		       (unsigned long long)(s.files - s.ffree));
+	}
+	if (rc == 0) {
+		/* meta chose the file system's level for this connection (net/wire.h) */
+		struct conn *c = NULL;
+		bool aes = false;
+		int lv = rpc_conn(a.rpc, &c) == 0 ? conn_wire_level(c, &aes) : wire_floor();
+		const char *cipher = lv == WIRE_PRIVACY ? (aes ? "AES-256-GCM" : "ChaCha20-Poly1305") :
+				     lv == WIRE_INTEGRITY ? (aes ? "AES-256-GCM" : "Poly1305") : "";
+		if (j)
+			json_object_set_new(j, "wire", json_pack("{s:s,s:s}", "level",
+					    wire_level_name(lv), "cipher", cipher));
+		else
+			printf("wire: %s%s%s%s\n", wire_level_name(lv), lv ? " (" : "", cipher,
+			       lv ? " on this connection)" : "");
+		if (c)
+			conn_put(c);
 	}
 	if (rc == 0) {
 		json_t *ms = meta_space_get(&a);

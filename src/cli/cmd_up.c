@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "net/rpc.h"
 #include "net/chainfetch.h"
+#include "net/wire.h"
 #include "weft/err.h"
 
 #define STORES_MAX 64
@@ -219,12 +220,14 @@ static int up_run(int argc, char **argv)
 	const char *state = NULL, *mnt = NULL;
 	long nstores = 4, replicas = 2;
 	bool no_mount = false, metrics = false;
+	const char *wire = "integrity"; /* weft mkfs's default */
 	const char *store_cap = NULL;
 	static const struct option opts[] = {
 		{"store-capacity", required_argument, NULL, 'C'},
 		{"stores", required_argument, NULL, 's'}, {"replicas", required_argument, NULL, 'r'},
 		{"dir", required_argument, NULL, 'd'}, {"mount", required_argument, NULL, 'm'},
-		{"no-mount", no_argument, NULL, 'n'}, {"metrics", no_argument, NULL, 'M'}, {0}};
+		{"no-mount", no_argument, NULL, 'n'}, {"metrics", no_argument, NULL, 'M'},
+		{"wire", required_argument, NULL, 'w'}, {0}};
 	int ch;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -235,6 +238,11 @@ static int up_run(int argc, char **argv)
 		case 'm': mnt = optarg; break;
 		case 'n': no_mount = true; break;
 		case 'M': metrics = true; break;
+		case 'w':
+			if (wire_level_parse(optarg) < 0)
+				return cli_usage_error("up", "--wire %s: none, integrity or privacy", optarg);
+			wire = optarg;
+			break;
 		case 'C': {
 			uint64_t v;
 			if (cli_parse_size(optarg, &v) || v == 0)
@@ -282,7 +290,8 @@ static int up_run(int argc, char **argv)
 	path_of(path, sizeof(path), metadir, "data.mdb");
 	if (access(path, F_OK) != 0) {
 		snprintf(rstr, sizeof(rstr), "%ld", replicas);
-		char *mk[] = {self, "mkfs", "--meta", metadir, "--replicas", rstr, NULL};
+		char *mk[] = {self, "mkfs", "--meta", metadir, "--replicas", rstr, "--wire", (char *)wire,
+			      NULL};
 		if (run_cmd(mk) != 0)
 			return cli_fail("up", "mkfs of %s failed", metadir);
 		char mkey[PATH_MAX];
@@ -476,7 +485,7 @@ const struct cli_verb cmd_up = {
 	.name = "up",
 	.summary = "start a whole cluster on this machine and mount it",
 	.usage = "weft up [--stores N] [--replicas R] [--dir STATE] [--mount MNT] [--no-mount]\n"
-		 "        [--metrics] [--store-capacity SIZE]\n\n"
+		 "        [--metrics] [--store-capacity SIZE] [--wire LEVEL]\n\n"
 		 "Creates the file system in STATE (default ~/.weft) if needed, starts weft meta\n"
 		 "and N weft store daemons (default 4, node names node0..) on loopback ports,\n"
 		 "waits until every store is registered, and mounts at MNT (default STATE/mnt;\n"
@@ -488,7 +497,8 @@ const struct cli_verb cmd_up = {
 		 "a Prometheus endpoint on a loopback port, recorded in STATE/NAME.metrics.addr.\n"
 		 "--store-capacity gives every store (also those started later) weft store's\n"
 		 "--capacity SIZE: the stores share this machine's file system, and placement\n"
-		 "and rebalancing then see each one's own use.",
+		 "and rebalancing then see each one's own use. --wire is the protection of a new\n"
+		 "file system's connections (weft mkfs --wire; default integrity).",
 	.run = up_run,
 };
 

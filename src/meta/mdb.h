@@ -47,6 +47,10 @@ struct meta_db {
 /* Options of a new file system (meta_mkfs) and the superblock's options. */
 #define META_OPT_ROOT_SQUASH 0x1u /* map uid/gid 0 of clients to 65534 */
 #define META_OPT_CHECKSUMS   0x2u /* CRC32C on data chunks (default on) */
+/* The wire protection of every connection (net/wire.h: WIRE_NONE, WIRE_INTEGRITY,
+ * WIRE_PRIVACY) in bits 2-3; file systems made before it have none. */
+#define META_OPT_WIRE_SHIFT  2
+#define META_OPT_WIRE_MASK   0xcu
 
 struct meta_mkfs_opts {
 	uint32_t stripe_unit;  /* 0 = WEFT_STRIPE_UNIT_DEFAULT */

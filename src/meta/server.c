@@ -20,6 +20,7 @@
 #include "meta/session.h"
 #include "meta/space.h"
 #include "net/nodetab.h"
+#include "net/wire.h"
 #include "weft/err.h"
 
 /* ---- finishing a request ---- */
@@ -542,6 +543,8 @@ static int read_super(struct meta_server *s)
 	memcpy(s->fsid, sb.uuid, 16);
 	s->root_squash = (sb.options & META_OPT_ROOT_SQUASH) != 0;
 	s->checksums = (sb.options & META_OPT_CHECKSUMS) != 0;
+	wire_floor_raise((int)((sb.options & META_OPT_WIRE_MASK) >> META_OPT_WIRE_SHIFT));
+	log_info("wire protection: %s", wire_level_name(wire_floor()));
 	s->had_sessions = sb.next_session > 1;
 	return 0;
 }

@@ -317,9 +317,9 @@ void auth_mac(const uint8_t key[WEFT_KEY_LEN], const char *side, const struct au
 	      uint8_t out[32])
 {
 	crypto_auth_hmacsha256_state st;
-	uint8_t v[8] = {(uint8_t)b->version, (uint8_t)(b->version >> 8), b->client_role,
-			b->server_role, (uint8_t)b->serial, (uint8_t)(b->serial >> 8),
-			(uint8_t)(b->serial >> 16), (uint8_t)(b->serial >> 24)};
+	uint8_t v[10] = {(uint8_t)b->version, (uint8_t)(b->version >> 8), b->client_role,
+			 b->server_role, (uint8_t)b->serial, (uint8_t)(b->serial >> 8),
+			 (uint8_t)(b->serial >> 16), (uint8_t)(b->serial >> 24), b->wire_c, b->wire_s};
 	sodium_once();
 	crypto_auth_hmacsha256_init(&st, key, WEFT_KEY_LEN);
 	crypto_auth_hmacsha256_update(&st, (const uint8_t *)side, strlen(side) + 1);

@@ -19,9 +19,11 @@
  *   server -> HELLO reply{version, nonce_s, server role, server name}
  *   client -> AUTH{mac_c}                         server -> AUTH reply{mac_s} or -WEFT_EAUTH
  * mac_x = HMAC(proof key, tag_x | version | client role | server role | serial |
- *              client name | server name | nonce_c | nonce_s), tag "weft-client" or
- * "weft-server": the roles, both names and the version cannot be changed on the way, and
- * both nonces are fresh, so a recorded AUTH is useless in another handshake. */
+ *              wire_c | wire_s | client name | server name | nonce_c | nonce_s), tag
+ * "weft-client" or "weft-server": the roles, both names, the version and the wire levels
+ * asked and chosen cannot be changed on the way, and both nonces are fresh, so a recorded
+ * AUTH is useless in another handshake. Every frame after AUTH is protected with keys
+ * derived from the same binding (net/wire.h). */
 #ifndef WEFT_AUTH_H
 #define WEFT_AUTH_H
 
@@ -88,6 +90,7 @@ struct auth_bind {
 	const char *client_name, *server_name;
 	uint32_t serial;
 	const uint8_t *nonce_c, *nonce_s;
+	uint8_t wire_c, wire_s;        /* the wire bytes of HELLO and its reply (net/wire.h) */
 };
 /* Computes the proof of `side` ("weft-client" or "weft-server"). */
 void auth_mac(const uint8_t key[WEFT_KEY_LEN], const char *side, const struct auth_bind *b,

@@ -31,12 +31,13 @@
 struct send_entry {
 	struct send_entry *next;
 	uint8_t hdr[WEFT_HDR_SIZE];
-	uint8_t *payload;          /* owned */
+	uint8_t tag[WIRE_TAG_LEN];  /* after the handshake (wire.h) */
+	uint8_t *payload;          /* owned: the payload, or at privacy the sealed body */
 	conn_release_fn release;
 	void *release_arg;
 	size_t bytes;              /* left to send */
 	int niov, iov_idx;
-	struct iovec iov[];        /* hdr, payload, bulk... */
+	struct iovec iov[];        /* hdr, payload, bulk..., tag; or hdr, sealed body, tag */
 };
 
 struct call {
@@ -72,8 +73,10 @@ void frame_free(struct frame *f)
 }
 
 /* A large bulk starts on a page boundary, so that a store can hand it to an O_DIRECT
- * write as it is (the kernel wants aligned user buffers); the frame, its payload and a
- * gap come first in the same allocation. Small frames stay packed. */
+ * write as it is (the kernel wants aligned user buffers); the frame, a gap and the
+ * payload come first in the same allocation. Small frames stay packed. Either way the
+ * payload, the bulk and the tag (wire.h) follow each other, so that a body is read, checked
+ * and decrypted in place as one piece. */
 #define BULK_ALIGN 4096u
 
 static struct frame *frame_alloc(const struct weft_hdr *h)
@@ -82,44 +85,18 @@ static struct frame *frame_alloc(const struct weft_hdr *h)
 	struct frame *f;
 	if (h->bulk_len >= BULK_ALIGN) {
 		head = (head + BULK_ALIGN - 1) & ~(size_t)(BULK_ALIGN - 1);
-		f = aligned_alloc(BULK_ALIGN, head + ((h->bulk_len + BULK_ALIGN - 1) & ~(size_t)(BULK_ALIGN - 1)));
+		size_t tail = h->bulk_len + WIRE_TAG_LEN;
+		f = aligned_alloc(BULK_ALIGN, head + ((tail + BULK_ALIGN - 1) & ~(size_t)(BULK_ALIGN - 1)));
 	} else {
-		f = malloc(head + h->bulk_len + 1);
+		f = malloc(head + h->bulk_len + WIRE_TAG_LEN + 1);
 	}
 	if (!f)
 		return NULL;
 	f->h = *h;
 	f->rx_ns = 0;
-	f->payload = (uint8_t *)(f + 1);
 	f->bulk = (uint8_t *)f + head;
+	f->payload = f->bulk - h->payload_len;
 	return f;
-}
-
-/* The body of a frame (payload, then bulk) as up to two iovecs from body offset off. */
-static int frame_body_iov(struct frame *f, size_t off, struct iovec *v)
-{
-	int n = 0;
-	if (off < f->h.payload_len) {
-		v[n].iov_base = f->payload + off;
-		v[n++].iov_len = f->h.payload_len - off;
-		off = 0;
-	} else {
-		off -= f->h.payload_len;
-	}
-	if (off < f->h.bulk_len) {
-		v[n].iov_base = f->bulk + off;
-		v[n++].iov_len = f->h.bulk_len - off;
-	}
-	return n;
-}
-
-/* Copies n bytes of body from src into f at body offset 0. */
-static void frame_body_fill(struct frame *f, const uint8_t *src, size_t n)
-{
-	size_t p = n < f->h.payload_len ? n : f->h.payload_len;
-	memcpy(f->payload, src, p);
-	if (n > p)
-		memcpy(f->bulk, src + p, n - p);
 }
 
 /* ---- lifetime ---- */
@@ -136,6 +113,8 @@ void conn_put(struct conn *c)
 	close(c->watch.fd);
 	free(c->rx);
 	free(c->cur);
+	wire_clear(&c->wire);
+	pthread_mutex_destroy(&c->seal_lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->plock);
 	pthread_cond_destroy(&c->cond);
@@ -149,6 +128,13 @@ const char *conn_peer(const struct conn *c) { return c->peer; }
 const char *conn_peer_name(const struct conn *c) { return c->peer_name; }
 uint8_t conn_peer_role(const struct conn *c) { return c->peer_role; }
 uint32_t conn_peer_serial(const struct conn *c) { return c->peer_serial; }
+
+int conn_wire_level(const struct conn *c, bool *aes)
+{
+	if (aes)
+		*aes = c->wire.aes;
+	return c->wire.level;
+}
 
 void conn_wrap(const struct conn *c, const char *purpose, uint8_t inout[WEFT_KEY_LEN])
 {
@@ -277,7 +263,7 @@ static void flush_locked(struct conn *c, struct send_entry **done)
 static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *payload,
 		      const struct iovec *bulk, int nbulk, conn_release_fn release, void *arg)
 {
-	struct send_entry *e = calloc(1, sizeof(*e) + sizeof(struct iovec) * (size_t)(2 + nbulk));
+	struct send_entry *e = calloc(1, sizeof(*e) + sizeof(struct iovec) * (size_t)(3 + nbulk));
 	if (!e) {
 		if (payload)
 			wbuf_free(payload);
@@ -301,8 +287,44 @@ static int send_frame(struct conn *c, const struct weft_hdr *h, struct wbuf *pay
 	e->release = release;
 	e->release_arg = arg;
 
+	/* after the handshake (read once: wire.level is set before ready, and only the loop
+	 * thread sends before ready) */
+	uint8_t level = c->wire.level;
+	uint8_t *sealed = NULL;
+	if (level == WIRE_PRIVACY && e->niov > 1) {
+		/* the body gets a buffer of its own, encrypted into below */
+		sealed = malloc(e->bytes - WEFT_HDR_SIZE);
+		if (!sealed) {
+			release_entries(e);
+			return -ENOMEM;
+		}
+	}
+	if (level) {
+		pthread_mutex_lock(&c->seal_lock);
+		if (level == WIRE_INTEGRITY)
+			wire_mac(&c->wire, e->iov, e->niov, e->tag);
+		else
+			wire_seal(&c->wire, e->hdr, WEFT_HDR_SIZE, e->iov + 1, e->niov - 1,
+				  sealed ? sealed : e->tag, e->tag);
+	}
+	if (sealed) { /* the caller's buffers are free now */
+		if (e->release)
+			e->release(e->release_arg);
+		e->release = NULL;
+		free(e->payload);
+		e->payload = sealed;
+		e->iov[1] = (struct iovec){sealed, e->bytes - WEFT_HDR_SIZE};
+		e->niov = 2;
+	}
+	if (level) {
+		e->iov[e->niov++] = (struct iovec){e->tag, WIRE_TAG_LEN};
+		e->bytes += WIRE_TAG_LEN;
+	}
+
 	struct send_entry *done = NULL;
 	pthread_mutex_lock(&c->lock);
+	if (level)
+		pthread_mutex_unlock(&c->seal_lock);
 	if (c->closed) {
 		pthread_mutex_unlock(&c->lock);
 		release_entries(e);
@@ -685,6 +707,33 @@ static void protocol_error(struct conn *c, const char *why)
 	conn_close(c, -WEFT_EPROTO);
 }
 
+/* Lines about frames that fail their check: at most 10 per 10 s per process. */
+static struct log_limit tag_lines = LOG_LIMIT_INIT;
+
+/* A whole frame (and its tag) arrived: checks it and hands it on; false if the
+ * connection is closed for it. */
+static bool frame_done(struct conn *c, struct frame *f)
+{
+	if (c->hs == HS_READY && c->wire.level) {
+		uint64_t n = c->wire.rx.ctr;
+		size_t len = (size_t)f->h.payload_len + f->h.bulk_len;
+		if (wire_open(&c->wire, c->cur_hdr, WEFT_HDR_SIZE, f->payload, len,
+			      f->payload + len) != 0) {
+			unsigned dropped = 0;
+			if (log_limit_ok(&tag_lines, 10, 10000, &dropped))
+				log_error("frame %llu from %s (%s \"%s\") fails its integrity check: "
+					  "closing the connection%s", (unsigned long long)n, c->peer,
+					  auth_role_name(c->peer_role) ? auth_role_name(c->peer_role) : "?",
+					  c->peer_name, dropped ? " (and more not logged)" : "");
+			frame_free(f);
+			conn_close(c, -WEFT_EPROTO);
+			return false;
+		}
+	}
+	deliver(c, f);
+	return true;
+}
+
 /* Parses whole frames out of the receive buffer; returns false if the connection died. */
 static bool parse_rx(struct conn *c)
 {
@@ -712,11 +761,13 @@ static bool parse_rx(struct conn *c)
 			protocol_error(c, "out of memory for frame");
 			return false;
 		}
-		size_t body = (size_t)h.payload_len + h.bulk_len;
+		size_t body = (size_t)h.payload_len + h.bulk_len +
+			      (c->hs == HS_READY && c->wire.level ? WIRE_TAG_LEN : 0);
+		memcpy(c->cur_hdr, c->rx + c->rx_off, WEFT_HDR_SIZE);
 		c->rx_bulky = h.bulk_len >= RX_BULKY;
 		size_t have = avail - WEFT_HDR_SIZE;
 		size_t take = have < body ? have : body;
-		frame_body_fill(f, c->rx + c->rx_off + WEFT_HDR_SIZE, take);
+		memcpy(f->payload, c->rx + c->rx_off + WEFT_HDR_SIZE, take);
 		c->rx_off += WEFT_HDR_SIZE + take;
 		if (take < body) {
 			c->cur = f;
@@ -724,7 +775,8 @@ static bool parse_rx(struct conn *c)
 			c->cur_need = body;
 			break;
 		}
-		deliver(c, f);
+		if (!frame_done(c, f))
+			return false;
 	}
 	if (c->rx_off == c->rx_len)
 		c->rx_off = c->rx_len = 0;
@@ -742,14 +794,14 @@ static void on_readable(struct conn *c)
 		ssize_t r;
 		if (c->cur) {
 			/* body of a large frame: read straight into it */
-			struct iovec v[2];
-			r = readv(c->watch.fd, v, frame_body_iov(c->cur, c->cur_got, v));
+			r = read(c->watch.fd, c->cur->payload + c->cur_got, c->cur_need - c->cur_got);
 			if (r > 0) {
 				c->cur_got += (size_t)r;
 				if (c->cur_got == c->cur_need) {
 					struct frame *f = c->cur;
 					c->cur = NULL;
-					deliver(c, f);
+					if (!frame_done(c, f))
+						return;
 				}
 				continue;
 			}
@@ -836,6 +888,7 @@ struct conn *conn_new(int fd, const struct conn_params *p)
 	c->watch.cb = on_event;
 	c->watch.arg = c;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->seal_lock, NULL);
 	pthread_mutex_init(&c->plock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	struct sockaddr_storage ss;

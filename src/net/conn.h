@@ -81,6 +81,9 @@ const char *conn_peer_name(const struct conn *c); /* node name from HELLO ("" if
 uint8_t conn_peer_role(const struct conn *c);
 /* The serial of the credential the peer proved (0: the cluster secret). */
 uint32_t conn_peer_serial(const struct conn *c);
+/* The wire protection of this connection (net/wire.h: WIRE_*), and whether it is
+ * AES-256-GCM (privacy). */
+int conn_wire_level(const struct conn *c, bool *aes);
 /* Hides (or reveals) a 32-byte secret sent on this connection, under its proof key and
  * both nonces (auth_wrap), with purpose naming what it is. */
 void conn_wrap(const struct conn *c, const char *purpose, uint8_t inout[WEFT_KEY_LEN]);

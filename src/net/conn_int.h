@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "net/conn.h"
+#include "net/wire.h"
 
 #define PENDING_HASH  256
 
@@ -41,6 +42,9 @@ struct conn {
 	uint8_t proof[WEFT_KEY_LEN];       /* the key both proofs of this handshake use */
 	uint16_t version;
 	uint64_t born_ms;
+	uint8_t wire_c, wire_s;            /* the wire bytes of HELLO and its reply */
+	struct wire wire;                  /* set before ready; tx under seal_lock, rx loop */
+	pthread_mutex_t seal_lock;         /* a frame's counter and its place in the queue */
 
 	/* loop thread only */
 	enum hs_state hs;
@@ -48,7 +52,8 @@ struct conn {
 	uint8_t *rx;               /* RX_BUF_SIZE */
 	size_t rx_len, rx_off;
 	struct frame *cur;         /* frame whose body is being read */
-	size_t cur_got, cur_need;
+	size_t cur_got, cur_need;  /* body and, after the handshake, its tag */
+	uint8_t cur_hdr[WEFT_HDR_SIZE]; /* the header of cur as received (the tag covers it) */
 	bool read_paused;
 	bool rx_bulky;             /* the last frame had a large body: read its successor's
 				    * header alone, so the body lands in the frame directly */

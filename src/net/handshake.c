@@ -47,6 +47,8 @@ void handshake_start(struct conn *c)
 				   .role = c->role, .serial = c->serial};
 	auth_random(c->nonce_c, WEFT_NONCE_LEN);
 	memcpy(m.nonce, c->nonce_c, WEFT_NONCE_LEN);
+	c->wire_c = (uint8_t)(wire_floor() | (wire_aes_ok() ? WIRE_AES : 0));
+	m.wire = c->wire_c;
 	m.name = proto_str_of(c->name, strlen(c->name));
 	proto_hello_encode(&w, &m);
 	c->hs = HS_CLIENT_WAIT_HELLO;
@@ -62,6 +64,8 @@ static struct auth_bind bind_of(const struct conn *c, bool server)
 	b.serial = server ? c->peer_serial : c->serial;
 	b.server_role = server ? c->role : c->peer_role;
 	b.server_name = server ? c->name : c->peer_name;
+	b.wire_c = c->wire_c;
+	b.wire_s = c->wire_s;
 	return b;
 }
 
@@ -106,6 +110,7 @@ void handshake_frame(struct conn *c, struct frame *f)
 		c->peer_serial = m.serial;
 		proto_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
 		memcpy(c->nonce_c, m.nonce, WEFT_NONCE_LEN);
+		c->wire_c = m.wire;
 		char vwhy[160] = "";
 		if (!auth_role_name(m.role) ||
 		    c->verify(c->verify_arg, m.role, c->peer_name, m.serial, c->proof, vwhy,
@@ -122,7 +127,15 @@ void handshake_frame(struct conn *c, struct frame *f)
 			break;
 		}
 		auth_random(c->nonce_s, WEFT_NONCE_LEN);
-		struct weft_msg_hello_reply r = {.version = c->version, .role = c->role};
+		/* the stronger of what the client asks and our floor; AES-GCM if both have it */
+		int lv = (int)(m.wire & WIRE_LEVEL_MASK);
+		if (lv > WIRE_PRIVACY)
+			lv = WIRE_PRIVACY;
+		if (lv < wire_floor())
+			lv = wire_floor();
+		c->wire_s = (uint8_t)(lv | ((m.wire & WIRE_AES) && wire_aes_ok() ? WIRE_AES : 0));
+		struct weft_msg_hello_reply r = {.version = c->version, .role = c->role,
+						 .wire = c->wire_s};
 		memcpy(r.nonce, c->nonce_s, WEFT_NONCE_LEN);
 		r.name = proto_str_of(c->name, strlen(c->name));
 		proto_hello_reply_encode(&w, &r);
@@ -158,6 +171,12 @@ void handshake_frame(struct conn *c, struct frame *f)
 		auth_mac(c->proof, "weft-server", &b, r.mac);
 		proto_auth_encode(&w, &r);
 		conn_send_handshake(c, WEFT_OP_AUTH, WEFT_F_REPLY, 0, f->h.reqid, &w);
+		/* every frame after this reply is protected */
+		if (wire_setup(&c->wire, c->proof, &b, true, c->wire_s & WIRE_LEVEL_MASK,
+			       (c->wire_s & WIRE_AES) != 0)) {
+			hs_fail(c, "out of memory for the wire's keys");
+			break;
+		}
 		conn_become_ready(c);
 		break;
 	}
@@ -181,6 +200,20 @@ void handshake_frame(struct conn *c, struct frame *f)
 		c->peer_role = m.role;
 		proto_str_copy(c->peer_name, sizeof(c->peer_name), m.name);
 		memcpy(c->nonce_s, m.nonce, WEFT_NONCE_LEN);
+		c->wire_s = m.wire;
+		int lv = (int)(m.wire & WIRE_LEVEL_MASK);
+		if (lv > WIRE_PRIVACY || (m.wire & ~(WIRE_LEVEL_MASK | WIRE_AES)) ||
+		    ((m.wire & WIRE_AES) && !(c->wire_c & WIRE_AES))) {
+			hs_fail(c, "server chose a wire protection we do not know");
+			break;
+		}
+		if (lv < (int)(c->wire_c & WIRE_LEVEL_MASK)) {
+			snprintf(msg, sizeof(msg), "server offers wire level %s, below this file "
+				 "system's %s (a downgrade?)", wire_level_name(lv),
+				 wire_level_name(c->wire_c & WIRE_LEVEL_MASK));
+			hs_fail(c, msg);
+			break;
+		}
 		if (auth_client_key(&c->key, m.role, c->role, c->name, c->proof) != 0) {
 			snprintf(msg, sizeof(msg), "this credential cannot authenticate to a %s",
 				 role_str(m.role));
@@ -216,6 +249,15 @@ void handshake_frame(struct conn *c, struct frame *f)
 			hs_fail(c, "server does not hold our cluster key (wrong cluster key)");
 			break;
 		}
+		if (wire_setup(&c->wire, c->proof, &b, false, c->wire_s & WIRE_LEVEL_MASK,
+			       (c->wire_s & WIRE_AES) != 0)) {
+			hs_fail(c, "out of memory for the wire's keys");
+			break;
+		}
+		/* meta says which level the file system has: this process asks for it from now on
+		 * (a mount toward stores, a store toward its clients) */
+		if (c->peer_role == WEFT_ROLE_META)
+			wire_floor_raise(c->wire_s & WIRE_LEVEL_MASK);
 		conn_become_ready(c);
 		break;
 	}

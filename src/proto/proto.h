@@ -26,9 +26,12 @@
  * work; version 1 peers are refused at HELLO with a one-line error.
  * 3: node credentials: HELLO carries the credential's serial, its reply the server's role
  * and name, and the MACs bind roles, names and version (net/auth.h); NODE_* requests; a
- * layout carries its generation (weft migrate). Older peers are refused at HELLO. */
-#define WEFT_PROTO_MIN    3
-#define WEFT_PROTO_MAX    3
+ * layout carries its generation (weft migrate); capabilities in OPENED and OBJ_*.
+ * 4: HELLO and its reply carry the wire level; every frame after AUTH ends with a 16-byte
+ * tag, and at the privacy level its body is encrypted (net/wire.h). Older peers are
+ * refused at HELLO. */
+#define WEFT_PROTO_MIN    4
+#define WEFT_PROTO_MAX    4
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
@@ -83,11 +86,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* client -> server: offer versions and a fresh nonce */
 #define MSG_HELLO(F) \
 	F(U16, ver_min, 0) F(U16, ver_max, 0) F(U8, role, 0) \
-	F(FIX, nonce, WEFT_NONCE_LEN) F(STR, name, WEFT_NODE_MAX) F(U32, serial, 0)
-/* server -> client: chosen version, the server's fresh nonce, its role and name */
+	F(FIX, nonce, WEFT_NONCE_LEN) F(STR, name, WEFT_NODE_MAX) F(U32, serial, 0) \
+	F(U8, wire, 0)
+/* server -> client: chosen version, the server's fresh nonce, its role and name, and the
+ * wire protection of the frames after AUTH (wire: net/wire.h) */
 #define MSG_HELLO_REPLY(F) \
 	F(U16, version, 0) F(FIX, nonce, WEFT_NONCE_LEN) F(U8, role, 0) \
-	F(STR, name, WEFT_NODE_MAX)
+	F(STR, name, WEFT_NODE_MAX) F(U8, wire, 0)
 /* client -> server: proof the client holds its credential; the reply (status 0) carries
  * the server's proof in the same message. MACs: net/auth.h. */
 #define MSG_AUTH(F) F(FIX, mac, WEFT_MAC_LEN)

@@ -10,6 +10,6 @@ clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 	"$src/src/common/buf.c" "$src/src/common/err.c" "$src/src/common/crc.c" \
 	$(pkg-config --cflags --libs libisal) -o "$out/fuzz_decode"
 # seed: a valid header and a few valid messages
-printf 'WEFT\x03\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00' >"$out/corpus/hdr"
+printf 'WEFT\x04\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00' >"$out/corpus/hdr"
 "$out/fuzz_decode" -max_total_time="$secs" -max_len=4096 -print_final_stats=1 \
 	-artifact_prefix="$out/" "$out/corpus" 2>&1 | tail -15

@@ -46,6 +46,7 @@ static int raw_auth(void)
 	struct auth_bind b = {.version = hr.version, .client_role = WEFT_ROLE_CLIENT,
 			      .client_name = "raw", .server_role = hr.role, .server_name = sname,
 			      .nonce_c = nonce_c, .nonce_s = hr.nonce};
+	b.wire_s = hr.wire;
 	auth_mac(g_key.k, "weft-client", &b, am.mac);
 	wbuf_init(&w);
 	proto_auth_encode(&w, &am);

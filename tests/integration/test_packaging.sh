@@ -99,7 +99,7 @@ C
 inc=$(find "$ROOT" -type d -path '*/include' | head -1)
 lib=$(find "$ROOT" -name libweft.a | head -1)
 [ -n "$inc" ] && [ -n "$lib" ] || fail "no installed header or libweft.a"
-cc -o "$T/app" "$T/app.c" -I"$inc" "$lib" -lfuse3 -lisal -lsodium -ljansson -lmicrohttpd -lm -lpthread 2>"$T/cc.log" || { cat "$T/cc.log"; fail "an application does not build against the installed libweft"; }
+cc -o "$T/app" "$T/app.c" -I"$inc" "$lib" -lfuse3 -lisal -lsodium -lcrypto -ljansson -lmicrohttpd -lm -lpthread 2>"$T/cc.log" || { cat "$T/cc.log"; fail "an application does not build against the installed libweft"; }
 "$T/app" >"$T/app.out" || fail "libweft opened a client with no key: $(cat "$T/app.out")"
 grep -qi 'key' "$T/app.out" || fail "libweft's error does not name the key: $(cat "$T/app.out")"
 ok "an application links the installed libweft and gets a clear error"

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "common/addr.h"
 #include "net/auth.h"
+#include "net/wire.h"
 #include "net/builtin.h"
 #include "common/log.h"
 #include "net/rpc.h"
@@ -237,6 +238,7 @@ static void raw_handshake(int fd, const uint8_t nonce_c[32], struct wbuf *auth_o
 		struct auth_bind b = {.version = hr.version, .client_role = WEFT_ROLE_ADMIN,
 				      .client_name = "", .server_role = hr.role, .server_name = sname,
 				      .nonce_c = nonce_c, .nonce_s = hr.nonce};
+		b.wire_s = hr.wire;
 		auth_mac(key.k, "weft-client", &b, a.mac);
 		proto_auth_encode(auth_out, &a);
 	}
@@ -317,6 +319,57 @@ static void test_bad_payload(void)
 	rpc_free(r);
 }
 
+/* A server that offers a wire level below the client's floor: it answers HELLO with
+ * level none, and the client refuses it before AUTH (docs/protocol.md, "a downgrade?"). */
+static void *fake_server(void *arg)
+{
+	int lfd = *(int *)arg;
+	int fd = accept(lfd, NULL, NULL);
+	CHECK(fd >= 0);
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct weft_hdr h;
+	uint8_t buf[1024];
+	CHECK_OK(raw_recv(fd, &h, buf, sizeof(buf)));
+	struct weft_msg_hello hm;
+	CHECK_OK(proto_hello_decode(buf, h.payload_len, &hm, NULL));
+	CHECK_INT(hm.wire & WIRE_LEVEL_MASK, ==, WIRE_PRIVACY); /* the client asks its floor */
+	struct weft_msg_hello_reply r = {.version = WEFT_PROTO_MAX, .role = WEFT_ROLE_META,
+					 .name = proto_str_of("fake", 4), .wire = WIRE_NONE};
+	struct wbuf w;
+	wbuf_init(&w);
+	proto_hello_reply_encode(&w, &r);
+	raw_send(fd, WEFT_OP_HELLO, WEFT_F_REPLY, &w);
+	wbuf_free(&w);
+	CHECK_INT(raw_recv(fd, &h, buf, sizeof(buf)), ==, -1); /* no AUTH: the client hung up */
+	close(fd);
+	return NULL;
+}
+
+static void test_downgrade_refused(void)
+{
+	struct weft_addr a;
+	CHECK_OK(addr_parse("127.0.0.1:0", 0, &a));
+	int lfd = addr_listen(&a);
+	CHECK(lfd >= 0);
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) & ~O_NONBLOCK);
+	char fake[64];
+	snprintf(fake, sizeof(fake), "127.0.0.1:%d", addr_local_port(lfd));
+	pthread_t t;
+	pthread_create(&t, NULL, fake_server, &lfd);
+	struct rpc *r;
+	struct rpc_params p = {.loop = cli_loop, .key = &key, .addr = fake, .role = WEFT_ROLE_ADMIN,
+			       .name = "test"};
+	CHECK_OK(rpc_new(&p, &r));
+	struct conn *c;
+	CHECK_INT(rpc_conn(r, &c), ==, -WEFT_EAUTH);
+	rpc_free(r);
+	pthread_join(t, NULL);
+	close(lfd);
+}
+
 static void test_key_files(void)
 {
 	char path[] = "/tmp/weft-test-key-XXXXXX";
@@ -375,6 +428,19 @@ static void test_caps(void)
 	CHECK(auth_cap_period(2 * WEFT_CAP_PERIOD_MS + 5) == 2);
 }
 
+static pthread_mutex_t srv_freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t srv_freed_cond = PTHREAD_COND_INITIALIZER;
+static bool srv_freed;
+
+static void free_srv_task(void *arg)
+{
+	server_free(arg);
+	pthread_mutex_lock(&srv_freed_lock);
+	srv_freed = true;
+	pthread_cond_signal(&srv_freed_cond);
+	pthread_mutex_unlock(&srv_freed_lock);
+}
+
 int main(void)
 {
 	log_init("test_net", getenv("WEFT_DEBUG") ? LOG_DEBUG : LOG_ERROR);
@@ -400,11 +466,32 @@ int main(void)
 	test_bad_payload();
 	test_key_files();
 	test_caps();
+	/* the same over a protected wire (net/wire.h): the floor only rises */
+	wire_floor_raise(WIRE_INTEGRITY);
+	test_ping();
+	test_many_in_flight();
+	test_bulk_echo();
+	test_garbage_after_auth();
+	wire_floor_raise(WIRE_PRIVACY);
+	test_ping();
+	test_many_in_flight();
+	test_bulk_echo();
+	test_garbage_after_auth();
+	test_downgrade_refused();
+	wire_aes_off(); /* ChaCha20-Poly1305, as on a CPU without AES-NI */
+	test_bulk_echo();
+	test_garbage_after_auth();
 
+	/* server_free on the server's loop thread: from here it would race with that loop
+	 * still closing the last connections (loop_stop does not wait) */
+	CHECK_OK(loop_post(srv_loop, free_srv_task, srv));
+	pthread_mutex_lock(&srv_freed_lock);
+	while (!srv_freed)
+		pthread_cond_wait(&srv_freed_cond, &srv_freed_lock);
+	pthread_mutex_unlock(&srv_freed_lock);
 	loop_stop(srv_loop);
 	loop_stop(cli_loop);
 	loop_free(cli_loop);
-	server_free(srv);
 	loop_free(srv_loop);
 	printf("test_net: ok\n");
 	return 0;
