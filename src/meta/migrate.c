@@ -96,12 +96,27 @@ bool meta_migrate_busy(struct meta_server *s, uint64_t ino)
 	return busy;
 }
 
-/* Ends ino's migration; with by set, only when by is the migrator's connection. */
+/* Field by field: the struct has padding, which memcmp would compare too. */
+static bool same_layout(const struct weft_layout *a, const struct weft_layout *b)
+{
+	return a->stripe_unit == b->stripe_unit && a->stripe_count == b->stripe_count &&
+	       a->first_chain == b->first_chain && a->chain_count == b->chain_count &&
+	       a->replicas == b->replicas && a->gen == b->gen;
+}
+
+/* Whether c speaks for the node that began migration m: the migrator's requests may come
+ * on any of its connections to meta, but never from another node. t->lock held. */
+static bool same_migrator(const struct migration *m, const struct conn *c)
+{
+	return m->c == c || strcmp(conn_peer_name(m->c), conn_peer_name(c)) == 0;
+}
+
+/* Ends ino's migration; with by set, only when by speaks for the migrator. */
 static void unmark(struct meta_migrations *t, uint64_t ino, const struct conn *by)
 {
 	pthread_mutex_lock(&t->lock);
 	struct migration *m = find(t, ino);
-	if (m && (!by || m->c == by))
+	if (m && (!by || same_migrator(m, by)))
 		m->ino = 0;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -154,8 +169,8 @@ static int do_switch(struct mreq *r, const struct meta_ctx *c, struct meta_inode
 	struct meta_migrations *t = r->s->migrations;
 	pthread_mutex_lock(&t->lock);
 	struct migration *g = find(t, in->attr.ino);
-	bool ok = g && g->has_to && g->c == r->c &&
-		  memcmp(&g->to, &m->layout, sizeof(g->to)) == 0;
+	bool ok = g && g->has_to && same_migrator(g, r->c) &&
+		  same_layout(&g->to, &m->layout);
 	pthread_mutex_unlock(&t->lock);
 	if (!ok) {
 		snprintf(r->detail, sizeof(r->detail), "no migration of this file in progress");
@@ -184,7 +199,7 @@ static int abort_copy(struct mreq *r, const struct meta_ctx *c)
 	struct meta_migrations *t = r->s->migrations;
 	pthread_mutex_lock(&t->lock);
 	struct migration *g = find(t, MSGM->ino);
-	bool has = g && g->has_to && g->c == r->c; /* the migrator's own abort only */
+	bool has = g && g->has_to && same_migrator(g, r->c); /* the migrator's abort only */
 	struct weft_layout to = has ? g->to : (struct weft_layout){0};
 	pthread_mutex_unlock(&t->lock);
 	if (!has)
