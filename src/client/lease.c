@@ -247,13 +247,7 @@ static void *recall_main(void *arg)
 		*cr->nqtail = it;
 		cr->nqtail = &it->next;
 		pthread_cond_broadcast(&cr->cond);
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += RECALL_WAIT_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = loop_deadline_ms(RECALL_WAIT_MS);
 		while (!it->notified && !cr->stopping &&
 		       pthread_cond_timedwait(&cr->cond, &cr->lock, &until) == 0)
 			;

@@ -36,27 +36,11 @@
 
 #include "client/client_int.h"
 #include "common/log.h"
+#include "proto/attrs.h"
 #include "weft/err.h"
 
 #define WB_BUFFERABLE (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID | WEFT_SET_ATIME | \
 		       WEFT_SET_MTIME | WEFT_SET_CTIME)
-
-static bool in_group(const struct weft_cred *c, uint32_t gid)
-{
-	if (c->gid == gid)
-		return true;
-	for (uint32_t i = 0; i < c->ngroups && i < WEFT_GROUPS_MAX; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
-}
-
-static void kill_suid(struct weft_attr *a)
-{
-	a->mode &= ~(uint32_t)S_ISUID;
-	if (a->mode & S_IXGRP)
-		a->mode &= ~(uint32_t)S_ISGID;
-}
 
 static int64_t now_ns(void)
 {
@@ -75,10 +59,10 @@ static void apply(const struct wb_pend *p, bool mtime, bool ctime, struct weft_a
 	if (v & WEFT_SET_GID)
 		a->gid = p->gid;
 	if ((v & (WEFT_SET_UID | WEFT_SET_GID)) && !S_ISDIR(a->mode))
-		kill_suid(a);
+		proto_attr_kill_suid(a);
 	if (v & WEFT_SET_MODE) {
 		uint32_t mode = p->mode & 07777;
-		if (!root && !in_group(&p->cred, a->gid))
+		if (!root && !proto_cred_in_group(&p->cred, a->gid))
 			mode &= ~(uint32_t)S_ISGID;
 		a->mode = (a->mode & S_IFMT) | mode;
 	}
@@ -109,7 +93,7 @@ static bool allowed(const struct weft_cred *cr, const struct weft_attr *a, uint3
 	if ((valid & WEFT_SET_UID) && !root && !(cr->uid == a->uid && in->uid == a->uid))
 		return false;
 	if ((valid & WEFT_SET_GID) && !root &&
-	    !(cr->uid == a->uid && (in->gid == a->gid || in_group(cr, in->gid))))
+	    !(cr->uid == a->uid && (in->gid == a->gid || proto_cred_in_group(cr, in->gid))))
 		return false;
 	if ((valid & (WEFT_SET_MODE | WEFT_SET_ATIME | WEFT_SET_MTIME | WEFT_SET_CTIME)) &&
 	    !owner)
@@ -321,13 +305,7 @@ void client_wbattr_flush_all(struct weft_client *c, bool recall)
 		if (!wi)
 			return;
 		if (recall) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += WB_RECALL_LOCK_MS * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			struct timespec until = loop_deadline_ms(WB_RECALL_LOCK_MS);
 			if (pthread_mutex_timedlock(&wi->wb_lock, &until) == 0) {
 				flush_locked(c, wi, false);
 				pthread_mutex_unlock(&wi->wb_lock);

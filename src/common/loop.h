@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 struct loop;
 struct loop_watch;
@@ -50,5 +51,7 @@ void loop_stop(struct loop *l);
 bool loop_in_thread(const struct loop *l);
 /* Monotonic clock in milliseconds. */
 uint64_t loop_now_ms(void);
+/* The CLOCK_REALTIME instant ms from now, as pthread timed waits take it. */
+struct timespec loop_deadline_ms(unsigned ms);
 
 #endif

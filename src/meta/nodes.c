@@ -329,16 +329,6 @@ void meta_nodes_ready(struct meta_server *s, struct conn *c)
 	wbuf_free(&p.text);
 }
 
-static void cut_off(void *arg, const char *name, uint8_t role, uint32_t serial, bool revoked)
-{
-	struct meta_server *s = arg;
-	(void)role;
-	unsigned n = server_close_peer(s->srv, name, revoked ? UINT32_MAX : serial, -WEFT_EAUTH);
-	if (n)
-		log_info("closed %u connection%s of node %s: %s", n, n == 1 ? "" : "s", name,
-			 revoked ? "revoked" : "its credential was replaced");
-}
-
 void meta_nodes_tick(struct meta_server *s)
 {
 	uint64_t v = atomic_load(&s->nodes_version);
@@ -348,7 +338,7 @@ void meta_nodes_tick(struct meta_server *s)
 	if (v == s->pushed_nodes_version && evictions == s->pushed_evictions)
 		return;
 	if (v != s->pushed_nodes_version)
-		nodetab_foreach(s->nodes, cut_off, s);
+		nodetab_cut_off(s->nodes, s->srv);
 	s->pushed_nodes_version = v;
 	struct push p;
 	s->pushed_evictions = (uint32_t)push_format(s, &p);

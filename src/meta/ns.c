@@ -10,6 +10,7 @@
 #include "meta/pending.h"
 #include "meta/perm.h"
 #include "meta/super.h"
+#include "proto/attrs.h"
 
 #define META_INODES_MAX (1ULL << 48) /* what statfs reports as the inode space */
 
@@ -96,13 +97,6 @@ int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft
 	return 0;
 }
 
-static void kill_suid(struct weft_attr *a)
-{
-	a->mode &= ~(uint32_t)S_ISUID;
-	if (a->mode & S_IXGRP)
-		a->mode &= ~(uint32_t)S_ISGID;
-}
-
 #define SET_ALL (META_SET_MODE | META_SET_UID | META_SET_GID | META_SET_SIZE | \
 		 META_SET_ATIME | META_SET_MTIME | META_SET_ATIME_NOW | META_SET_MTIME_NOW | \
 		 META_SET_CTIME | META_SET_HANDLE | META_SET_KILL_PRIV)
@@ -163,7 +157,7 @@ int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,
 	bool root = c->cred->uid == 0;
 
 	if ((v & (META_SET_SIZE | META_SET_KILL_PRIV)) && !root)
-		kill_suid(a);
+		proto_attr_kill_suid(a);
 	if (v & META_SET_SIZE) {
 		a->size = sa->size;
 		meta_inode_trim_written(&in, sa->size);
@@ -175,7 +169,7 @@ int meta_ns_setattr(const struct meta_ctx *c, struct meta_ref ref,
 	if (v & META_SET_GID)
 		a->gid = sa->gid;
 	if ((v & (META_SET_UID | META_SET_GID)) && !S_ISDIR(a->mode))
-		kill_suid(a);
+		proto_attr_kill_suid(a);
 	if (v & META_SET_MODE) {
 		uint32_t mode = sa->mode & 07777;
 		if (!root && !meta_perm_in_group(c->cred, a->gid))
@@ -438,7 +432,7 @@ int meta_ns_extend(const struct meta_ctx *c, struct meta_ref ref, uint64_t new_s
 		in.attr.blocks = *blocks;
 	in.attr.mtime_ns = in.attr.ctime_ns = mtime_ns ? mtime_ns : meta_ns_now(c);
 	if (c->cred->uid != 0)
-		kill_suid(&in.attr);
+		proto_attr_kill_suid(&in.attr);
 	meta_inode_fill_derived(&in);
 	if ((rc = meta_inode_put(c->db, c->txn, &in)))
 		return rc;

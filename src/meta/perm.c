@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "proto/attrs.h"
+
 void meta_perm_squash(struct weft_cred *c)
 {
 	if (c->uid == 0)
@@ -17,12 +19,7 @@ void meta_perm_squash(struct weft_cred *c)
 
 bool meta_perm_in_group(const struct weft_cred *c, uint32_t gid)
 {
-	if (c->gid == gid)
-		return true;
-	for (uint32_t i = 0; i < c->ngroups && i < WEFT_GROUPS_MAX; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
+	return proto_cred_in_group(c, gid);
 }
 
 int meta_perm_check(const struct weft_cred *c, const struct weft_attr *a, uint32_t mask)

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "net/auth.h"
+#include "net/server.h"
+#include "weft/err.h"
 
 struct node_entry {
 	char name[WEFT_NODE_MAX + 1];
@@ -195,4 +198,18 @@ void nodetab_foreach(struct nodetab *t, void (*fn)(void *arg, const char *name, 
 	for (size_t i = 0; i < t->n; i++)
 		fn(arg, t->v[i].name, t->v[i].role, t->v[i].serial, t->v[i].revoked);
 	pthread_mutex_unlock(&t->lock);
+}
+
+static void cut_off(void *arg, const char *name, uint8_t role, uint32_t serial, bool revoked)
+{
+	(void)role;
+	unsigned n = server_close_peer(arg, name, revoked ? UINT32_MAX : serial, -WEFT_EAUTH);
+	if (n)
+		log_info("closed %u connection%s of node %s: %s", n, n == 1 ? "" : "s", name,
+			 revoked ? "revoked" : "its credential was replaced");
+}
+
+void nodetab_cut_off(struct nodetab *t, struct server *srv)
+{
+	nodetab_foreach(t, cut_off, srv);
 }

@@ -43,6 +43,11 @@ bool nodetab_allows(struct nodetab *t, bool strict, uint8_t role, const char *na
 void nodetab_format(struct nodetab *t, struct wbuf *w);
 /* Replaces the table with text as nodetab_format writes it. Returns 0 or -EINVAL. */
 int nodetab_parse(struct nodetab *t, const char *text, size_t len);
+struct server;
+/* Closes srv's connections of every credential the table refuses: all of a revoked
+ * node's, and those of serials a later one replaced; one log line per node cut off.
+ * Loop thread of srv. */
+void nodetab_cut_off(struct nodetab *t, struct server *srv);
 /* Calls fn for each entry (under the table's lock: fn must not call back into t). */
 void nodetab_foreach(struct nodetab *t, void (*fn)(void *arg, const char *name, uint8_t role,
 						    uint32_t serial, bool revoked), void *arg);

@@ -22,17 +22,6 @@ int store_verify_peer(void *arg, uint8_t role, const char *name, uint32_t serial
 	return 0;
 }
 
-static void close_refused(void *arg, const char *name, uint8_t role, uint32_t serial,
-			  bool revoked)
-{
-	struct store_server *s = arg;
-	(void)role;
-	unsigned n = server_close_peer(s->srv, name, revoked ? UINT32_MAX : serial, -WEFT_EAUTH);
-	if (n)
-		log_info("closed %u connection%s of node %s: %s", n, n == 1 ? "" : "s", name,
-			 revoked ? "revoked" : "its credential was replaced");
-}
-
 /* NODES_CHANGED from meta (loop thread): the registry as meta has it now. */
 static void on_meta_request(struct conn *c, struct frame *f)
 {
@@ -42,7 +31,7 @@ static void on_meta_request(struct conn *c, struct frame *f)
 		const char *why = NULL;
 		if (proto_nodes_decode(f->payload, f->h.payload_len, &m, &why) == 0 &&
 		    nodetab_parse(s->nodes, m.text.p, m.text.len) == 0) {
-			nodetab_foreach(s->nodes, close_refused, s);
+			nodetab_cut_off(s->nodes, s->srv);
 			store_caps_fenced(s, m.fenced.p, m.fenced.len);
 		}
 		else
