@@ -29,6 +29,17 @@ fio_bw() { # fio_bw DIR rw N -> MB/s
 		awk -F';' -v rw="$2" '{ printf "%.0f", (rw == "read" ? $7 : $48) / 1024 * 1.048576 }'
 }
 rec() { echo "$1|$2|$3" >>"$OUT"; echo "run $r, $2: $1 $3 MB/s"; } # rec ROW LEVEL MBPS
+# CPU the cluster's daemons (meta, stores, mount) used, in clock ticks: a figure the other
+# load on a shared machine moves far less than the throughput
+ticks() {
+	local t=0 p
+	for p in $(pgrep -f -- "$S"); do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+cpu() { echo "cpu $1|$2|$(awk -v t="$3" -v mb="$4" -v hz="$HZ" 'BEGIN { printf "%.3f", t / hz / (mb / 1024) }')" >>"$OUT"; } # cpu ROW LEVEL TICKS MB
 
 LEVELS=(none integrity privacy)
 for r in $(seq "$RUNS"); do
@@ -45,16 +56,24 @@ for r in $(seq "$RUNS"); do
 		done
 		"$WEFT" status --dir "$S" | grep -q "^wire: $level" || { echo "cluster is not at $level" >&2; exit 1; }
 		M=$S/mnt
-		t0=$(now); dd if=/dev/zero of="$M/dd" bs=1M count="$DD_MB" conv=fsync status=none; t1=$(now)
+		c0=$(ticks); t0=$(now); dd if=/dev/zero of="$M/dd" bs=1M count="$DD_MB" conv=fsync status=none; t1=$(now); c1=$(ticks)
 		drop
-		t2=$(now); dd if="$M/dd" of=/dev/null bs=1M status=none; t3=$(now)
+		c2=$(ticks); t2=$(now); dd if="$M/dd" of=/dev/null bs=1M status=none; t3=$(now); c3=$(ticks)
 		rm -f "$M/dd"
 		rec "dd write $DD_MB MiB conv=fsync" "$level" "$(mbps "$DD_MB" "$t0" "$t1")"
+		cpu "dd write $DD_MB MiB conv=fsync" "$level" $((c1 - c0)) "$DD_MB"
 		rec "dd read back, caches dropped" "$level" "$(mbps "$DD_MB" "$t2" "$t3")"
+		cpu "dd read back, caches dropped" "$level" $((c3 - c2)) "$DD_MB"
 		for n in $NS; do
+			c0=$(ticks)
 			rec "fio N-to-N write, N=$n" "$level" "$(fio_bw "$M" write "$n")"
+			c1=$(ticks)
+			cpu "fio N-to-N write, N=$n" "$level" $((c1 - c0)) "$FIO_MB"
 			drop
+			c0=$(ticks)
 			rec "fio N-to-N read, N=$n" "$level" "$(fio_bw "$M" read "$n")"
+			c1=$(ticks)
+			cpu "fio N-to-N read, N=$n" "$level" $((c1 - c0)) "$FIO_MB"
 			rm -f "$M"/nn*
 		done
 		"$WEFT" down --dir "$S" >/dev/null
@@ -63,7 +82,7 @@ for r in $(seq "$RUNS"); do
 done
 
 echo
-echo "| row (MB/s, median of $RUNS) | none | integrity | privacy | integrity/none | privacy/none |"
+echo "| row (MB/s, median of $RUNS; cpu: the daemons' CPU seconds per GiB) | none | integrity | privacy | integrity/none | privacy/none |"
 echo "|---|---|---|---|---|---|"
 awk -F'|' '
 	{ key = $1; if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
@@ -76,5 +95,6 @@ awk -F'|' '
 	}
 	END { for (i = 1; i <= nk; i++) { k = order[i]
 		a = med(k, "none"); b = med(k, "integrity"); c = med(k, "privacy")
-		printf "| %s | %d | %d | %d | %.2f | %.2f |\n", k, a, b, c, b / a, c / a } }' "$OUT"
+		if (k ~ /^cpu /) printf "| %s | %.3f | %.3f | %.3f | %.2f | %.2f |\n", k, a, b, c, b / a, c / a
+		else printf "| %s | %d | %d | %d | %.2f | %.2f |\n", k, a, b, c, b / a, c / a } }' "$OUT"
 rm -f "$OUT"

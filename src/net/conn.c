@@ -94,6 +94,7 @@ static struct frame *frame_alloc(const struct weft_hdr *h)
 		return NULL;
 	f->h = *h;
 	f->rx_ns = 0;
+	f->sealed = false;
 	f->bulk = (uint8_t *)f + head;
 	f->payload = f->bulk - h->payload_len;
 	return f;
@@ -729,6 +730,7 @@ static bool frame_done(struct conn *c, struct frame *f)
 			conn_close(c, -WEFT_EPROTO);
 			return false;
 		}
+		f->sealed = true;
 	}
 	deliver(c, f);
 	return true;

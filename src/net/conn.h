@@ -35,6 +35,7 @@ struct frame {
 	uint8_t *payload;
 	uint8_t *bulk;
 	uint64_t rx_ns; /* requests: when it arrived (stats_now_ns), for the served latency */
+	bool sealed;    /* arrived under a checked tag (wire level integrity or privacy) */
 };
 void frame_free(struct frame *f);
 

@@ -173,4 +173,23 @@ capture privacy " (AES-256-GCM"
 WEFT_WIRE_NO_AES=1 capture privacy " (ChaCha20-Poly1305"
 capture none ""
 
+# ---- none: the mount checks the chunks' CRCs itself ----
+# Under a tag the mount leaves the CRCs to the store (it checked them reading the disk, and
+# the tag covers the way); at none they are all that guards the way, so a byte flipped in a
+# read reply must be caught by them: read again, the application gets the right data.
+up none
+cp "$T/src" "$MNT/a" && sync "$MNT/a" || fail "write at none"
+echo 3 >/proc/sys/vm/drop_caches
+( sha "$MNT/a" >"$T/r.sha" ) &
+PIDS+=($!)
+sleep 0.05
+kill -USR1 "$RELAY_PID"
+wait_file "$T/r.sha" 60
+[ "$(cat "$T/r.sha")" = "$WANT" ] || fail "read at none with a flipped byte returned other data"
+wait_log "$T/relay.none.log" 'flipping byte .*server to client' 5
+wait_log "$T/mount.none.log" 'checksum mismatch' 10
+grep -h 'checksum mismatch' "$T/mount.none.log" | head -1 | sed 's/^/  /'
+ok "none: a byte flipped in a read reply fails the mount's CRC check and is read again; the read is right"
+down none
+
 check_logs
