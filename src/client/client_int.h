@@ -102,6 +102,7 @@ struct wblock {
 	uint32_t target;     /* the chain head it was last sent to */
 	uint32_t chain;
 	int status;          /* result of the last send */
+	uint8_t checksum_retries; /* sends the store refused for a checksum mismatch */
 	uint8_t *data;
 };
 

@@ -9,6 +9,7 @@
 #include "common/crc.h"
 #include "common/log.h"
 #include "net/stats.h"
+#include "net/wire.h"
 #include "weft/err.h"
 
 void client_io_batch_init(struct io_batch *b)
@@ -570,7 +571,10 @@ int client_data_write_block(struct weft_client *c, const struct weft_layout *l, 
 					 .chain_ver = ch.version, .offset = p.obj_off};
 	memcpy(m->cap, cap, WEFT_CAP_LEN);
 	uint8_t *data = b->data; /* holds [file_off, file_off + len) */
-	if (c->checksums)
+	/* Under a tag the store computes the pieces' CRCs from the bytes it received (the
+	 * tag proves they are the ones sent), as for a writer with checksums off: computing
+	 * them here as well would cost a pass over the data for a check the tag makes. */
+	if (c->checksums && conn_wire_level(cn, NULL) == WIRE_NONE)
 		proto_crcs_compute_buf(data, b->len, p.obj_off, &m->crcs);
 	else
 		m->crcs.n = 0;

@@ -225,7 +225,17 @@ static void block_sent(struct wblock *b)
 	bool keep = false;
 	if (b->status == -WEFT_ECAPEXPIRED)
 		client_cap_stale(wi);
-	if (b->status && retryable(b->status)) {
+	/* A checksum mismatch at the store: the bytes changed on the way (the CRCs are all
+	 * that guards it at wire level none), so the buffer is sent again, twice at most:
+	 * a mismatch that persists is something else (memory, a broken link) and fails. */
+	bool resend_checksum = b->status == -WEFT_ECHECKSUM && b->checksum_retries < 2;
+	if (resend_checksum) {
+		b->checksum_retries++;
+		log_warn("write of ino %llu at %llu: %s; sending it again",
+			 (unsigned long long)wi->ino, (unsigned long long)b->file_off,
+			 weft_strerror(b->status));
+	}
+	if (b->status && (retryable(b->status) || resend_checksum)) {
 		b->next = wi->retry;
 		wi->retry = b;
 		keep = true;

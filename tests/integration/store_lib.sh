@@ -20,6 +20,10 @@ start_meta() {
 
 # start_store NAME [ARGS...]: a store on a free port in ${SDIR:-$T/NAME}, node NAME; sets ADDR_NAME
 # and PID_NAME. A restart of NAME keeps its port.
+# The objects these tests write with the raw store protocol belong to no file meta knows:
+# a sweep after a chain change (src/store/sweep.c) would rightly delete them, in the
+# middle of a test that checks they are intact. No sweep for an hour.
+export WEFT_STORE_SWEEP_DELAY_MS=3600000
 start_store() {
 	local name=$1; shift
 	local listen=127.0.0.1:0 addrvar="ADDR_$name"

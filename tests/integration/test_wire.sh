@@ -173,12 +173,27 @@ capture privacy " (AES-256-GCM"
 WEFT_WIRE_NO_AES=1 capture privacy " (ChaCha20-Poly1305"
 capture none ""
 
-# ---- none: the mount checks the chunks' CRCs itself ----
-# Under a tag the mount leaves the CRCs to the store (it checked them reading the disk, and
-# the tag covers the way); at none they are all that guards the way, so a byte flipped in a
-# read reply must be caught by them: read again, the application gets the right data.
+# ---- none: the CRCs guard the way ----
+# Under a tag the CRCs are left to the store (it computes them from what it received and
+# checks them reading the disk; the tag covers the way). At none they are all that guards
+# the way, so the mount sends them with a write and checks them on a read: a byte flipped
+# either way must be caught by them, and the application sees the right data.
 up none
 cp "$T/src" "$MNT/a" && sync "$MNT/a" || fail "write at none"
+rm -f "$T/w.rc"
+( dd if="$T/src" of="$MNT/w" bs=1M conv=fsync status=none; echo $? >"$T/w.rc" ) &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$MNT/w" ] 2>/dev/null && break; sleep 0.05; done
+kill -USR1 "$RELAY_PID"
+wait_file "$T/w.rc" 60
+[ "$(cat "$T/w.rc")" = 0 ] || fail "dd at none saw an error across the flipped write"
+wait_log "$T/relay.none.log" 'flipping byte .*client to server' 5
+wait_log "$T/mount.none.log" 'does not match its checksum' 10
+wait_log "$T/mount.none.log" 'sending it again' 10
+echo 3 >/proc/sys/vm/drop_caches
+[ "$(sha "$MNT/w")" = "$WANT" ] || fail "file w corrupted by the flipped write at none"
+grep -h 'does not match its checksum\|sending it again' "$T/mount.none.log" | head -2 | sed 's/^/  /'
+ok "none: a byte flipped in a write fails the store's CRC check and is sent again; the file is intact"
 echo 3 >/proc/sys/vm/drop_caches
 ( sha "$MNT/a" >"$T/r.sha" ) &
 PIDS+=($!)
