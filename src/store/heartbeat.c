@@ -314,6 +314,10 @@ static void *hb_main(void *arg)
 			store_disk_report(s);
 			continue;
 		}
+		/* new object directories reach the disk within a beat (object.c) */
+		int drc = s->objs ? store_obj_sync_dirs(s->objs) : 0;
+		if (drc)
+			log_error("fsync of new object directories: %s", strerror(-drc));
 		int rc = beat(s);
 		if (rc == -ENOENT || rc == -ESTALE) {
 			log_warn("meta %s does not know target %u: registering again", s->meta_addr,

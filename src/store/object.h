@@ -164,8 +164,13 @@ int store_obj_delete_if(struct store_objs *s, uint64_t expect, uint64_t ino, uin
 uint64_t store_obj_version(struct store_objs *s, uint64_t ino, uint32_t stripe);
 
 /* Makes the object's data, checksums, directory entry and index record durable
- * (fdatasync, fsync of its directory, index sync). -ENOENT if missing. */
+ * (fdatasync, fsync of its directory and of the new directories on the path to it,
+ * index sync). -ENOENT if missing. */
 int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe);
+/* Makes the entries of the object directories made since in their parents durable: all
+ * of them, or those on the path to ino's objects. 0 or -errno. Any thread. */
+int store_obj_sync_dirs(struct store_objs *s);
+int store_obj_sync_path(struct store_objs *s, uint64_t ino);
 
 /* The first data extent at or after off: [*data, *hole) in object offsets, *data =
  * st->size when only holes follow; and st as store_obj_stat. -ENOENT if missing. */

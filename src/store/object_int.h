@@ -20,6 +20,12 @@ struct store_objs {
 	struct store_fdc *fdc;
 	pthread_rwlock_t locks[OBJ_NLOCKS];
 	atomic_bool direct;         /* large aligned transfers bypass the page cache */
+	/* Directories made but not yet fsynced in their parent (make_dirs): the root's
+	 * entries for new XX, and XX's entries for new XX/YY (bit XX). Synced before an
+	 * object below them is made durable (store_obj_fsync), and every heartbeat. */
+	pthread_mutex_t dirs_lock;
+	bool root_dirty;
+	uint8_t xx_dirty[256 / 8];
 	_Atomic uint64_t direct_bytes; /* moved with O_DIRECT (tests, stats) */
 };
 

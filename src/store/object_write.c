@@ -511,6 +511,8 @@ int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	pthread_rwlock_unlock(lk);
 	char path[OBJ_PATH_LEN];
 	store_obj_path(path, ino, stripe, false);
+	if (rc == 0)
+		rc = store_obj_sync_path(s, ino); /* objects/XX and objects/XX/YY in their parents */
 	if (rc == 0) {
 		path[5] = 0; /* "XX/YY" */
 		rc = store_obj_fsync_dirat(s->root_fd, path);
