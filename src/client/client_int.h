@@ -252,6 +252,8 @@ struct ra_block {
 	bool orphan;              /* dropped while in flight or pinned: freed when neither */
 	bool checked;             /* reply's checksums verified */
 	bool need_data;           /* an empty answer is not the file's: fail it (ra_first) */
+	bool unconfirmed;         /* read before its OPEN answered: served to nobody until
+				   * client_pf_finish keeps it (ra_first) */
 	uint64_t obj_off;         /* where in its object the block was read */
 	struct frame *reply;      /* when ready: the data in its bulk; NULL: all zeros */
 };
@@ -457,6 +459,9 @@ bool client_ra_first(struct weft_client *c, struct winode *wi);
  * as a hole) is not served: it is read again with the record (a lost object is an
  * error, never zeros). */
 void client_ra_first_written(struct weft_client *c, struct winode *wi);
+/* The open that started ra_first answered and showed the file unchanged: block 0 may be
+ * served (until then another handle's reads go to the stores). */
+void client_ra_first_confirm(struct weft_client *c, struct winode *wi);
 /* Drops every prefetched block (a write or truncate made them stale). */
 void client_ra_drop(struct weft_client *c, struct winode *wi);
 /* Drops every block and waits until no fetch is in flight (before freeing wi). */

@@ -14,7 +14,8 @@
  * the open; a refused OPEN (the mode changed since) drops it and no byte of it reaches
  * the application. Its checksums are checked at use, as every readahead block's. The
  * read is sent once the application opens the file, so it sees every write closed
- * before that open (close-to-open), as a read after the OPEN would.
+ * before that open (close-to-open), as a read after the OPEN would; until the OPEN has
+ * answered, the block serves no other handle of the file either (ra_block.unconfirmed).
  *
  * Threads: any but the loop thread; pf_lock guards the table. */
 #include "client/client_int.h"
@@ -40,6 +41,18 @@ void client_pf_note(struct weft_client *c, const struct weft_dirent *d)
 	e->attr = d->attr;
 	e->layout = d->layout;
 	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+void weft_prefetch_cached(struct weft_client *c, const struct weft_attr *was)
+{
+	if (!c->pf || was->ino == 0)
+		return;
+	pthread_mutex_lock(&c->pf_lock);
+	struct client_pf *e = &c->pf[was->ino % CLIENT_PF_SLOTS];
+	if (e->ino == was->ino && e->attr.size == was->size && e->attr.mtime_ns == was->mtime_ns &&
+	    e->attr.ctime_ns == was->ctime_ns)
+		e->ino = 0;
 	pthread_mutex_unlock(&c->pf_lock);
 }
 
@@ -119,6 +132,8 @@ void client_pf_finish(struct weft_client *c, struct winode *wi, const struct cli
 	pthread_mutex_lock(&wi->lock);
 	if (keep && client_winode_written(wi, 0))
 		client_ra_first_written(c, wi);
+	if (keep)
+		client_ra_first_confirm(c, wi);
 	if (!keep) {
 		client_ra_drop(c, wi);
 		/* the winode was made from the entry: take meta's size from the open's answer */

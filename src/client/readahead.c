@@ -138,13 +138,15 @@ bool client_ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size
 	 * checked, so after one the check starts over */
 	for (uint64_t k = first; k <= last;) {
 		struct ra_block *b = ra_find(wi, k);
+		if (b && b->unconfirmed)
+			return false;
 		if (b && b->state == RA_INFLIGHT) {
 			ra_grow(c, wi);
 			pthread_cond_wait(&wi->cond, &wi->lock);
 			k = first;
 			continue;
 		}
-		if (!b || b->state != RA_READY || b->gen != wi->wgen)
+		if (!b || b->state != RA_READY || b->gen != wi->wgen || b->unconfirmed)
 			return false;
 		if (!b->checked && b->reply && client_data_read_verify(c, b->reply, b->obj_off, b->len) != 0) {
 			b->state = RA_FAILED;
@@ -183,6 +185,8 @@ bool client_ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_
 		return false;
 	for (uint64_t k = first; k <= last;) {
 		struct ra_block *b = ra_find(wi, k);
+		if (b && b->unconfirmed)
+			return false;
 		if (b && b->state == RA_INFLIGHT) {
 			ra_grow(c, wi);
 			pthread_cond_wait(&wi->cond, &wi->lock);
@@ -317,7 +321,7 @@ bool client_ra_first(struct weft_client *c, struct winode *wi)
 		return false;
 	}
 	*b = (struct ra_block){.wi = wi, .block = 0, .gen = wi->wgen, .state = RA_INFLIGHT,
-			       .cap = (uint32_t)su,
+			       .cap = (uint32_t)su, .unconfirmed = true,
 			       .len = (uint32_t)(wi->size < su ? wi->size : su)};
 	b->next = wi->ra;
 	wi->ra = b;
@@ -347,4 +351,12 @@ void client_ra_first_written(struct weft_client *c, struct winode *wi)
 		if (b->state == RA_READY && ra_empty(b))
 			b->state = RA_FAILED;
 	}
+}
+
+void client_ra_first_confirm(struct weft_client *c, struct winode *wi)
+{
+	(void)c;
+	for (struct ra_block *b = wi->ra; b; b = b->next)
+		if (b->block == 0)
+			b->unconfirmed = false;
 }

@@ -567,10 +567,10 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
 	/* an open's first stripe unit read with it (prefetch.c): a kind of readahead */
-	if (c->readahead_units)
+	if (c->readahead_units && !o->open_prefetch_off)
 		c->pf = calloc(CLIENT_PF_SLOTS, sizeof(*c->pf));
 	err = loop_new(&c->loop);
-	if (err || !c->inodes || (c->readahead_units && !c->pf)) {
+	if (err || !c->inodes || (c->readahead_units && !o->open_prefetch_off && !c->pf)) {
 		snprintf(errbuf, errlen, "out of memory");
 		err = -ENOMEM;
 		goto fail_free;
