@@ -55,6 +55,8 @@ struct weft_client_opts {
 				    * this client created, while a handle of that create is
 				    * open, stay here until close, fsync, a recall or a
 				    * namespace change (client_int.h, winode.c) */
+	bool open_prefetch_off;    /* do not read a listed file's first stripe unit with its
+				    * OPEN (prefetch.c; for comparison) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 
@@ -201,6 +203,13 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
  * caller's until weft_file_release. */
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr);
+/* A regular file listed with READDIRPLUS is opened for reading with its first stripe
+ * unit read at the same time as the OPEN (docs/ARCHITECTURE.md, "Small files in one
+ * round trip"). A caller whose own cache may still hold the file as `was` shows it (the
+ * mount: the kernel's pages, kept across opens while meta shows the file as at the last
+ * open) says so first: if the listing showed the same size, mtime and ctime, the next
+ * open of was->ino reads nothing early. Any thread. */
+void weft_prefetch_cached(struct weft_client *c, const struct weft_attr *was);
 /* Reads up to len bytes at off into buf (the caller's); returns bytes read (short at
  * EOF; this client's buffered writes included) or -errno: -EIO when no replica of a
  * piece could be read intact (-WEFT_ECHECKSUM is never returned: a bad piece is read

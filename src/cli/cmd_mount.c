@@ -40,6 +40,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			if (n < 0 || n > 64)
 				return cli_usage_error("mount", "readahead=%s: 0..64 stripe units", val);
 			o->readahead_units = n ? (uint32_t)n : WEFT_READAHEAD_OFF;
+		} else if (strcmp(opt, "open_prefetch") == 0 && val) {
+			if (strcmp(val, "on") && strcmp(val, "off"))
+				return cli_usage_error("mount", "open_prefetch=%s: on or off", val);
+			o->open_prefetch_off = strcmp(val, "off") == 0;
 		} else if (strcmp(opt, "readahead_kb") == 0 && val) {
 			o->readahead_kb = (uint32_t)strtoul(val, NULL, 10);
 		} else if (strcmp(opt, "key") == 0 && val) {
@@ -149,6 +153,8 @@ const struct cli_verb cmd_mount = {
 		 "  attr_timeout=SEC   how long attributes and names may be cached (default 1)\n"
 		 "  readahead=N        stripe units libweft fetches ahead of a sequential reader\n"
 		 "                     (default 8; 0 turns it off)\n"
+		 "  open_prefetch=on|off  read a listed file's first stripe unit with its open\n"
+		 "                     (default on; off with readahead=0)\n"
 		 "  readahead_kb=N     kernel read-ahead of the mount (default 4096; root only)\n"
 		 "  key=FILE           cluster key (default: --key, STATE/cluster.key, $WEFT_KEY,\n"
 		 "                     /etc/weft/cluster.key)\n"

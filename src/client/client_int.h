@@ -89,6 +89,21 @@ struct weft_client {
 	atomic_uint_fast64_t fenced_upto;
 
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
+
+	/* What READDIRPLUS last said of regular files (prefetch.c): direct-mapped by ino,
+	 * pf_lock guards it; NULL when prefetching is off. */
+	pthread_mutex_t pf_lock;
+	struct client_pf *pf;
+};
+
+/* A regular file as a READDIRPLUS entry showed it, with a short-lived read capability:
+ * an open for reading starts reading its first stripe unit with the OPEN (prefetch.c). */
+#define CLIENT_PF_SLOTS 8192
+struct client_pf {
+	uint64_t ino;             /* 0: empty slot */
+	struct weft_attr attr;
+	struct weft_layout layout;
+	uint8_t cap[WEFT_CAP_LEN];
 };
 
 /* A stripe-unit buffer being gathered or written behind. */
@@ -237,6 +252,9 @@ struct ra_block {
 	int refs;                 /* readers handing its bytes to the kernel (ra_pin) */
 	bool orphan;              /* dropped while in flight or pinned: freed when neither */
 	bool checked;             /* reply's checksums verified */
+	bool need_data;           /* an empty answer is not the file's: fail it (ra_first) */
+	bool unconfirmed;         /* read before its OPEN answered: served to nobody until
+				   * client_pf_finish keeps it (ra_first) */
 	uint64_t obj_off;         /* where in its object the block was read */
 	struct frame *reply;      /* when ready: the data in its bulk; NULL: all zeros */
 };
@@ -403,6 +421,21 @@ int client_data_truncate(struct weft_client *c, const struct weft_cred *cred, ui
 /* Asks every object of the file to be made durable (synchronous). */
 int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_layout *l);
 
+/* prefetch.c: the first stripe unit read at the same time as the OPEN */
+/* Remembers a READDIRPLUS entry that carries a layout and a read capability. */
+void client_pf_note(struct weft_client *c, const struct weft_dirent *d);
+/* Before an OPEN of ino with flags: if a fresh entry allows it and this client does not
+ * have the file open, takes a winode for it and starts reading its first stripe unit;
+ * returns that winode (a reference, given back by client_pf_finish) and the entry the
+ * read was started from in *pf. NULL: nothing started. */
+struct winode *client_pf_start(struct weft_client *c, uint64_t ino, int flags,
+			       struct client_pf *pf);
+/* After the OPEN (err, and o when 0): the prefetched block stays in wi's readahead only
+ * if the open succeeded and meta shows the file as the entry did (size, mtime, ctime,
+ * layout); else it is dropped (its reply, if still to come, freed unseen). Puts wi. */
+void client_pf_finish(struct weft_client *c, struct winode *wi, const struct client_pf *pf,
+		      int err, const struct weft_attr *attr, const struct weft_layout *layout);
+
 /* readahead.c; wi->lock held for all of them */
 /* Copies [off, off+len) from prefetched blocks if they hold all of it (waiting for blocks
  * in flight); returns true if it did. */
@@ -419,6 +452,17 @@ void client_ra_unpin(struct weft_client *c, struct winode *wi, struct ra_block *
 /* Starts fetching the stripe units from the one holding `end` on that are not cached.
  * Drops wi->lock while sending. */
 void client_ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end);
+/* Starts fetching block 0 alone (the open's prefetch). False if nothing started.
+ * Drops wi->lock while sending. */
+bool client_ra_first(struct weft_client *c, struct winode *wi);
+/* The open's answer came: meta records stripe 0 as written, so a prefetched block 0
+ * that found no object (read before that record was known, when a missing object reads
+ * as a hole) is not served: it is read again with the record (a lost object is an
+ * error, never zeros). */
+void client_ra_first_written(struct weft_client *c, struct winode *wi);
+/* The open that started ra_first answered and showed the file unchanged: block 0 may be
+ * served (until then another handle's reads go to the stores). */
+void client_ra_first_confirm(struct weft_client *c, struct winode *wi);
 /* Drops every prefetched block (a write or truncate made them stale). */
 void client_ra_drop(struct weft_client *c, struct winode *wi);
 /* Drops every block and waits until no fetch is in flight (before freeing wi). */

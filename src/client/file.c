@@ -582,7 +582,12 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;
 	struct weft_file *f;
+	/* a small file's data is read with the OPEN, not after it (prefetch.c) */
+	struct client_pf pf;
+	struct winode *pwi = client_pf_start(c, ino, flags, &pf);
 	int err = open_call(c, cr, WEFT_OP_OPEN, enc_open, &m, flags, &f, &o);
+	if (pwi)
+		client_pf_finish(c, pwi, &pf, err, &o.attr, &o.layout);
 	if (err)
 		return err;
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(o.attr.mode)) {

@@ -170,7 +170,8 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		wbuf_init(&w);
 		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
 					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
-					     .plus = plus};
+					     .plus = plus ? (c->pf ? WEFT_READDIR_PLUS_CAP :
+								     WEFT_READDIR_PLUS) : 0};
 		proto_readdir_encode(&w, &m);
 		struct frame *f;
 		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
@@ -191,6 +192,8 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
 			char name[WEFT_NAME_MAX + 1];
 			proto_str_copy(name, sizeof(name), d.name);
+			if (d.has_cap)
+				client_pf_note(c, &d); /* meta's attributes, as the open will see them */
 			if (d.has_attr)
 				client_fix_size(c, &d.attr);
 			struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,

@@ -32,6 +32,12 @@ static void ra_free(struct weft_client *c, struct ra_block *b)
 	free(b);
 }
 
+/* The answer held no data: no object, or a hole */
+static bool ra_empty(const struct ra_block *b)
+{
+	return !b->reply || b->reply->h.bulk_len == 0;
+}
+
 static void ra_done(void *arg, int err, struct frame *f)
 {
 	struct ra_block *b = arg;
@@ -46,7 +52,8 @@ static void ra_done(void *arg, int err, struct frame *f)
 		ra_free(c, b);
 		return;
 	}
-	b->state = err || b->gen != wi->wgen ? RA_FAILED : RA_READY;
+	b->state = err || b->gen != wi->wgen || (b->need_data && ra_empty(b)) ? RA_FAILED :
+									      RA_READY;
 	pthread_mutex_unlock(&wi->lock);
 }
 
@@ -131,13 +138,15 @@ bool client_ra_take(struct weft_client *c, struct winode *wi, uint64_t off, size
 	 * checked, so after one the check starts over */
 	for (uint64_t k = first; k <= last;) {
 		struct ra_block *b = ra_find(wi, k);
+		if (b && b->unconfirmed)
+			return false;
 		if (b && b->state == RA_INFLIGHT) {
 			ra_grow(c, wi);
 			pthread_cond_wait(&wi->cond, &wi->lock);
 			k = first;
 			continue;
 		}
-		if (!b || b->state != RA_READY || b->gen != wi->wgen)
+		if (!b || b->state != RA_READY || b->gen != wi->wgen || b->unconfirmed)
 			return false;
 		if (!b->checked && b->reply && client_data_read_verify(c, b->reply, b->obj_off, b->len) != 0) {
 			b->state = RA_FAILED;
@@ -176,6 +185,8 @@ bool client_ra_pin(struct weft_client *c, struct winode *wi, uint64_t off, size_
 		return false;
 	for (uint64_t k = first; k <= last;) {
 		struct ra_block *b = ra_find(wi, k);
+		if (b && b->unconfirmed)
+			return false;
 		if (b && b->state == RA_INFLIGHT) {
 			ra_grow(c, wi);
 			pthread_cond_wait(&wi->cond, &wi->lock);
@@ -297,4 +308,55 @@ void client_ra_ahead(struct weft_client *c, struct winode *wi, uint64_t end)
 		if (client_data_read_async(c, wi, ino, &l, &p[i], ra_done, start[i]) != 0)
 			ra_done(start[i], -EIO, NULL);
 	pthread_mutex_lock(&wi->lock);
+}
+
+bool client_ra_first(struct weft_client *c, struct winode *wi)
+{
+	uint64_t su = wi->layout.stripe_unit;
+	if (!wi->size || wi->ra || !pool_try(c, su))
+		return false;
+	struct ra_block *b = calloc(1, sizeof(*b));
+	if (!b) {
+		client_pool_give(c, su);
+		return false;
+	}
+	*b = (struct ra_block){.wi = wi, .block = 0, .gen = wi->wgen, .state = RA_INFLIGHT,
+			       .cap = (uint32_t)su, .unconfirmed = true,
+			       .len = (uint32_t)(wi->size < su ? wi->size : su)};
+	b->next = wi->ra;
+	wi->ra = b;
+	wi->nra++;
+	wi->ra_inflight++;
+	if (wi->ra_hwm < 1)
+		wi->ra_hwm = 1;
+	struct weft_layout l = wi->layout;
+	struct stripe_piece p;
+	stripe_map(&l, 0, b->len, &p);
+	b->obj_off = p.obj_off;
+	uint64_t ino = wi->ino;
+	pthread_mutex_unlock(&wi->lock);
+	if (client_data_read_async(c, wi, ino, &l, &p, ra_done, b) != 0)
+		ra_done(b, -EIO, NULL);
+	pthread_mutex_lock(&wi->lock);
+	return true;
+}
+
+void client_ra_first_written(struct weft_client *c, struct winode *wi)
+{
+	(void)c;
+	for (struct ra_block *b = wi->ra; b; b = b->next) {
+		if (b->block != 0)
+			continue;
+		b->need_data = true;
+		if (b->state == RA_READY && ra_empty(b))
+			b->state = RA_FAILED;
+	}
+}
+
+void client_ra_first_confirm(struct weft_client *c, struct winode *wi)
+{
+	(void)c;
+	for (struct ra_block *b = wi->ra; b; b = b->next)
+		if (b->block == 0)
+			b->unconfirmed = false;
 }

@@ -558,6 +558,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);
 	pthread_mutex_init(&c->inodes_lock, NULL);
+	pthread_mutex_init(&c->pf_lock, NULL);
 	pthread_mutex_init(&c->wb_list_lock, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
@@ -565,8 +566,11 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
+	/* an open's first stripe unit read with it (prefetch.c): a kind of readahead */
+	if (c->readahead_units && !o->open_prefetch_off)
+		c->pf = calloc(CLIENT_PF_SLOTS, sizeof(*c->pf));
 	err = loop_new(&c->loop);
-	if (err || !c->inodes) {
+	if (err || !c->inodes || (c->readahead_units && !o->open_prefetch_off && !c->pf)) {
 		snprintf(errbuf, errlen, "out of memory");
 		err = -ENOMEM;
 		goto fail_free;
@@ -630,6 +634,7 @@ fail_rpc:
 fail_loop:
 	loop_free(c->loop);
 fail_free:
+	free(c->pf);
 	free(c->inodes);
 	free(c);
 	return err;
@@ -654,6 +659,7 @@ void weft_client_close(struct weft_client *c)
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);
+	free(c->pf);
 	free(c->inodes);
 	free(c);
 }

@@ -19,6 +19,7 @@
 #include "meta/layout.h"
 #include "meta/lease.h"
 #include "meta/migrate.h"
+#include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/xattr.h"
@@ -181,12 +182,23 @@ static void rep_readlink(struct mreq *r, struct wbuf *w)
 }
 
 /* READDIR {cred, ino, cookie, max_bytes, plus} -> DIRLIST {count, eof} with entries in
- * bulk, never more than max(max_bytes, 4096) bytes (nor WEFT_BULK_MAX). */
+ * bulk, never more than max(max_bytes, 4096) bytes (nor WEFT_BULK_MAX). With
+ * WEFT_READDIR_PLUS_CAP, a regular file the caller may read (as an open for reading
+ * checks it: mode bits, not while migrating) comes with its layout and a read capability
+ * for the session of this connection, living META_PREFETCH_CAP_MS: libweft reads the
+ * file's first stripe unit at the same time as its OPEN, and uses the bytes only if the
+ * OPEN succeeds and shows the file unchanged. No session (or an evicted one): no
+ * capability. Changes nothing. */
+#define META_PREFETCH_CAP_MS 30000u
+
 struct rd_state {
 	struct mreq *r;
+	const struct meta_ctx *c;
 	size_t max;
 	uint32_t count;
-	bool plus, full;
+	unsigned plus;
+	bool full;
+	uint64_t session;         /* the connection's, for capabilities (0: none) */
 };
 
 static int rd_entry(void *arg, const struct meta_ns_dirent *e)
@@ -201,6 +213,14 @@ static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 				.has_attr = st->plus && e->attr};
 	if (d.has_attr)
 		d.attr = *e->attr;
+	if (d.has_attr && st->session && S_ISREG(d.attr.mode) && d.attr.size > 0 &&
+	    meta_perm_check(st->c->cred, &d.attr, META_MAY_READ) == 0 &&
+	    !meta_migrate_busy(st->r->s, d.ino) &&
+	    meta_ns_getlayout(st->c, ref_of(d.ino, 0), &d.layout) == 0) {
+		meta_cap_mint_ms(st->r->s, st->r->c, d.ino, st->session, WEFT_CAP_READ,
+				 META_PREFETCH_CAP_MS, d.cap);
+		d.has_cap = true;
+	}
 	proto_dirent_encode(&st->r->bulk, &d);
 	st->count++;
 	return 0;
@@ -212,8 +232,14 @@ static int h_readdir(struct mreq *r, const struct meta_ctx *c)
 	size_t max = m->max_bytes < 4096 ? 4096 : m->max_bytes;
 	if (max > WEFT_BULK_MAX)
 		max = WEFT_BULK_MAX;
-	struct rd_state st = {.r = r, .max = max, .plus = m->plus != 0};
-	int rc = meta_ns_readdir(c, ref_of(m->ino, 0), m->cookie, st.plus, rd_entry, &st);
+	struct rd_state st = {.r = r, .c = c, .max = max,
+			      .plus = m->plus > WEFT_READDIR_PLUS_CAP ? WEFT_READDIR_PLUS : m->plus};
+	if (st.plus == WEFT_READDIR_PLUS_CAP) {
+		st.session = meta_conn_session(r->s, r->c);
+		if (st.session && meta_leases_evicted(r->s->leases, st.session))
+			st.session = 0;
+	}
+	int rc = meta_ns_readdir(c, ref_of(m->ino, 0), m->cookie, st.plus != 0, rd_entry, &st);
 	if (rc)
 		return rc;
 	if (r->bulk.err)
@@ -432,8 +458,16 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 void meta_cap_mint(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
 		   uint8_t rights, uint8_t out[WEFT_CAP_LEN])
 {
+	meta_cap_mint_ms(s, c, ino, session, rights, s->cap_ms, out);
+}
+
+void meta_cap_mint_ms(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
+		      uint8_t rights, uint32_t ms, uint8_t out[WEFT_CAP_LEN])
+{
 	uint64_t now = auth_realtime_ms();
-	struct weft_cap cap = {.ino = ino, .session = session, .expiry_ms = now + s->cap_ms,
+	if (ms > s->cap_ms)
+		ms = s->cap_ms;
+	struct weft_cap cap = {.ino = ino, .session = session, .expiry_ms = now + ms,
 			       .period = auth_cap_period(now), .rights = rights};
 	uint8_t k[WEFT_KEY_LEN];
 	auth_cap_key(s->key.svc, cap.period, k);

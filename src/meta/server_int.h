@@ -148,6 +148,9 @@ void meta_nodes_tick(struct meta_server *s);
  * (handlers_ns.c; any thread). */
 void meta_cap_mint(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
 		   uint8_t rights, uint8_t out[WEFT_CAP_LEN]);
+/* The same with a lifetime of ms (at most meta's capability lifetime). */
+void meta_cap_mint_ms(struct meta_server *s, struct conn *c, uint64_t ino, uint64_t session,
+		      uint8_t rights, uint32_t ms, uint8_t out[WEFT_CAP_LEN]);
 
 /* Host part of a "host:port" the store gave when it is unspecified ("", 0.0.0.0, ::)
  * replaced by the peer's address. */

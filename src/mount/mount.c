@@ -561,6 +561,20 @@ static bool kc_unchanged(const struct weft_attr *a)
 	return same;
 }
 
+/* The kernel may hold ino's pages as they were at its last open here: then libweft
+ * need not read the file's first stripe unit with the OPEN (weft_prefetch_cached). */
+static void kc_hint(fuse_ino_t ino)
+{
+	pthread_mutex_lock(&kc_lock);
+	struct kc_slot k = kc[ino % KC_SLOTS];
+	pthread_mutex_unlock(&kc_lock);
+	if (k.ino != ino)
+		return;
+	struct weft_attr was = {.ino = ino, .size = k.size, .mtime_ns = k.mtime_ns,
+				.ctime_ns = k.ctime_ns};
+	weft_prefetch_cached(wc, &was);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (read_only && (fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -572,6 +586,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct weft_attr a;
 	cred_of(req, &cr);
 	int err;
+	kc_hint(ino);
 	ASK(req, cr, err, weft_file_open(wc, &cr, ino, fi->flags, &f, &a));
 	if (err) {
 		fuse_reply_err(req, sys_err(err));
@@ -1126,6 +1141,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 				      .checksums_off = o->checksums_off,
 				      .wb_attrs = o->wb_attrs,
 				      .readahead_units = o->readahead_units,
+				      .open_prefetch_off = o->open_prefetch_off,
 				      .attr_timeout_ms = (uint32_t)(o->attr_timeout * 1000)};
 	int rc = weft_client_open(&co, &wc, err, sizeof(err));
 	if (rc) {

@@ -19,6 +19,7 @@ struct mount_opts {
 	double attr_timeout;      /* seconds the kernel may cache attributes and entries */
 	uint32_t readahead_kb;    /* kernel read-ahead of the mount (bdi read_ahead_kb) */
 	uint32_t readahead_units; /* libweft readahead in stripe units (WEFT_READAHEAD_OFF: none) */
+	bool open_prefetch_off;   /* no first stripe unit read with the OPEN */
 	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
 	const char *metrics;      /* HOST:PORT of a Prometheus endpoint, or NULL */
 };

@@ -174,6 +174,9 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_CACHE_PAGE_MISSES] = "cache_page_misses",
 		[STATS_CACHE_OPEN_KEPT] = "cache_open_kept",
 		[STATS_CACHE_OPEN_DROPPED] = "cache_open_dropped",
+		[STATS_OPEN_PREFETCH_STARTED] = "open_prefetch_started",
+		[STATS_OPEN_PREFETCH_KEPT] = "open_prefetch_kept",
+		[STATS_OPEN_PREFETCH_DROPPED] = "open_prefetch_dropped",
 	};
 	return names[c];
 }

@@ -45,6 +45,9 @@ enum stats_counter {
 	STATS_CACHE_PAGE_MISSES,   /* reads that waited for a store (no readahead held them) */
 	STATS_CACHE_OPEN_KEPT,     /* opens that kept the kernel's page cache (keep_cache) */
 	STATS_CACHE_OPEN_DROPPED,  /* opens that dropped it (changed, first open, O_TRUNC) */
+	STATS_OPEN_PREFETCH_STARTED, /* opens that read the first stripe unit with the OPEN */
+	STATS_OPEN_PREFETCH_KEPT,    /* ... whose block was kept (the open showed it current) */
+	STATS_OPEN_PREFETCH_DROPPED, /* ... dropped unseen (open refused, or file changed) */
 	STATS_COUNTERS
 };
 

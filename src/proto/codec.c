@@ -293,9 +293,11 @@ int proto_op_rep_type(uint16_t op)
 
 /* ---- directory entries ---- */
 
-size_t proto_dirent_size(size_t namelen, bool plus)
+size_t proto_dirent_size(size_t namelen, unsigned plus)
 {
-	return 2 + namelen + 8 + 8 + 1 + 1 + (plus ? 80 : 0);
+	/* attr 80 bytes; layout 21 and the capability */
+	return 2 + namelen + 8 + 8 + 1 + 1 + (plus ? 80 : 0) +
+	       (plus >= WEFT_READDIR_PLUS_CAP ? 21 + WEFT_CAP_LEN : 0);
 }
 
 void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
@@ -304,9 +306,13 @@ void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 	wbuf_u64(w, d->ino);
 	wbuf_u64(w, d->next_cookie);
 	wbuf_u8(w, d->type);
-	wbuf_u8(w, d->has_attr);
-	if (d->has_attr)
+	wbuf_u8(w, d->has_cap ? 2 : d->has_attr);
+	if (d->has_attr || d->has_cap)
 		proto_attr_put(w, &d->attr);
+	if (d->has_cap) {
+		proto_layout_put(w, &d->layout);
+		wbuf_put(w, d->cap, WEFT_CAP_LEN);
+	}
 }
 
 int proto_dirent_next(struct rbuf *r, struct weft_dirent *d)
@@ -321,11 +327,16 @@ int proto_dirent_next(struct rbuf *r, struct weft_dirent *d)
 	d->next_cookie = rbuf_u64(r);
 	d->type = rbuf_u8(r);
 	uint8_t plus = rbuf_u8(r);
-	if (plus > 1)
-		rbuf_fail(r, "directory entry attr flag not 0 or 1");
-	d->has_attr = plus == 1;
+	if (plus > 2)
+		rbuf_fail(r, "directory entry attr flag not 0, 1 or 2");
+	d->has_attr = plus >= 1;
+	d->has_cap = plus == 2;
 	if (d->has_attr)
 		proto_attr_get(r, &d->attr);
+	if (d->has_cap) {
+		proto_layout_get(r, &d->layout);
+		rbuf_get(r, d->cap, WEFT_CAP_LEN);
+	}
 	if (rbuf_ok(r) && d->name.len == 0)
 		rbuf_fail(r, "directory entry with an empty name");
 	return rbuf_ok(r) ? 0 : -WEFT_EPROTO;

@@ -132,7 +132,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) \
 	F(STR, target, WEFT_PATH_MAX - 1)
 #define MSG_PATH(F) F(STR, path, WEFT_PATH_MAX - 1)
-/* readdir: reply is MSG_DIRLIST with entries in bulk (see weft_dirent_*) */
+/* readdir: reply is MSG_DIRLIST with entries in bulk (see weft_dirent_*). plus: 0 names,
+ * WEFT_READDIR_PLUS (1) with attributes, WEFT_READDIR_PLUS_CAP (2) with attributes and,
+ * for each regular file, its layout and a short-lived read capability when cred may read
+ * it (libweft reads the first stripe unit at the same time as the OPEN that follows). A
+ * meta that knows only 1 answers 2 as 1. */
+#define WEFT_READDIR_PLUS     1
+#define WEFT_READDIR_PLUS_CAP 2
 #define MSG_READDIR(F) \
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, cookie, 0) F(U32, max_bytes, 0) F(U8, plus, 0)
 #define MSG_DIRLIST(F) F(U32, count, 0) F(U8, eof, 0)
@@ -540,19 +546,25 @@ int proto_op_rep_type(uint16_t op);
 /* ---- bulk encodings ---- */
 
 /* Directory entries in a READDIR reply's bulk: name (u16 len + bytes), ino, gen, type
- * (DT_*), cookie of the next entry; readdirplus adds the attr. */
+ * (DT_*), cookie of the next entry, then a byte saying what follows: 0 nothing, 1 the
+ * attr (readdirplus), 2 the attr, the file's layout and a read capability for it
+ * (WEFT_READDIR_PLUS_CAP, regular files the caller may read). */
 struct weft_dirent {
 	struct weft_str name;
 	uint64_t ino;
 	uint64_t next_cookie;
 	uint8_t type;
 	bool has_attr;
+	bool has_cap;             /* layout and cap are set (implies has_attr) */
 	struct weft_attr attr;
+	struct weft_layout layout;
+	uint8_t cap[WEFT_CAP_LEN];
 };
 void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
 /* Decodes the next entry; returns 0, 1 at the end of the buffer, or -WEFT_EPROTO. */
 int proto_dirent_next(struct rbuf *r, struct weft_dirent *d);
-size_t proto_dirent_size(size_t namelen, bool plus);
+/* Largest encoded size of an entry with a name of namelen bytes; plus as READDIR's. */
+size_t proto_dirent_size(size_t namelen, unsigned plus);
 
 /* Field helpers, shared with other encodings (chain tables). */
 void proto_attr_put(struct wbuf *w, const struct weft_attr *a);

@@ -243,6 +243,29 @@ static void test_dirents(void)
 	CHECK_OK(proto_dirent_next(&r, &o));
 	CHECK_INT(proto_dirent_next(&r, &o), ==, -WEFT_EPROTO);
 	wbuf_free(&w);
+
+	/* WEFT_READDIR_PLUS_CAP: the attr, the layout and a capability */
+	wbuf_init(&w);
+	d.has_cap = true;
+	d.layout = (struct weft_layout){.stripe_unit = 1u << 20, .stripe_count = 2,
+					.first_chain = 3, .chain_count = 4, .replicas = 2, .gen = 5};
+	for (int i = 0; i < WEFT_CAP_LEN; i++)
+		d.cap[i] = (uint8_t)(i + 1);
+	proto_dirent_encode(&w, &d);
+	CHECK_INT(w.len, ==, proto_dirent_size(1, WEFT_READDIR_PLUS_CAP));
+	rbuf_init(&r, w.data, w.len);
+	CHECK_OK(proto_dirent_next(&r, &o));
+	CHECK(o.has_attr && o.has_cap);
+	CHECK_INT(o.attr.ino, ==, 43);
+	CHECK_INT(o.layout.first_chain, ==, 3);
+	CHECK_INT(o.layout.gen, ==, 5);
+	CHECK(memcmp(o.cap, d.cap, WEFT_CAP_LEN) == 0);
+	CHECK_INT(proto_dirent_next(&r, &o), ==, 1);
+	/* an unknown flag value */
+	w.data[2 + 1 + 8 + 8 + 1] = 3;
+	rbuf_init(&r, w.data, w.len);
+	CHECK_INT(proto_dirent_next(&r, &o), ==, -WEFT_EPROTO);
+	wbuf_free(&w);
 }
 
 static void test_crc_pieces(void)

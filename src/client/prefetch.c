@@ -1,0 +1,145 @@
+/* The first stripe unit of a file read at the same time as its OPEN (issue 17, small
+ * files in one round trip).
+ *
+ * DESIGN: a READDIRPLUS answer (WEFT_READDIR_PLUS_CAP) carries, for each regular file
+ * the caller may read, its layout and a read capability meta minted for this session,
+ * valid for 30 s. They are kept here, direct-mapped by ino. An open for reading of a file
+ * this client does not have open takes its entry (one use) and, while the capability
+ * is fresh, makes the file's winode from the entry and starts the store read of block 0
+ * into its readahead (readahead.c, client_ra_first) before sending OPEN: the two round
+ * trips overlap, and the kernel's first READ finds the block there (or in flight). The
+ * OPEN does not wait for the read. The block is kept only if the OPEN succeeds and shows
+ * the file as the entry did (size, mtime, ctime, layout): a file changed since, by any
+ * mount, moves its mtime or ctime, and its block is dropped unseen and read again after
+ * the open; a refused OPEN (the mode changed since) drops it and no byte of it reaches
+ * the application. Its checksums are checked at use, as every readahead block's. The
+ * read is sent once the application opens the file, so it sees every write closed
+ * before that open (close-to-open), as a read after the OPEN would; until the OPEN has
+ * answered, the block serves no other handle of the file either (ra_block.unconfirmed).
+ *
+ * Threads: any but the loop thread; pf_lock guards the table. */
+#include "client/client_int.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "net/auth.h"
+#include "net/stats.h"
+
+/* A capability this close to its end is not worth starting a read with */
+#define PF_MARGIN_MS 2000
+
+void client_pf_note(struct weft_client *c, const struct weft_dirent *d)
+{
+	if (!c->pf || !d->has_cap || !S_ISREG(d->attr.mode) || d->ino == 0)
+		return;
+	pthread_mutex_lock(&c->pf_lock);
+	struct client_pf *e = &c->pf[d->ino % CLIENT_PF_SLOTS];
+	e->ino = d->ino;
+	e->attr = d->attr;
+	e->layout = d->layout;
+	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+void weft_prefetch_cached(struct weft_client *c, const struct weft_attr *was)
+{
+	if (!c->pf || was->ino == 0)
+		return;
+	pthread_mutex_lock(&c->pf_lock);
+	struct client_pf *e = &c->pf[was->ino % CLIENT_PF_SLOTS];
+	if (e->ino == was->ino && e->attr.size == was->size && e->attr.mtime_ns == was->mtime_ns &&
+	    e->attr.ctime_ns == was->ctime_ns)
+		e->ino = 0;
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+/* Takes ino's entry out of the table (one use: a second open goes the usual way). */
+static bool pf_take(struct weft_client *c, uint64_t ino, struct client_pf *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&c->pf_lock);
+	struct client_pf *e = &c->pf[ino % CLIENT_PF_SLOTS];
+	if (e->ino == ino) {
+		*out = *e;
+		e->ino = 0;
+		found = true;
+	}
+	pthread_mutex_unlock(&c->pf_lock);
+	return found;
+}
+
+struct winode *client_pf_start(struct weft_client *c, uint64_t ino, int flags,
+			       struct client_pf *pf)
+{
+	if (!c->pf || (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || !pf_take(c, ino, pf))
+		return NULL;
+	struct weft_cap cap;
+	auth_cap_parse(pf->cap, &cap);
+	pthread_rwlock_rdlock(&c->sess_lock);
+	uint64_t sid = c->session;
+	pthread_rwlock_unlock(&c->sess_lock);
+	if (cap.ino != ino || cap.session != sid || !(cap.rights & WEFT_CAP_READ) ||
+	    cap.expiry_ms < auth_realtime_ms() + PF_MARGIN_MS || pf->attr.size == 0)
+		return NULL;
+	if (pf->layout.stripe_unit == 0)
+		pf->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	struct winode *wi = client_winode_find(c, ino);
+	if (wi) { /* open here already: its readahead and the kernel's pages serve it */
+		client_winode_put(c, wi);
+		return NULL;
+	}
+	if (!(wi = client_winode_get(c, &pf->attr, &pf->layout)))
+		return NULL;
+	pthread_mutex_lock(&c->inodes_lock);
+	bool alone = wi->refs == 1 && wi->opens == 0;
+	pthread_mutex_unlock(&c->inodes_lock);
+	bool started = false;
+	if (alone) {
+		client_cap_note(wi, pf->cap);
+		pthread_mutex_lock(&wi->lock);
+		started = !wi->frozen && !wi->writers && client_ra_first(c, wi);
+		pthread_mutex_unlock(&wi->lock);
+	}
+	if (!started) {
+		client_winode_put(c, wi);
+		return NULL;
+	}
+	stats_add(STATS_OPEN_PREFETCH_STARTED, 1);
+	return wi;
+}
+
+static bool layout_same(const struct weft_layout *a, const struct weft_layout *b)
+{
+	return a->stripe_unit == b->stripe_unit && a->stripe_count == b->stripe_count &&
+	       a->first_chain == b->first_chain && a->chain_count == b->chain_count &&
+	       a->replicas == b->replicas && a->gen == b->gen;
+}
+
+void client_pf_finish(struct weft_client *c, struct winode *wi, const struct client_pf *pf,
+		      int err, const struct weft_attr *attr, const struct weft_layout *layout)
+{
+	struct weft_layout l = {0};
+	if (!err) {
+		l = *layout;
+		if (l.stripe_unit == 0)
+			l.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	}
+	bool keep = !err && attr->size == pf->attr.size && attr->mtime_ns == pf->attr.mtime_ns &&
+		    attr->ctime_ns == pf->attr.ctime_ns && layout_same(&l, &pf->layout);
+	pthread_mutex_lock(&wi->lock);
+	if (keep && client_winode_written(wi, 0))
+		client_ra_first_written(c, wi);
+	if (keep)
+		client_ra_first_confirm(c, wi);
+	if (!keep) {
+		client_ra_drop(c, wi);
+		/* the winode was made from the entry: take meta's size from the open's answer */
+		wi->size_refresh = true;
+	}
+	pthread_mutex_unlock(&wi->lock);
+	stats_add(keep ? STATS_OPEN_PREFETCH_KEPT : STATS_OPEN_PREFETCH_DROPPED, 1);
+	client_winode_put(c, wi);
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Small files in one round trip (issue 17 item 3): after a READDIRPLUS, an open for reading
+# reads the file's first stripe unit at the same time as its OPEN. Shows that the path is
+# taken (the mount's open_prefetch counters) and reads the right bytes, cold, for small
+# files and for a file larger than a stripe unit; that a file the caller may no longer
+# read when it opens is refused (EACCES, not a byte of it served); and that a file
+# another mount changed between the listing and the open is read as it is now.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+
+cluster_up --stores 2 --replicas 2 --metrics
+mountpoint -q "$MNT" || fail "not mounted"
+
+# mcount NAME ADDR_FILE: a mount's counter weft_NAME_total
+mcount() {
+	curl -s "http://$(cat "$2")/metrics" |
+		awk -v re="^weft_$1_total" '$0 ~ re {s += $NF} END {print s + 0}'
+}
+A="$STATE/mount.metrics.addr"
+
+# --- the path is taken, and what it reads is right
+mkdir "$MNT/d"
+for i in $(seq 40); do head -c $((i * 97 % 5000 + 1)) /dev/urandom >"$T/f$i"; cp "$T/f$i" "$MNT/d/f$i"; done
+head -c $((256 << 10)) /dev/urandom >"$T/mid"; cp "$T/mid" "$MNT/d/mid"
+head -c $((2500 << 10)) /dev/urandom >"$T/big"; cp "$T/big" "$MNT/d/big" # 3 stripe units
+sync
+sleep 1
+k0=$(mcount open_prefetch_kept "$A") s0=$(mcount open_prefetch_started "$A")
+echo 3 >/proc/sys/vm/drop_caches
+find "$MNT/d" -type f -print0 | xargs -0 cat >/dev/null # listing, then the opens
+k1=$(mcount open_prefetch_kept "$A") s1=$(mcount open_prefetch_started "$A")
+[ $((s1 - s0)) -ge 40 ] || fail "expected >= 40 opens with the read started early, counted $((s1 - s0))"
+[ $((k1 - k0)) -ge 40 ] || fail "expected >= 40 early reads kept, counted $((k1 - k0))"
+for f in $(seq 40) mid big; do
+	n=$f; [ "$f" = mid ] || [ "$f" = big ] || n=f$f
+	cmp -s "$MNT/d/$n" "$T/$n" || fail "$n read back wrong after a listing"
+done
+ok "$((k1 - k0)) opens read their first stripe unit with the OPEN; every byte right"
+# opened here before and unchanged: the kernel keeps its pages (keep_cache), so a listing
+# and an open read nothing early; after drop_caches the bytes still come right
+ls -l "$MNT/d" >/dev/null
+s2=$(mcount open_prefetch_started "$A")
+cat "$MNT/d/f1" "$MNT/d/f2" "$MNT/d/mid" >/dev/null
+s3=$(mcount open_prefetch_started "$A")
+[ "$s3" = "$s2" ] || fail "opens of files the kernel holds read $((s3 - s2)) first stripe units early"
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$MNT/d" >/dev/null
+for f in f1 f2 mid; do cmp -s "$MNT/d/$f" "$T/$f" || fail "$f read back wrong after drop_caches"; done
+ok "files the kernel may hold from their last open here are not read early"
+
+# a second mount that squashes root (meta sees nobody; the kernel lets root open anything)
+B=$T/mnt2
+mkdir -p "$B"
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" --key "$STATE/cluster.key" \
+	-o metrics=127.0.0.1:0 --pid-file "$T/mount2.pid" --log "$T/mount2.log" \
+	|| fail "second mount"
+BA=$T/mount2.metrics.addr
+for n in $(seq 50); do
+	port=$(grep -o 'Prometheus metrics on .*(port [0-9]*)' "$T/mount2.log" 2>/dev/null |
+		head -1 | sed 's/.*(port \([0-9]*\))/\1/')
+	[ -n "$port" ] && { echo "127.0.0.1:$port" >"$BA"; break; }
+	sleep 0.1
+done
+[ -s "$BA" ] || fail "the second mount's metrics address: $(grep -i metric "$T/mount2.log")"
+
+# --- permission revoked between the listing and the open: EACCES, no data
+printf 'XYZZY private bytes\n' >"$MNT/d/secret"
+chown 2001:2001 "$MNT/d/secret"
+chmod 0644 "$MNT/d/secret"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$B/d" >/dev/null # READDIRPLUS on B: nobody may read it, so it comes with a capability
+chmod 0600 "$MNT/d/secret" # through A: B's open is refused by meta
+d0=$(mcount open_prefetch_dropped "$BA") s0=$(mcount open_prefetch_started "$BA")
+out=$(cat "$B/d/secret" 2>&1) && fail "B read a file it may no longer read: $out"
+case "$out" in *"Permission denied"*) ;; *) fail "expected EACCES, got: $out" ;; esac
+case "$out" in *XYZZY*) fail "data of the refused file reached the reader: $out" ;; esac
+d1=$(mcount open_prefetch_dropped "$BA") s1=$(mcount open_prefetch_started "$BA")
+[ $((s1 - s0)) -ge 1 ] || fail "the refused open did not start its early read (the test would show nothing)"
+[ $((d1 - d0)) -ge 1 ] || fail "the refused open's early read was not dropped"
+ok "a file whose mode changed after the listing: EACCES, its early read dropped"
+
+# --- changed through another mount between the listing and the open: the new bytes
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$B/d" >/dev/null
+d0=$(mcount open_prefetch_dropped "$BA")
+for f in f1 f2 mid; do
+	head -c "$(stat -c %s "$T/$f")" /dev/urandom >"$T/$f.new" # same size, new bytes
+	cp "$T/$f.new" "$MNT/d/$f"
+done
+head -c 3000 /dev/urandom >"$T/f3.new"; cp "$T/f3.new" "$MNT/d/f3" # a new size
+for f in f1 f2 f3 mid; do
+	cmp -s "$B/d/$f" "$T/$f.new" || fail "B read $f as it was before A changed it"
+done
+d1=$(mcount open_prefetch_dropped "$BA")
+[ $((d1 - d0)) -ge 4 ] || fail "$((d1 - d0)) early reads dropped for the 4 changed files"
+ok "files changed through A after B's listing: B reads the new bytes ($((d1 - d0)) early reads dropped)"
+
+umount "$B"
+check_logs
