@@ -18,6 +18,7 @@
 #include "proto/objlist.h"
 #include "common/log.h"
 #include "store/iov.h"
+#include "store/readbuf.h"
 #include "weft/err.h"
 
 #define LIST_MAX 65536u
@@ -74,11 +75,12 @@ static void do_read(struct sreq *q)
 				 m->len, WEFT_BULK_MAX);
 		return;
 	}
-	/* page-aligned, so that a large read can go straight from the disk (O_DIRECT) */
-	uint8_t *buf = m->len ? aligned_alloc(4096, ((size_t)m->len + 4095) & ~(size_t)4095) : NULL;
+	/* page-aligned, so that a large read can go straight from the disk (O_DIRECT);
+	 * one of the common size is a buffer a read used before (readbuf.h) */
+	uint8_t *buf = m->len ? store_readbuf_get(m->len) : NULL;
 	struct weft_msg_obj_data *d = malloc(sizeof(*d));
 	if ((m->len && !buf) || !d) {
-		free(buf);
+		store_readbuf_put(buf, m->len);
 		free(d);
 		store_reply_status(q, -ENOMEM);
 		return;
@@ -95,7 +97,7 @@ static void do_read(struct sreq *q)
 	rc = store_obj_readv_flags(s->objs, m->ino, m->stripe, m->offset, &bv, 1, d->crcs.v,
 				   (size_t)np, &n, &r, fl);
 	if (rc) {
-		free(buf);
+		store_readbuf_put(buf, m->len);
 		free(d);
 		/* lost here: the client reads another replica; copy it back from one */
 		if (rc == -WEFT_EMISSING && !(m->flags & WEFT_READ_REPAIR) && m->replicas > 1)
@@ -131,17 +133,19 @@ static void do_read(struct sreq *q)
 	free(d);
 	if (w.err) {
 		wbuf_free(&w);
-		free(buf);
+		store_readbuf_put(buf, m->len);
 		store_reply_status(q, -ENOMEM);
 		return;
 	}
 	struct iovec v = {buf, n};
-	/* the bulk is sent from buf and freed once the kernel has it */
+	/* the bulk is sent from buf and given back once the kernel has it */
 	if (n)
-		conn_reply(q->c, q->f, 0, &w, &v, 1, free, buf);
+		conn_reply(q->c, q->f, 0, &w, &v, 1,
+			   m->len > STORE_READBUF_SIZE ? free : store_readbuf_release_small, buf);
 	else
 		conn_reply(q->c, q->f, 0, &w, NULL, 0, NULL, NULL);
-	free(n ? NULL : buf);
+	if (!n)
+		store_readbuf_put(buf, m->len);
 	wbuf_free(&w);
 }
 

@@ -1,5 +1,13 @@
 /* Worker threads of a store: per-worker FIFOs for ordered mutations, a shared FIFO
- * for everything else (see workers.h). */
+ * for everything else (see workers.h).
+ *
+ * Wake-ups: each worker sleeps on a condition variable of its own, and a push wakes at
+ * most one worker: the owner of the FIFO for a keyed job (if it sleeps), or the worker
+ * that went to sleep last for a shared job (its stack and cache are the warmest). A busy
+ * worker needs no wake-up: it looks at its FIFO and the shared one before it sleeps.
+ * Waking every worker on every push (as a broadcast would) cost each request a burst of
+ * context switches and a fight for the lock among the workers that lost the race
+ * (docs/PERFORMANCE.md, issue 17). */
 #include "store/workers.h"
 
 #include <errno.h>
@@ -11,14 +19,23 @@ struct fifo {
 	struct store_job *head, *tail;
 };
 
+struct worker {
+	pthread_cond_t cond;        /* this worker's wake-up */
+	bool sleeping;              /* in cond_wait, not yet woken; guarded by lock */
+	bool in_stack;              /* on the stack of sleepers; guarded by lock */
+};
+
 struct store_workers {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* signalled on push and on stop */
 	unsigned n;
 	bool stopping;              /* guarded by lock */
 	unsigned queued;            /* guarded by lock */
 	struct fifo shared;         /* guarded by lock */
 	struct fifo *own;           /* [n], guarded by lock */
+	struct worker *wk;          /* [n] */
+	unsigned *idle;             /* [n] stack of sleeping workers (top: the last to
+				     * sleep), guarded by lock */
+	unsigned nidle;             /* guarded by lock */
 	pthread_t *threads;
 	unsigned started;
 };
@@ -49,11 +66,37 @@ static struct store_job *fifo_pop(struct fifo *q)
 	return j;
 }
 
+/* Takes worker i off the stack of sleepers (lock held). */
+static void idle_remove(struct store_workers *w, unsigned i)
+{
+	if (!w->wk[i].in_stack)
+		return;
+	w->wk[i].in_stack = false;
+	for (unsigned k = w->nidle; k-- > 0;)
+		if (w->idle[k] == i) {
+			for (; k + 1 < w->nidle; k++)
+				w->idle[k] = w->idle[k + 1];
+			w->nidle--;
+			return;
+		}
+}
+
+/* Wakes worker i if it sleeps (lock held). */
+static void wake(struct store_workers *w, unsigned i)
+{
+	if (!w->wk[i].sleeping)
+		return;
+	w->wk[i].sleeping = false;
+	idle_remove(w, i);
+	pthread_cond_signal(&w->wk[i].cond);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker_arg a = *(struct worker_arg *)arg;
 	free(arg);
 	struct store_workers *w = a.w;
+	struct worker *me = &w->wk[a.idx];
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct store_job *j = fifo_pop(&w->own[a.idx]);
@@ -62,7 +105,14 @@ static void *worker_main(void *arg)
 		if (!j) {
 			if (w->stopping)
 				break;
-			pthread_cond_wait(&w->cond, &w->lock);
+			me->sleeping = true;
+			me->in_stack = true;
+			w->idle[w->nidle++] = a.idx;
+			/* spurious wake-ups leave it sleeping and stacked: wait again */
+			while (me->sleeping && !w->stopping)
+				pthread_cond_wait(&me->cond, &w->lock);
+			me->sleeping = false;
+			idle_remove(w, a.idx);
 			continue;
 		}
 		w->queued--;
@@ -83,15 +133,20 @@ int store_workers_create(unsigned n, struct store_workers **out)
 		return -ENOMEM;
 	w->n = n;
 	w->own = calloc(n, sizeof(*w->own));
+	w->wk = calloc(n, sizeof(*w->wk));
+	w->idle = calloc(n, sizeof(*w->idle));
 	w->threads = calloc(n, sizeof(*w->threads));
-	if (!w->own || !w->threads) {
+	if (!w->own || !w->wk || !w->idle || !w->threads) {
 		free(w->own);
+		free(w->wk);
+		free(w->idle);
 		free(w->threads);
 		free(w);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	for (unsigned i = 0; i < n; i++)
+		pthread_cond_init(&w->wk[i].cond, NULL);
 	for (unsigned i = 0; i < n; i++) {
 		struct worker_arg *a = malloc(sizeof(*a));
 		if (a)
@@ -114,7 +169,8 @@ void store_workers_destroy(struct store_workers *w)
 		return;
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
-	pthread_cond_broadcast(&w->cond);
+	for (unsigned i = 0; i < w->n; i++)
+		pthread_cond_signal(&w->wk[i].cond);
 	pthread_mutex_unlock(&w->lock);
 	for (unsigned i = 0; i < w->started; i++)
 		pthread_join(w->threads[i], NULL);
@@ -124,9 +180,12 @@ void store_workers_destroy(struct store_workers *w)
 		while ((j = fifo_pop(&w->own[i])))
 			j->fn(j);
 	}
-	pthread_cond_destroy(&w->cond);
+	for (unsigned i = 0; i < w->n; i++)
+		pthread_cond_destroy(&w->wk[i].cond);
 	pthread_mutex_destroy(&w->lock);
 	free(w->own);
+	free(w->wk);
+	free(w->idle);
 	free(w->threads);
 	free(w);
 }
@@ -136,12 +195,15 @@ void store_workers_push(struct store_workers *w, struct store_job *j, uint64_t k
 	pthread_mutex_lock(&w->lock);
 	if (key == STORE_JOB_ANY) {
 		fifo_push(&w->shared, j);
+		if (w->nidle)
+			wake(w, w->idle[w->nidle - 1]);
 	} else {
 		uint64_t h = key * 0x9E3779B97F4A7C15ULL;
-		fifo_push(&w->own[(h >> 32) % w->n], j);
+		unsigned i = (unsigned)((h >> 32) % w->n);
+		fifo_push(&w->own[i], j);
+		wake(w, i);
 	}
 	w->queued++;
-	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
 

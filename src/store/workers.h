@@ -6,7 +6,8 @@
  * so mutations of one object run in arrival order on every member of a chain (the
  * replicas apply them in the same order). A job pushed without a key (reads, stats,
  * lists) goes to the shared FIFO and runs on whichever worker is free. A worker takes
- * its own FIFO first. One mutex guards every FIFO; a push wakes the workers.
+ * its own FIFO first. One mutex guards every FIFO; a push wakes at most one sleeping
+ * worker (the FIFO's owner for a keyed job, the last to fall asleep for a shared one).
  *
  * Threads: push from any thread; create/destroy from the owner. */
 #ifndef WEFT_STORE_WORKERS_H

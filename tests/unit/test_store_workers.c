@@ -1,5 +1,6 @@
 /* The store's worker pool: jobs with one key run in push order, one at a time; jobs
- * without a key spread over the workers; destroy runs every queued job first. */
+ * without a key spread over the workers; each push wakes a sleeping worker that runs
+ * it (no job waits for destroy); destroy runs every queued job first. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,8 +47,64 @@ static void any_fn(struct store_job *j)
 	free(j);
 }
 
+/* Jobs that can only end together: each waits (up to 5 s) until all have started. */
+#define TOGETHER 4
+static atomic_int together_started, together_late, woken_done;
+
+static void together_fn(struct store_job *j)
+{
+	atomic_fetch_add(&together_started, 1);
+	int ms = 0;
+	while (atomic_load(&together_started) < TOGETHER && ms < 5000) {
+		usleep(1000);
+		ms++;
+	}
+	if (atomic_load(&together_started) < TOGETHER)
+		atomic_fetch_add(&together_late, 1);
+	free(j);
+}
+
+static void woken_fn(struct store_job *j)
+{
+	atomic_fetch_add(&woken_done, 1);
+	free(j);
+}
+
+/* Waits up to 5 s for *v to reach want. */
+static int wait_for(atomic_int *v, int want)
+{
+	for (int ms = 0; ms < 5000 && atomic_load(v) < want; ms++)
+		usleep(1000);
+	return atomic_load(v);
+}
+
+/* Every worker asleep, then pushes one at a time: each wakes a worker of its own. */
+static void test_wakeups(void)
+{
+	struct store_workers *w;
+	CHECK_OK(store_workers_create(TOGETHER, &w));
+	usleep(50000);
+	for (int i = 0; i < TOGETHER; i++) {
+		struct store_job *j = malloc(sizeof(*j));
+		j->fn = together_fn;
+		store_workers_push(w, j, STORE_JOB_ANY);
+	}
+	CHECK_INT(wait_for(&together_started, TOGETHER), ==, TOGETHER);
+	/* keyed jobs to sleeping workers run before destroy */
+	usleep(50000);
+	for (int k = 0; k < 16; k++) {
+		struct store_job *j = malloc(sizeof(*j));
+		j->fn = woken_fn;
+		store_workers_push(w, j, (uint64_t)k * 7919u);
+		CHECK_INT(wait_for(&woken_done, k + 1), ==, k + 1);
+	}
+	store_workers_destroy(w);
+	CHECK_INT(atomic_load(&together_late), ==, 0);
+}
+
 int main(void)
 {
+	test_wakeups();
 	struct store_workers *w;
 	CHECK_INT(store_workers_create(0, &w), ==, -EINVAL);
 	CHECK_OK(store_workers_create(4, &w));
