@@ -635,6 +635,16 @@ fail_free:
 	return err;
 }
 
+int weft_sync(struct weft_client *c, const struct weft_cred *cr, uint64_t ino)
+{
+	client_wbattr_flush_all(c, false);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	proto_ino_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
+}
+
 void weft_client_close(struct weft_client *c)
 {
 	if (!c)
@@ -645,6 +655,12 @@ void weft_client_close(struct weft_client *c)
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
 	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
+	/* an unmount is durable: what meta answered lazily (EXTEND at close, buffered
+	 * attributes) is synced before the session ends */
+	struct weft_cred root = {0};
+	int err = weft_sync(c, &root, 1);
+	if (err)
+		log_warn("close: sync at meta %s: %s", rpc_addr(c->meta), weft_strerror(err));
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};

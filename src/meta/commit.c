@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "net/stats.h"
@@ -42,7 +44,29 @@ struct meta_commit {
 	pthread_cond_t dwake;               /* completion thread: work, or syncer gone */
 	struct meta_mutation *dhead, *dtail; /* guarded by dlock */
 	bool syncer_gone;                   /* guarded by dlock */
+	/* A batch was committed and not synced since (all its ops lazy): the writer syncs
+	 * it once idle for idle_sync_ms, and at stop. Guarded by lock. */
+	bool dirty;
+	unsigned idle_sync_ms;
+	FILE *synclog; /* test hook (WEFT_META_TEST_SYNCLOG), written by whoever syncs */
 };
+
+/* mdb_env_sync(env, 1), counted; with the test hook, logs the txn id it made durable
+ * (at least: read before the sync) so a test can model a power cut (commit.h). Called
+ * with no commit running (the writer's rule: one sync at a time, never beside a commit). */
+static int sync_env(struct meta_commit *gc)
+{
+	MDB_envinfo info = {0};
+	if (gc->synclog)
+		mdb_env_info(gc->db->env, &info);
+	int rc = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
+	stats_add(STATS_META_DB_SYNCS, 1);
+	if (rc == 0 && gc->synclog) {
+		fprintf(gc->synclog, "%zu\n", info.me_last_txnid);
+		fflush(gc->synclog);
+	}
+	return rc;
+}
 
 /* Takes up to max mutations off the queue (lock held); *last is the last taken. */
 static struct meta_mutation *take(struct meta_commit *gc, unsigned max, unsigned *n,
@@ -152,9 +176,8 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	for (struct meta_mutation *m = b->first; m; m = m->next)
 		need_sync |= !m->lazy;
 	if (b->err == 0 && need_sync) {
-		b->err = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
+		b->err = sync_env(gc);
 		synced = true;
-		stats_add(STATS_META_DB_SYNCS, 1);
 	}
 	if (b->err)
 		log_error("meta group commit of %u ops: %s", b->n, strerror(-b->err));
@@ -171,6 +194,11 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	gc->st.batches += b->err == 0;
 	gc->st.syncs += synced;
 	gc->st.redone += b->nested;
+	/* no commit runs beside this sync: after it everything committed is durable */
+	if (synced)
+		gc->dirty = false;
+	else if (b->err == 0)
+		gc->dirty = true;
 	pthread_mutex_unlock(&gc->lock);
 	hand_over(gc, b->first, b->last);
 }
@@ -213,6 +241,22 @@ static int commit_txn(struct meta_commit *gc, MDB_txn *txn)
 	return rc;
 }
 
+/* The writer's sync of committed lazy batches (lock held on entry and exit; no batch
+ * is being synced or committed). */
+static void idle_sync(struct meta_commit *gc)
+{
+	gc->dirty = false;
+	pthread_mutex_unlock(&gc->lock);
+	int rc = sync_env(gc);
+	if (rc)
+		log_error("meta sync: %s", strerror(-rc));
+	pthread_mutex_lock(&gc->lock);
+	if (rc)
+		gc->dirty = true;
+	else
+		gc->st.syncs++;
+}
+
 static void *writer(void *arg)
 {
 	struct meta_commit *gc = arg;
@@ -220,8 +264,26 @@ static void *writer(void *arg)
 	pthread_setname_np(pthread_self(), "meta-writer"); /* for top, perf */
 	pthread_mutex_lock(&gc->lock);
 	for (;;) {
-		while (!gc->head && !gc->stopping)
-			pthread_cond_wait(&gc->wake, &gc->lock);
+		while (!gc->head && !gc->stopping) {
+			if (!gc->dirty || gc->sync_busy) {
+				pthread_cond_wait(&gc->wake, &gc->lock);
+				continue;
+			}
+			/* idle with a lazy batch unsynced: sync it after idle_sync_ms, so that
+			 * nothing acknowledged stays only in the page cache for longer (as a
+			 * local file system's periodic commit) */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += gc->idle_sync_ms / 1000;
+			until.tv_nsec += (long)(gc->idle_sync_ms % 1000) * 1000000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			if (pthread_cond_timedwait(&gc->wake, &gc->lock, &until) == ETIMEDOUT &&
+			    !gc->head && gc->dirty && !gc->sync_busy)
+				idle_sync(gc);
+		}
 		if (!gc->head)
 			break; /* stopping, and everything taken is committed */
 		struct batch b = {0};
@@ -305,6 +367,11 @@ static void *writer(void *arg)
 			pthread_mutex_lock(&gc->lock);
 		}
 	}
+	/* stopping: what lazy batches committed is made durable before meta exits */
+	while (gc->sync_busy)
+		pthread_cond_wait(&gc->wake, &gc->lock);
+	if (gc->dirty)
+		idle_sync(gc);
 	pthread_mutex_unlock(&gc->lock);
 	return NULL;
 }
@@ -377,6 +444,8 @@ static void stop_completer(struct meta_commit *gc)
 
 static void destroy(struct meta_commit *gc)
 {
+	if (gc->synclog)
+		fclose(gc->synclog);
 	pthread_cond_destroy(&gc->dwake);
 	pthread_mutex_destroy(&gc->dlock);
 	pthread_cond_destroy(&gc->sync_wake);
@@ -393,6 +462,10 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 		return -ENOMEM;
 	gc->db = db;
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
+	gc->idle_sync_ms = META_COMMIT_IDLE_SYNC_MS;
+	const char *log = getenv("WEFT_META_TEST_SYNCLOG");
+	if (log && *log && !(gc->synclog = fopen(log, "a")))
+		log_warn("WEFT_META_TEST_SYNCLOG %s: %s", log, strerror(errno));
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_cond_init(&gc->wake, NULL);
 	pthread_cond_init(&gc->sync_wake, NULL);
@@ -502,6 +575,14 @@ int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg
 	pthread_cond_destroy(&ra.w.cond);
 	pthread_mutex_destroy(&ra.w.lock);
 	return rc;
+}
+
+void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->idle_sync_ms = ms ? ms : 1;
+	pthread_cond_signal(&gc->wake);
+	pthread_mutex_unlock(&gc->lock);
 }
 
 void meta_commit_set_space(struct meta_commit *gc, struct meta_space *sp)

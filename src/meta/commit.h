@@ -29,6 +29,14 @@
  * an op or the commit met it is aborted and redone once, after the map has grown or
  * the reserve was released (then growing ops complete with -ENOSPC unapplied).
  *
+ * Lazy batches (below) are committed without a sync: the writer syncs them once it has
+ * been idle for idle_sync_ms (META_COMMIT_IDLE_SYNC_MS by default), and at stop, so a
+ * lazy change is durable at most that long after its reply (a power cut's worst case:
+ * LMDB rolls back to the last synced meta page, one commit at most, since every commit's
+ * data sync also flushes the meta page written before it). WEFT_META_TEST_SYNCLOG=FILE
+ * (tests only) appends to FILE the LMDB txn id each sync made durable, so a test can
+ * model that power cut on a copy of data.mdb (tests/integration/powercut.sh).
+ *
  * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
  * in submission order (across batches too); a batch's effects are visible to read txns
  * begun after its commit. done() runs on the completion thread: it must be short and
@@ -74,6 +82,7 @@ struct meta_commit_stats {
 };
 
 #define META_COMMIT_BATCH_DEFAULT 512
+#define META_COMMIT_IDLE_SYNC_MS 1000
 
 /* Starts the writer, syncer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
@@ -88,6 +97,9 @@ int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m);
  * Must not be called from a done() callback. */
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg);
 void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out);
+/* Sets how long the writer stays idle before it syncs committed lazy batches (0 = 1 ms).
+ * Any thread. */
+void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms);
 
 struct meta_space;
 /* Gives the writer meta's space (space.h): it is checked before each batch, and a batch

@@ -628,6 +628,11 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		goto fail_space;
 	}
 	meta_commit_set_space(s->gc, s->space);
+	/* WEFT_META_IDLE_SYNC_MS: how long committed lazy changes wait for a sync when meta
+	 * is idle (commit.h; tests lengthen it to catch what a power cut would lose) */
+	const char *is = getenv("WEFT_META_IDLE_SYNC_MS");
+	if (is && *is)
+		meta_commit_set_idle_sync(s->gc, (unsigned)strtoul(is, NULL, 0));
 	if ((rc = loop_new(&s->loop))) {
 		snprintf(err, errlen, "event loop: %s", weft_strerror(rc));
 		goto fail_gc;
