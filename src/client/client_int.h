@@ -89,7 +89,35 @@ struct weft_client {
 	atomic_uint_fast64_t fenced_upto;
 
 	atomic_uint_fast64_t bytes_read, bytes_written, ops_read, ops_written, checksum_retries;
+
+	/* acknowledged mutations not yet synced at meta, for a replay (replay.c) */
+	pthread_mutex_t kept_lock;
+	struct kept *kept;             /* kept_lock */
+	size_t nkept;                  /* kept_lock */
+	uint64_t boot, synced;         /* kept_lock: meta's incarnation, its last synced */
+	uint64_t boot_new;             /* kept_lock: a new incarnation seen, not replayed */
+	pthread_rwlock_t replay_lock;  /* mutations: read; a replay: write */
 };
+
+/* ---- replay.c: the durability contract with meta ---- */
+struct client_durable {
+	uint64_t transno, synced, boot;
+};
+/* A reply's DURABLE record (its bulk). Returns 0 or -ENOENT (none). */
+int client_durable_parse(const struct frame *f, struct client_durable *d);
+/* Mutations kept until synced and replayed after meta restarts. */
+bool client_replay_keepable(uint16_t op);
+/* After a successful reply f to op (request payload/len, bulk): notes what meta says
+ * is synced, and keeps op if it is not yet. */
+void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame *f,
+			 const uint8_t *payload, uint32_t len, const struct iovec *bulk,
+			 int nbulk);
+/* Around sending a keepable mutation: none goes while a replay runs. */
+void client_replay_enter(struct weft_client *c);
+void client_replay_leave(struct weft_client *c);
+/* Replays what older incarnations of meta acknowledged (after a session renewal). */
+void client_replay_run(struct weft_client *c);
+void client_replay_free(struct weft_client *c);
 
 /* A stripe-unit buffer being gathered or written behind. */
 struct wblock {

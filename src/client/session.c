@@ -74,32 +74,52 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	int64_t give_up = mono_ms() + CLIENT_META_WAIT_MS;
 	unsigned pause_ms = 20;
 	bool waited = false, may_wait = atomic_load(&c->meta_wait);
+	bool keep = client_replay_keepable(op);
 	struct wbuf none, *p = payload ? payload : &none;
 	wbuf_init(&none);
-	int err;
-	for (;;) {
+	/* a copy of the request: to keep it for a replay (replay.c), to send it again
+	 * while meta takes replays (WEFT_ERECOVERING: not applied), or after a connection
+	 * died if that is safe (resend_safe) */
+	struct wbuf saved;
+	wbuf_init(&saved);
+	if (p->len)
+		wbuf_put(&saved, p->data, p->len);
+	bool have_copy = !saved.err;
+	struct frame *rf = NULL;
+	int err = -EIO;
+	for (bool first = true;; first = false) {
 		struct conn *cn;
-		if (reply)
-			*reply = NULL;
+		frame_free(rf);
+		rf = NULL;
+		if (!first && !have_copy)
+			break; /* err stands */
+		struct wbuf w;
+		wbuf_init(&w);
+		if (first) {
+			w = *p;
+			wbuf_init(p); /* taken by the call */
+		} else if (saved.len) {
+			wbuf_put(&w, saved.data, saved.len);
+		}
 		err = rpc_conn(c->meta, &cn);
-		bool sent = err == 0;
-		if (sent)
+		if (err == 0) {
 			bind_conn(c, cn, op);
-		if (sent) {
-			/* the request goes; a copy stays only if it may be sent again */
-			struct wbuf copy, *w = p;
-			if (may_wait && resend_safe(op)) {
-				wbuf_init(&copy);
-				if (p->len)
-					wbuf_put(&copy, p->data, p->len);
-				w = copy.err ? p : &copy;
-			}
-			err = conn_call_sync(cn, op, w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+			if (keep)
+				client_replay_enter(c);
+			err = conn_call_sync(cn, op, &w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, &rf);
+			if (keep)
+				client_replay_leave(c);
 			conn_put(cn);
-			if (w == p) {
-				wbuf_init(p); /* taken by the call */
-				break;
-			}
+			if (meta_gone(err) && !(may_wait && resend_safe(op)))
+				break; /* it went: a second try could apply it twice */
+		} else {
+			wbuf_free(&w);
+		}
+		if (err == -WEFT_ERECOVERING && !c->stopping && mono_ms() < give_up) {
+			/* meta restarted and takes replays first: ours (the beat thread renews
+			 * the session and replays), then this */
+			usleep(50 * 1000);
+			continue;
 		}
 		if (!meta_gone(err) || !may_wait || c->stopping || mono_ms() >= give_up)
 			break;
@@ -108,17 +128,20 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 				 rpc_addr(c->meta), weft_strerror(err), proto_op_name(op),
 				 CLIENT_META_WAIT_MS / 1000);
 		waited = true;
-		if (reply) {
-			frame_free(*reply);
-			*reply = NULL;
-		}
 		usleep(pause_ms * 1000);
 		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
 	}
 	if (waited)
 		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), proto_op_name(op),
 			 meta_gone(err) ? "gave up" : "went through");
+	if (err == 0 && have_copy)
+		client_durable_seen(c, op, rf, saved.data, (uint32_t)saved.len, bulk, nbulk);
+	wbuf_free(&saved);
 	wbuf_free(p);
+	if (reply)
+		*reply = rf;
+	else
+		frame_free(rf);
 	if (meta_gone(err) && waited)
 		return -EIO; /* the application learns it could not be done, not why */
 	return err;
@@ -367,6 +390,8 @@ static int session_renew(struct weft_client *c, uint64_t old, bool evicted)
 				 weft_strerror(e));
 	}
 	free(v);
+	/* a new incarnation of meta: what it may have lost goes back first */
+	client_replay_run(c);
 	/* the beat thread recomputes its schedule from the new lease */
 	pthread_mutex_lock(&c->beat_lock);
 	pthread_cond_signal(&c->beat_cond);
@@ -562,6 +587,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
 	pthread_rwlock_init(&c->sess_lock, NULL);
+	pthread_mutex_init(&c->kept_lock, NULL);
+	pthread_rwlock_init(&c->replay_lock, NULL);
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
@@ -670,6 +697,7 @@ void weft_client_close(struct weft_client *c)
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);
+	client_replay_free(c);
 	free(c->inodes);
 	free(c);
 }

@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "net/stats.h"
 #include "meta/space.h"
@@ -21,6 +23,8 @@ struct batch {
 	bool nested; /* redone with a nested txn per op (an op failed after writing) */
 	bool retried; /* redone once after ENOSPC (space.h) */
 	bool no_grow; /* growing ops complete with -ENOSPC, unapplied */
+	bool wrote;   /* an op wrote (the txn's commit writes and syncs pages) */
+	uint64_t transno; /* the last number stamped */
 	int err;     /* txn begin/commit or sync error: every op completes with it */
 };
 
@@ -48,8 +52,24 @@ struct meta_commit {
 	 * it once idle for idle_sync_ms, and at stop. Guarded by lock. */
 	bool dirty;
 	unsigned idle_sync_ms;
+	/* A committed non-lazy batch waits at most sync_delay_ms for its meta page's sync
+	 * (the next commit's data sync covers it sooner); dirty_due is when (CLOCK_REALTIME
+	 * ms, 0 = the idle sync's). Guarded by lock. */
+	unsigned sync_delay_ms;
+	int64_t dirty_due;
+	/* Transaction numbers (commit.h): last assigned (writer only, persisted in the batch
+	 * txn), last committed and last durable (atomics: read by any thread). */
+	uint64_t transno;
+	_Atomic uint64_t committed, synced;
 	FILE *synclog; /* test hook (WEFT_META_TEST_SYNCLOG), written by whoever syncs */
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* mdb_env_sync(env, 1), counted; with the test hook, logs the txn id it made durable
  * (at least: read before the sync) so a test can model a power cut (commit.h). Called
@@ -59,8 +79,11 @@ static int sync_env(struct meta_commit *gc)
 	MDB_envinfo info = {0};
 	if (gc->synclog)
 		mdb_env_info(gc->db->env, &info);
+	uint64_t upto = atomic_load(&gc->committed); /* no commit runs beside a sync */
 	int rc = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
 	stats_add(STATS_META_DB_SYNCS, 1);
+	if (rc == 0)
+		atomic_store(&gc->synced, upto);
 	if (rc == 0 && gc->synclog) {
 		fprintf(gc->synclog, "%zu\n", info.me_last_txnid);
 		fflush(gc->synclog);
@@ -172,9 +195,11 @@ static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
  * it, and passes it to the completion thread. */
 static void finish_batch(struct meta_commit *gc, struct batch *b)
 {
-	bool need_sync = false, synced = false;
-	for (struct meta_mutation *m = b->first; m; m = m->next)
-		need_sync |= !m->lazy;
+	bool need_sync = false, synced = false, lazy = true;
+	for (struct meta_mutation *m = b->first; m; m = m->next) {
+		need_sync |= m->durable;
+		lazy &= m->lazy;
+	}
 	if (b->err == 0 && need_sync) {
 		b->err = sync_env(gc);
 		synced = true;
@@ -195,10 +220,17 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	gc->st.syncs += synced;
 	gc->st.redone += b->nested;
 	/* no commit runs beside this sync: after it everything committed is durable */
-	if (synced)
+	if (synced) {
 		gc->dirty = false;
-	else if (b->err == 0)
+		gc->dirty_due = 0;
+	} else if (b->err == 0 && atomic_load(&gc->committed) > atomic_load(&gc->synced)) {
 		gc->dirty = true;
+		if (!lazy) {
+			int64_t due = now_ms() + gc->sync_delay_ms;
+			if (!gc->dirty_due || due < gc->dirty_due)
+				gc->dirty_due = due;
+		}
+	}
 	pthread_mutex_unlock(&gc->lock);
 	hand_over(gc, b->first, b->last);
 }
@@ -231,21 +263,59 @@ static void reapply(struct meta_commit *gc, struct batch *b, bool no_grow)
 	batch_add(gc, b, first, last, n);
 }
 
-/* Commits a batch txn. LMDB reports a write that the full disk cut short as EIO: on a
- * full disk that is ENOSPC, which the writer answers with the reserve. */
-static int commit_txn(struct meta_commit *gc, MDB_txn *txn)
+static const char transno_key[] = "transno";
+
+/* Numbers b's applied ops and writes the last number in b's txn (a failed op gets 0).
+ * Runs before each commit attempt, so a redone batch is numbered afresh. */
+static int stamp(struct meta_commit *gc, struct batch *b)
 {
-	int rc = meta_mdb_err(mdb_txn_commit(txn));
-	if (rc == -EIO && meta_space_disk_full(gc->sp))
-		rc = -ENOSPC;
-	return rc;
+	uint64_t t = gc->transno;
+	for (struct meta_mutation *m = b->first; m; m = m->next)
+		m->transno = m->result == 0 ? ++t : 0;
+	b->transno = t;
+	if (t == gc->transno)
+		return 0;
+	uint8_t v[8];
+	put_le64(v, t);
+	MDB_val k = {sizeof(transno_key) - 1, (void *)transno_key}, val = {8, v};
+	return meta_mdb_err(meta_mdb_put(b->txn, gc->db->super, &k, &val, 0));
 }
 
-/* The writer's sync of committed lazy batches (lock held on entry and exit; no batch
+/* Numbers and commits a batch txn. LMDB reports a write that the full disk cut short as
+ * EIO: on a full disk that is ENOSPC, which the writer answers with the reserve. On
+ * success the numbers are committed; the commit's own data sync also made the meta page
+ * of the commit before durable (MDB_NOMETASYNC: the meta page is written after the data
+ * pages are synced, in the same file), so what that one committed is synced. */
+static int commit_txn(struct meta_commit *gc, struct batch *b)
+{
+	uint64_t writes = meta_mdb_writes;
+	int rc = stamp(gc, b);
+	if (rc) {
+		mdb_txn_abort(b->txn);
+		return rc;
+	}
+	bool wrote = meta_mdb_writes != writes || b->wrote;
+	rc = meta_mdb_err(mdb_txn_commit(b->txn));
+	if (rc == -EIO && meta_space_disk_full(gc->sp))
+		rc = -ENOSPC;
+	if (rc)
+		return rc;
+	if (wrote) {
+		uint64_t before = atomic_load(&gc->committed);
+		if (before > atomic_load(&gc->synced))
+			atomic_store(&gc->synced, before);
+	}
+	gc->transno = b->transno;
+	atomic_store(&gc->committed, b->transno);
+	return 0;
+}
+
+/* The writer's sync of committed batches (lock held on entry and exit; no batch
  * is being synced or committed). */
 static void idle_sync(struct meta_commit *gc)
 {
 	gc->dirty = false;
+	gc->dirty_due = 0;
 	pthread_mutex_unlock(&gc->lock);
 	int rc = sync_env(gc);
 	if (rc)
@@ -272,14 +342,9 @@ static void *writer(void *arg)
 			/* idle with a lazy batch unsynced: sync it after idle_sync_ms, so that
 			 * nothing acknowledged stays only in the page cache for longer (as a
 			 * local file system's periodic commit) */
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += gc->idle_sync_ms / 1000;
-			until.tv_nsec += (long)(gc->idle_sync_ms % 1000) * 1000000;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
+			int64_t due = gc->dirty_due ? gc->dirty_due : now_ms() + gc->idle_sync_ms;
+			struct timespec until = {.tv_sec = due / 1000,
+						 .tv_nsec = (long)(due % 1000) * 1000000};
 			if (pthread_cond_timedwait(&gc->wake, &gc->lock, &until) == ETIMEDOUT &&
 			    !gc->head && gc->dirty && !gc->sync_busy)
 				idle_sync(gc);
@@ -334,8 +399,9 @@ static void *writer(void *arg)
 			meta_mdb_map_full = false;
 			reapply(gc, &b, no_grow);
 		}
+		b.wrote = meta_mdb_writes != writes0;
 		if (!b.err && b.txn) {
-			b.err = commit_txn(gc, b.txn);
+			b.err = commit_txn(gc, &b);
 			b.txn = NULL;
 			/* the disk filled under the commit's writes: the same, once */
 			bool no_grow = false;
@@ -343,7 +409,7 @@ static void *writer(void *arg)
 			    meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow)) {
 				reapply(gc, &b, no_grow);
 				if (!b.err)
-					b.err = commit_txn(gc, b.txn);
+					b.err = commit_txn(gc, &b);
 			}
 		} else if (b.txn) {
 			mdb_txn_abort(b.txn);
@@ -357,7 +423,10 @@ static void *writer(void *arg)
 		 * (a lone client), or in --sync-each mode (max_batch 1: one create, one commit,
 		 * one sync, strictly in turn, as without group commit), the writer syncs itself:
 		 * a hand-off would only add a thread wake-up to every op's latency. */
-		if (gc->head && gc->max_batch > 1) {
+		bool waits = false;
+		for (struct meta_mutation *m = b.first; m; m = m->next)
+			waits |= m->durable;
+		if (gc->head && gc->max_batch > 1 && waits) {
 			gc->sync_batch = b;
 			gc->sync_busy = true;
 			pthread_cond_signal(&gc->sync_wake);
@@ -454,6 +523,25 @@ static void destroy(struct meta_commit *gc)
 	free(gc);
 }
 
+/* The last transaction number the database holds (0 for one written before numbers). */
+static int load_transno(struct meta_commit *gc)
+{
+	MDB_txn *txn;
+	int rc = meta_db_read_begin(gc->db, &txn);
+	if (rc)
+		return rc;
+	MDB_val k = {sizeof(transno_key) - 1, (void *)transno_key}, v;
+	rc = mdb_get(txn, gc->db->super, &k, &v);
+	if (rc == 0 && v.mv_size == 8)
+		gc->transno = get_le64(v.mv_data);
+	meta_db_read_end(gc->db, txn);
+	if (rc && rc != MDB_NOTFOUND)
+		return meta_mdb_err(rc);
+	atomic_init(&gc->committed, gc->transno);
+	atomic_init(&gc->synced, gc->transno); /* what a restart finds is what was durable */
+	return 0;
+}
+
 int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out)
 {
 	struct meta_commit *gc = calloc(1, sizeof(*gc));
@@ -463,6 +551,11 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 	gc->db = db;
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
 	gc->idle_sync_ms = META_COMMIT_IDLE_SYNC_MS;
+	gc->sync_delay_ms = META_COMMIT_SYNC_DELAY_MS;
+	if ((rc = load_transno(gc))) {
+		destroy(gc);
+		return rc;
+	}
 	const char *log = getenv("WEFT_META_TEST_SYNCLOG");
 	if (log && *log && !(gc->synclog = fopen(log, "a")))
 		log_warn("WEFT_META_TEST_SYNCLOG %s: %s", log, strerror(errno));
@@ -561,7 +654,8 @@ static void run_done(void *arg, int result)
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg)
 {
 	struct run_arg ra = { .apply = apply, .arg = arg };
-	struct meta_mutation m = { .apply = run_apply, .done = run_done, .arg = &ra };
+	struct meta_mutation m = { .apply = run_apply, .done = run_done, .arg = &ra,
+				   .durable = true };
 	pthread_mutex_init(&ra.w.lock, NULL);
 	pthread_cond_init(&ra.w.cond, NULL);
 	int rc = meta_commit_submit(gc, &m);
@@ -575,6 +669,23 @@ int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg
 	pthread_cond_destroy(&ra.w.cond);
 	pthread_mutex_destroy(&ra.w.lock);
 	return rc;
+}
+
+uint64_t meta_commit_synced(struct meta_commit *gc)
+{
+	return atomic_load(&gc->synced);
+}
+
+uint64_t meta_commit_committed(struct meta_commit *gc)
+{
+	return atomic_load(&gc->committed);
+}
+
+void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->sync_delay_ms = ms;
+	pthread_mutex_unlock(&gc->lock);
 }
 
 void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms)

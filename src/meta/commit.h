@@ -37,8 +37,10 @@
  * (tests only) appends to FILE the LMDB txn id each sync made durable, so a test can
  * model that power cut on a copy of data.mdb (tests/integration/powercut.sh).
  *
- * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
- * in submission order (across batches too); a batch's effects are visible to read txns
+ * Guarantees: done(arg, 0) means the mutation is committed (it survives a crash of meta;
+ * a power cut keeps it once meta_commit_synced() >= its transno, or if it is durable:
+ * then done() runs after the sync). Mutations complete in submission order (across
+ * batches too); a batch's effects are visible to read txns
  * begun after its commit. done() runs on the completion thread: it must be short and
  * must not submit and wait (it may submit without waiting).
  *
@@ -59,9 +61,13 @@ struct meta_mutation {
 	/* Called once on the completion thread after the batch is durable (or failed). */
 	void (*done)(void *arg, int result);
 	void *arg;
-	/* Lazy: done() may run once the batch is committed, without a sync of its own;
-	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
-	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
+	/* Every mutation completes once its batch is committed (its data pages synced by
+	 * the commit, MDB_NOMETASYNC), before the sync of the meta page that makes it
+	 * durable; `transno` numbers it and meta_commit_synced says when it is durable.
+	 * durable: done() waits for that sync (FSYNC). lazy: nothing asks for a prompt
+	 * sync either (EXTEND, session opens): synced after idle_sync_ms idle. Others are
+	 * synced within sync_delay_ms, or sooner by the next commit. */
+	bool durable;
 	bool lazy;
 	/* Grows the namespace (space.h): refused with -ENOSPC, unapplied, when a batch is
 	 * redone after its ENOSPC released meta's reserve: the reserve is for deletes. */
@@ -69,6 +75,10 @@ struct meta_mutation {
 	/* owned by the committer while queued */
 	struct meta_mutation *next;
 	int result;
+	/* Set before done(): the transaction number of a mutation applied (result 0),
+	 * monotonic across restarts (persisted in the batch's txn, key "transno" of the
+	 * super table); 0 if it failed. */
+	uint64_t transno;
 };
 
 struct meta_commit;
@@ -83,6 +93,7 @@ struct meta_commit_stats {
 
 #define META_COMMIT_BATCH_DEFAULT 512
 #define META_COMMIT_IDLE_SYNC_MS 1000
+#define META_COMMIT_SYNC_DELAY_MS 5
 
 /* Starts the writer, syncer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
@@ -97,6 +108,13 @@ int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m);
  * Must not be called from a done() callback. */
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg);
 void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out);
+/* The last transaction number committed, and the last one durable (synced: a power cut
+ * keeps it). Any thread. */
+uint64_t meta_commit_committed(struct meta_commit *gc);
+uint64_t meta_commit_synced(struct meta_commit *gc);
+/* How long a committed non-lazy batch may wait for its sync when nothing follows it
+ * (default META_COMMIT_SYNC_DELAY_MS; WEFT_META_SYNC_DELAY_MS in meta). Any thread. */
+void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms);
 /* Sets how long the writer stays idle before it syncs committed lazy batches (0 = 1 ms).
  * Any thread. */
 void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms);

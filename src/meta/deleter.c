@@ -165,11 +165,25 @@ static int done_apply(MDB_txn *txn, void *arg)
 	return 0;
 }
 
+static int no_change(MDB_txn *txn, void *arg)
+{
+	(void)txn;
+	(void)arg;
+	return 0;
+}
+
 /* One pass; returns how many records it removed, or -errno. */
 static int pass(struct meta_deleter *d)
 {
 	struct meta_db *db = d->s->db;
 	MDB_txn *txn;
+	/* Meta answers an unlink once committed, before the sync: objects are deleted
+	 * only for records a power cut cannot take back (a sync first, if one is due). */
+	if (d->s->gc && meta_commit_synced(d->s->gc) < meta_commit_committed(d->s->gc)) {
+		int src = meta_commit_run(d->s->gc, no_change, NULL);
+		if (src)
+			return src;
+	}
 	struct meta_pending *recs = calloc(DEL_BATCH, sizeof(*recs));
 	uint64_t *seqs = calloc(DEL_BATCH, sizeof(*seqs));
 	struct weft_chain_set set;

@@ -5,12 +5,13 @@
 # mount and `weft down` must each make them durable. Each case takes a simulated power
 # cut (powercut.sh: a copy of meta's database rolled back to its last synced commit),
 # restarts the cluster on it and checks what survived. The first case, with no sync,
-# must lose the size: it shows the simulation bites (meta's idle sync is set to 10 min).
+# must lose the size: it shows the simulation bites (meta's syncs are held off 10 min).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/powercut.sh"
 
 export WEFT_META_TEST_SYNCLOG=$T/synced.log WEFT_META_IDLE_SYNC_MS=600000
+export WEFT_META_SYNC_DELAY_MS=600000
 export WEFT_UP_MOUNT_OPTS=wb_attrs
 cluster_up --stores 1 --replicas 1
 

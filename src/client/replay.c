@@ -1,0 +1,240 @@
+/* libweft's side of meta's durability contract: acknowledged mutations kept until meta
+ * says they are synced, and replayed after a restart of meta that may have lost them.
+ *
+ * DESIGN. Meta answers a namespace mutation once it is committed, before the sync that
+ * makes it survive a power cut; the reply's DURABLE record (proto.h, MSG_REPLAY) gives
+ * its transaction number, the last one synced and meta's incarnation (boot). Each
+ * acknowledged mutation whose number is above the synced one is kept here (its request
+ * payload and bulk, and the inode a create was given) and dropped once a reply of the
+ * same incarnation reports it synced. When the session is renewed after meta restarted
+ * (a new boot), session.c calls client_replay_run: the kept mutations of older
+ * incarnations go back to meta as REPLAY, in transaction order, while no other mutation
+ * of this client is sent (replay_lock: mutations hold it for reading, the replay for
+ * writing). Meta answers at once those its database holds and applies the rest, a
+ * create with the inode number it had; the replayed ones are kept under their new
+ * numbers until synced. A replay meta refuses is logged: a change lost.
+ *
+ * Threads: any; kept_lock guards the list and boot/synced. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "weft/err.h"
+
+struct kept {
+	struct kept *next;
+	uint64_t transno, boot; /* as meta numbered it, in that incarnation */
+	uint64_t ino, gen;      /* what a create-like op was given */
+	uint16_t op;
+	uint32_t len, blen;     /* payload, then bulk, in data */
+	uint8_t data[];
+};
+
+bool client_replay_keepable(uint16_t op)
+{
+	switch (op) {
+	case WEFT_OP_SETATTR: case WEFT_OP_CREATE: case WEFT_OP_MKDIR: case WEFT_OP_UNLINK:
+	case WEFT_OP_RMDIR: case WEFT_OP_RENAME: case WEFT_OP_LINK: case WEFT_OP_SYMLINK:
+	case WEFT_OP_SETXATTR: case WEFT_OP_REMOVEXATTR: case WEFT_OP_CREATE_OPEN:
+	case WEFT_OP_EXTEND: case WEFT_OP_SETSTRIPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Drops what rec says is synced (kept_lock held). */
+static void prune(struct weft_client *c, uint64_t boot, uint64_t synced)
+{
+	for (struct kept **pp = &c->kept; *pp;) {
+		struct kept *k = *pp;
+		if (k->boot == boot && k->transno <= synced) {
+			*pp = k->next;
+			free(k);
+			c->nkept--;
+		} else {
+			pp = &k->next;
+		}
+	}
+}
+
+int client_durable_parse(const struct frame *f, struct client_durable *d)
+{
+	if (!f || f->h.bulk_len != WEFT_DURABLE_LEN || !f->bulk)
+		return -ENOENT;
+	d->transno = get_le64(f->bulk);
+	d->synced = get_le64(f->bulk + 8);
+	d->boot = get_le64(f->bulk + 16);
+	return 0;
+}
+
+void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame *f,
+			 const uint8_t *payload, uint32_t len, const struct iovec *bulk,
+			 int nbulk)
+{
+	struct client_durable d;
+	if (client_durable_parse(f, &d))
+		return;
+	struct kept *k = NULL;
+	if (client_replay_keepable(op) && d.transno > d.synced) {
+		uint32_t blen = 0;
+		for (int i = 0; i < nbulk; i++)
+			blen += (uint32_t)bulk[i].iov_len;
+		k = malloc(sizeof(*k) + len + blen);
+		if (!k) {
+			log_warn("%s (transno %llu): out of memory to keep it for a replay",
+				 proto_op_name(op), (unsigned long long)d.transno);
+		} else {
+			*k = (struct kept){.transno = d.transno, .boot = d.boot, .op = op,
+					   .len = len, .blen = blen};
+			memcpy(k->data, payload, len);
+			uint8_t *p = k->data + len;
+			for (int i = 0; i < nbulk; i++) {
+				memcpy(p, bulk[i].iov_base, bulk[i].iov_len);
+				p += bulk[i].iov_len;
+			}
+			/* the inode a create was given, imposed again by a replay */
+			struct weft_msg_entry e;
+			struct weft_msg_opened o;
+			if (op == WEFT_OP_CREATE_OPEN &&
+			    proto_opened_decode(f->payload, f->h.payload_len, &o, NULL) == 0) {
+				k->ino = o.attr.ino;
+				k->gen = o.attr.gen;
+			} else if ((op == WEFT_OP_CREATE || op == WEFT_OP_MKDIR ||
+				    op == WEFT_OP_SYMLINK) &&
+				   proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0) {
+				k->ino = e.attr.ino;
+				k->gen = e.attr.gen;
+			}
+		}
+	}
+	pthread_mutex_lock(&c->kept_lock);
+	if (!c->boot)
+		c->boot = d.boot;
+	if (d.boot == c->boot && d.synced > c->synced) {
+		c->synced = d.synced;
+		prune(c, d.boot, d.synced);
+	}
+	if (k) {
+		k->next = c->kept;
+		c->kept = k;
+		c->nkept++;
+	}
+	if (d.boot != c->boot)
+		c->boot_new = d.boot;
+	pthread_mutex_unlock(&c->kept_lock);
+}
+
+void client_replay_enter(struct weft_client *c)
+{
+	pthread_rwlock_rdlock(&c->replay_lock);
+}
+
+void client_replay_leave(struct weft_client *c)
+{
+	pthread_rwlock_unlock(&c->replay_lock);
+}
+
+static int by_transno(const void *a, const void *b)
+{
+	const struct kept *x = *(struct kept *const *)a, *y = *(struct kept *const *)b;
+	return x->transno < y->transno ? -1 : x->transno > y->transno;
+}
+
+/* Sends k as REPLAY; on success keeps it under its new number (or drops it if meta
+ * holds it synced). Returns false if it is lost. */
+static bool replay_one(struct weft_client *c, struct kept *k)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_replay m = {.transno = k->transno, .ino = k->ino, .gen = k->gen,
+				    .op = k->op,
+				    .payload = {(const char *)k->data, k->len}};
+	proto_replay_encode(&w, &m);
+	struct iovec v = {k->data + k->len, k->blen};
+	struct frame *f = NULL;
+	int err = client_meta_call(c, WEFT_OP_REPLAY, &w, k->blen ? &v : NULL, k->blen ? 1 : 0,
+				   &f);
+	struct client_durable d;
+	if (err == 0 && client_durable_parse(f, &d) == 0) {
+		k->transno = d.transno;
+		k->boot = d.boot;
+	} else if (err == 0) {
+		err = -WEFT_EPROTO;
+	}
+	frame_free(f);
+	if (err) {
+		log_error("replay of %s (transno %llu) refused by meta: %s; an acknowledged "
+			  "change is lost", proto_op_name(k->op), (unsigned long long)m.transno,
+			  weft_strerror(err));
+		return false;
+	}
+	log_info("replayed %s (transno %llu, now %llu)", proto_op_name(k->op),
+		 (unsigned long long)m.transno, (unsigned long long)k->transno);
+	return true;
+}
+
+void client_replay_run(struct weft_client *c)
+{
+	pthread_rwlock_wrlock(&c->replay_lock);
+	pthread_mutex_lock(&c->kept_lock);
+	uint64_t boot = c->boot_new;
+	size_t n = 0;
+	struct kept **v = NULL;
+	if (boot && boot != c->boot) {
+		v = malloc((c->nkept ? c->nkept : 1) * sizeof(*v));
+		for (struct kept *k = c->kept; v && k; k = k->next)
+			v[n++] = k;
+		c->kept = NULL;
+		c->nkept = 0;
+		c->boot = boot;
+		c->boot_new = 0;
+		c->synced = 0;
+	}
+	pthread_mutex_unlock(&c->kept_lock);
+	if (!boot || !v) {
+		pthread_rwlock_unlock(&c->replay_lock);
+		return;
+	}
+	qsort(v, n, sizeof(*v), by_transno);
+	size_t lost = 0;
+	struct kept *keep = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (replay_one(c, v[i])) {
+			v[i]->next = keep;
+			keep = v[i];
+		} else {
+			free(v[i]);
+			lost++;
+		}
+	}
+	free(v);
+	pthread_mutex_lock(&c->kept_lock);
+	while (keep) {
+		struct kept *k = keep;
+		keep = k->next;
+		if (k->boot == c->boot && k->transno <= c->synced) {
+			free(k);
+			continue;
+		}
+		k->next = c->kept;
+		c->kept = k;
+		c->nkept++;
+	}
+	pthread_mutex_unlock(&c->kept_lock);
+	pthread_rwlock_unlock(&c->replay_lock);
+	log_info("meta restarted: %zu acknowledged mutation(s) replayed, %zu lost", n - lost,
+		 lost);
+}
+
+void client_replay_free(struct weft_client *c)
+{
+	while (c->kept) {
+		struct kept *k = c->kept;
+		c->kept = k->next;
+		free(k);
+	}
+	c->nkept = 0;
+}
