@@ -75,7 +75,12 @@ void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame 
 			 int nbulk)
 {
 	struct client_durable d;
-	if (client_durable_parse(f, &d))
+	/* only these replies carry the record: another's bulk (an xattr value) may happen
+	 * to be as long */
+	bool carries = client_replay_keepable(op) || op == WEFT_OP_FSYNC ||
+		       op == WEFT_OP_REPLAY || op == WEFT_OP_MIGRATE ||
+		       op == WEFT_OP_SESSION_OPEN || op == WEFT_OP_SESSION_BEAT;
+	if (!carries || client_durable_parse(f, &d))
 		return;
 	struct kept *k = NULL;
 	if (client_replay_keepable(op) && d.transno > d.synced) {

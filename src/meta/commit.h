@@ -2,17 +2,19 @@
  *
  * DESIGN: three threads in a pipeline. Producers (any thread) queue struct
  * meta_mutation. The writer opens a write txn, runs queued mutations' apply() directly
- * in it (up to max_batch), and keeps taking newly queued ones into the same txn for as
- * long as the previous batch is still being synced; then it commits and hands the batch
- * to the syncer, which calls mdb_env_sync(env, 1) once and hands the batch to the
- * completion thread, which calls every done() with that mutation's result. So applying
- * batch N+1 overlaps the sync of batch N and the replies of batch N-1, and the number of
- * syncs falls as load rises. When nothing is queued at commit time (a lone client), or
- * with max_batch 1 (--sync-each: one create, one commit, one sync, strictly in turn), the
- * writer syncs the batch itself: a hand-off would only add a wake-up to each op's
- * latency. A batch is committed (its pages written to the file) only
- * once the batch before it is synced: a commit racing a sync could make its meta page
- * durable before its data pages, which a power loss would turn into a corrupt file.
+ * in it (up to max_batch), keeps taking newly queued ones into the same txn while the
+ * previous batch is being synced, numbers the applied ones (transno, persisted in the
+ * txn) and commits. Committing syncs the batch's data pages and writes, without syncing,
+ * its meta page (MDB_NOMETASYNC, mdb.c). A batch with an op that waits for the sync
+ * (durable) goes to the syncer, which calls mdb_env_sync(env, 1) once and hands it to
+ * the completion thread (with nothing queued, or with max_batch 1, the writer syncs it
+ * itself); any other batch goes to the completion thread at once, which calls every
+ * done() with its result: an answer once committed. Its meta page is then made durable
+ * by the next commit's data sync (the meta page written before is in the same file), or
+ * by the writer once idle for sync_delay_ms (lazy-only batches: idle_sync_ms).
+ * meta_commit_synced() says up to which transno everything is durable. A batch is
+ * committed only once the sync before it is done: one sync at a time, never beside a
+ * commit.
  *
  * A failing op rolls back alone. Applying in the batch txn (no nested txn per op: LMDB
  * copies every page a child touches and allocates its lists per child) is safe for an op
