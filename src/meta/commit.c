@@ -53,8 +53,9 @@ struct meta_commit {
 	bool dirty;
 	unsigned idle_sync_ms;
 	/* A committed non-lazy batch waits at most sync_delay_ms for its meta page's sync
-	 * (the next commit's data sync covers it sooner); dirty_due is when (CLOCK_REALTIME
-	 * ms, 0 = the idle sync's). Guarded by lock. */
+	 * (the next commit's data sync covers it sooner), a lazy one idle_sync_ms; dirty_due
+	 * is when (CLOCK_REALTIME ms), fixed when it became dirty, so that batches that
+	 * write nothing (the expiry tick) do not put it off. Guarded by lock. */
 	unsigned sync_delay_ms;
 	int64_t dirty_due;
 	/* Transaction numbers (commit.h): last assigned (writer only, persisted in the batch
@@ -123,9 +124,12 @@ static bool lmdb_may_have_failed(int rc)
 static void apply_nested(MDB_env *env, MDB_txn *txn, struct meta_mutation *m)
 {
 	MDB_txn *child;
+	uint64_t writes = meta_mdb_writes;
+	m->wrote = false;
 	int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
 	if (rc == 0) {
 		rc = m->apply(child, m->arg);
+		m->wrote = meta_mdb_writes != writes;
 		if (rc == 0)
 			rc = meta_mdb_err(mdb_txn_commit(child));
 		else
@@ -160,6 +164,7 @@ static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutat
 		}
 		uint64_t writes = meta_mdb_writes;
 		m->result = m->apply(b->txn, m->arg);
+		m->wrote = meta_mdb_writes != writes;
 		if (!m->result || (meta_mdb_writes == writes && !lmdb_may_have_failed(m->result)))
 			continue;
 		mdb_txn_abort(b->txn);
@@ -224,12 +229,11 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 		gc->dirty = false;
 		gc->dirty_due = 0;
 	} else if (b->err == 0 && atomic_load(&gc->committed) > atomic_load(&gc->synced)) {
+		/* synced by the next commit, or by the writer at dirty_due */
+		int64_t due = now_ms() + (lazy ? gc->idle_sync_ms : gc->sync_delay_ms);
 		gc->dirty = true;
-		if (!lazy) {
-			int64_t due = now_ms() + gc->sync_delay_ms;
-			if (!gc->dirty_due || due < gc->dirty_due)
-				gc->dirty_due = due;
-		}
+		if (!gc->dirty_due || due < gc->dirty_due)
+			gc->dirty_due = due;
 	}
 	pthread_mutex_unlock(&gc->lock);
 	hand_over(gc, b->first, b->last);
@@ -265,13 +269,14 @@ static void reapply(struct meta_commit *gc, struct batch *b, bool no_grow)
 
 static const char transno_key[] = "transno";
 
-/* Numbers b's applied ops and writes the last number in b's txn (a failed op gets 0).
+/* Numbers b's applied ops that changed something and writes the last number in b's txn
+ * (a failed op, or one that wrote nothing, gets 0: there is nothing to replay).
  * Runs before each commit attempt, so a redone batch is numbered afresh. */
 static int stamp(struct meta_commit *gc, struct batch *b)
 {
 	uint64_t t = gc->transno;
 	for (struct meta_mutation *m = b->first; m; m = m->next)
-		m->transno = m->result == 0 ? ++t : 0;
+		m->transno = m->result == 0 && m->wrote ? ++t : 0;
 	b->transno = t;
 	if (t == gc->transno)
 		return 0;
@@ -342,7 +347,9 @@ static void *writer(void *arg)
 			/* idle with a lazy batch unsynced: sync it after idle_sync_ms, so that
 			 * nothing acknowledged stays only in the page cache for longer (as a
 			 * local file system's periodic commit) */
-			int64_t due = gc->dirty_due ? gc->dirty_due : now_ms() + gc->idle_sync_ms;
+			if (!gc->dirty_due)
+				gc->dirty_due = now_ms() + gc->idle_sync_ms;
+			int64_t due = gc->dirty_due;
 			struct timespec until = {.tv_sec = due / 1000,
 						 .tv_nsec = (long)(due % 1000) * 1000000};
 			if (pthread_cond_timedwait(&gc->wake, &gc->lock, &until) == ETIMEDOUT &&

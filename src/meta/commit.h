@@ -77,9 +77,10 @@ struct meta_mutation {
 	/* owned by the committer while queued */
 	struct meta_mutation *next;
 	int result;
-	/* Set before done(): the transaction number of a mutation applied (result 0),
-	 * monotonic across restarts (persisted in the batch's txn, key "transno" of the
-	 * super table); 0 if it failed. */
+	bool wrote;
+	/* Set before done(): the transaction number of a mutation applied (result 0) that
+	 * wrote something, monotonic across restarts (persisted in the batch's txn, key
+	 * "transno" of the super table); 0 if it failed or changed nothing. */
 	uint64_t transno;
 };
 

@@ -299,6 +299,13 @@ static void test_async_burst(void)
 	CHECK_INT(after.syncs - before.syncs, <=, N / 10);
 }
 
+static int nothing_apply(MDB_txn *txn, void *arg)
+{
+	(void)txn;
+	(void)arg;
+	return 0;
+}
+
 /* Lazy mutations alone commit without a sync; mixed with a durable one they wait for it. */
 static void test_lazy(void)
 {
@@ -334,6 +341,33 @@ static void test_lazy(void)
 	pthread_mutex_unlock(&gate_lock);
 	meta_commit_stats(gc, &after);
 	CHECK_INT(after.syncs - before.syncs, ==, 1);
+	/* a lazy one alone is synced once the writer was idle for idle_sync_ms, even with
+	 * batches that write nothing coming more often than that (meta's expiry tick) */
+	static struct create_arg late = {.name = "lazy2"};
+	static struct meta_mutation lm;
+	meta_commit_set_idle_sync(gc, 200);
+	async_left = 1;
+	lm = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &late,
+				    .lazy = true};
+	CHECK_OK(meta_commit_submit(gc, &lm));
+	pthread_mutex_lock(&gate_lock);
+	while (async_left > 0)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	CHECK_INT(meta_commit_synced(gc), <, lm.transno);
+	for (int i = 0; i < 40 && meta_commit_synced(gc) < lm.transno; i++) {
+		struct meta_mutation tick = {.apply = nothing_apply, .done = async_done,
+					     .lazy = true};
+		async_left = 1;
+		CHECK_OK(meta_commit_submit(gc, &tick));
+		pthread_mutex_lock(&gate_lock);
+		while (async_left > 0)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+		pthread_mutex_unlock(&gate_lock);
+		usleep(50000);
+	}
+	CHECK_INT(meta_commit_synced(gc), ==, lm.transno);
+	meta_commit_set_idle_sync(gc, META_COMMIT_IDLE_SYNC_MS);
 }
 
 /* Transaction numbers: each applied op gets the next one, a failed op none; a reply
