@@ -94,7 +94,8 @@ void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame 
 		} else {
 			*k = (struct kept){.transno = d.transno, .boot = d.boot, .op = op,
 					   .len = len, .blen = blen};
-			memcpy(k->data, payload, len);
+			if (len)
+				memcpy(k->data, payload, len);
 			uint8_t *p = k->data + len;
 			for (int i = 0; i < nbulk; i++) {
 				memcpy(p, bulk[i].iov_base, bulk[i].iov_len);
@@ -148,9 +149,10 @@ static int by_transno(const void *a, const void *b)
 	return x->transno < y->transno ? -1 : x->transno > y->transno;
 }
 
-/* Sends k as REPLAY; on success keeps it under its new number (or drops it if meta
- * holds it synced). Returns false if it is lost. */
-static bool replay_one(struct weft_client *c, struct kept *k)
+/* Sends k as REPLAY; on success keeps it under its new number. Returns 1 if it went
+ * through, 0 if meta went away again (kept for the next incarnation), -1 if meta
+ * refused it (lost). */
+static int replay_one(struct weft_client *c, struct kept *k)
 {
 	struct wbuf w;
 	wbuf_init(&w);
@@ -170,44 +172,62 @@ static bool replay_one(struct weft_client *c, struct kept *k)
 		err = -WEFT_EPROTO;
 	}
 	frame_free(f);
+	if (err == -EIO || err == -ENOTCONN || err == -ECONNRESET || err == -ECONNREFUSED ||
+	    err == -EPIPE || err == -ETIMEDOUT || err == -ECONNABORTED) {
+		log_warn("replay of %s (transno %llu): %s; kept for meta's next start",
+			 proto_op_name(k->op), (unsigned long long)m.transno, weft_strerror(err));
+		return 0;
+	}
 	if (err) {
 		log_error("replay of %s (transno %llu) refused by meta: %s; an acknowledged "
 			  "change is lost", proto_op_name(k->op), (unsigned long long)m.transno,
 			  weft_strerror(err));
-		return false;
+		return -1;
 	}
-	log_info("replayed %s (transno %llu, now %llu)", proto_op_name(k->op),
+	log_debug("replayed %s (transno %llu, now %llu)", proto_op_name(k->op),
 		 (unsigned long long)m.transno, (unsigned long long)k->transno);
-	return true;
+	return 1;
 }
 
 void client_replay_run(struct weft_client *c)
 {
 	pthread_rwlock_wrlock(&c->replay_lock);
 	pthread_mutex_lock(&c->kept_lock);
-	uint64_t boot = c->boot_new;
+	/* the incarnation of meta now: what older ones acknowledged goes back to it */
+	uint64_t boot = c->boot_new ? c->boot_new : c->boot;
 	size_t n = 0;
-	struct kept **v = NULL;
-	if (boot && boot != c->boot) {
-		v = malloc((c->nkept ? c->nkept : 1) * sizeof(*v));
-		for (struct kept *k = c->kept; v && k; k = k->next)
-			v[n++] = k;
-		c->kept = NULL;
-		c->nkept = 0;
+	struct kept **v = boot ? malloc((c->nkept ? c->nkept : 1) * sizeof(*v)) : NULL;
+	if (v) {
+		for (struct kept **pp = &c->kept; *pp;) {
+			struct kept *k = *pp;
+			if (k->boot != boot) {
+				*pp = k->next;
+				c->nkept--;
+				v[n++] = k;
+			} else {
+				pp = &k->next;
+			}
+		}
+		if (c->boot != boot)
+			c->synced = 0;
 		c->boot = boot;
 		c->boot_new = 0;
-		c->synced = 0;
 	}
 	pthread_mutex_unlock(&c->kept_lock);
-	if (!boot || !v) {
+	if (!n) {
+		free(v);
 		pthread_rwlock_unlock(&c->replay_lock);
 		return;
 	}
 	qsort(v, n, sizeof(*v), by_transno);
-	size_t lost = 0;
+	size_t lost = 0, later = 0;
 	struct kept *keep = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (replay_one(c, v[i])) {
+		int rc = later ? 0 : replay_one(c, v[i]);
+		if (rc >= 0) {
+			/* not sent (meta went away): replayed at its next start, still in
+			 * order, since it keeps its old incarnation and number */
+			later += rc == 0;
 			v[i]->next = keep;
 			keep = v[i];
 		} else {
@@ -230,8 +250,8 @@ void client_replay_run(struct weft_client *c)
 	}
 	pthread_mutex_unlock(&c->kept_lock);
 	pthread_rwlock_unlock(&c->replay_lock);
-	log_info("meta restarted: %zu acknowledged mutation(s) replayed, %zu lost", n - lost,
-		 lost);
+	log_info("meta restarted: %zu acknowledged mutation(s) replayed, %zu lost, %zu kept "
+		 "for its next start", n - lost - later, lost, later);
 }
 
 void client_replay_free(struct weft_client *c)
