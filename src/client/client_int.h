@@ -97,6 +97,7 @@ struct weft_client {
 	uint64_t boot, synced;         /* kept_lock: meta's incarnation, its last synced */
 	uint64_t boot_new;             /* kept_lock: a new incarnation seen, not replayed */
 	pthread_rwlock_t replay_lock;  /* mutations: read; a replay: write */
+	atomic_bool recovering;        /* a thread runs client_replay_recovering */
 };
 
 /* ---- replay.c: the durability contract with meta ---- */
@@ -117,6 +118,9 @@ void client_replay_enter(struct weft_client *c);
 void client_replay_leave(struct weft_client *c);
 /* Replays what older incarnations of meta acknowledged (after a session renewal). */
 void client_replay_run(struct weft_client *c);
+/* Meta answered WEFT_ERECOVERING: learns its incarnation (an FSYNC, whose reply carries
+ * it; no session needed) and replays. One thread at a time; the others return. */
+void client_replay_recovering(struct weft_client *c);
 void client_replay_free(struct weft_client *c);
 
 /* A stripe-unit buffer being gathered or written behind. */

@@ -254,6 +254,19 @@ void client_replay_run(struct weft_client *c)
 		 "for its next start", n - lost - later, lost, later);
 }
 
+void client_replay_recovering(struct weft_client *c)
+{
+	if (atomic_exchange(&c->recovering, true))
+		return;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.ino = 1};
+	proto_ino_encode(&w, &m);
+	if (client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL) == 0)
+		client_replay_run(c);
+	atomic_store(&c->recovering, false);
+}
+
 void client_replay_free(struct weft_client *c)
 {
 	while (c->kept) {

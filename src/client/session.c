@@ -116,8 +116,10 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			wbuf_free(&w);
 		}
 		if (err == -WEFT_ERECOVERING && !c->stopping && mono_ms() < give_up) {
-			/* meta restarted and takes replays first: ours (the beat thread renews
-			 * the session and replays), then this */
+			/* meta restarted and takes replays first: ours now (the caller may hold
+			 * sess_lock, which would keep the beat thread's renewal waiting), then
+			 * this */
+			client_replay_recovering(c);
 			usleep(50 * 1000);
 			continue;
 		}
