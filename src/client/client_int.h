@@ -98,6 +98,8 @@ struct weft_client {
 	uint64_t boot_new;             /* kept_lock: a new incarnation seen, not replayed */
 	pthread_rwlock_t replay_lock;  /* mutations: read; a replay: write */
 	atomic_bool recovering;        /* a thread runs client_replay_recovering */
+	uint64_t client_id;            /* random: names this client's TAGGED requests */
+	atomic_uint_fast64_t next_xid; /* their numbers */
 };
 
 /* ---- replay.c: the durability contract with meta ---- */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "client/client_int.h"
@@ -84,7 +85,8 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	wbuf_init(&saved);
 	if (p->len)
 		wbuf_put(&saved, p->data, p->len);
-	bool have_copy = !saved.err;
+	bool have_copy = !saved.err && saved.len <= WEFT_REPLAY_PAYLOAD_MAX;
+	uint64_t xid = keep ? atomic_fetch_add(&c->next_xid, 1) + 1 : 0;
 	struct frame *rf = NULL;
 	int err = -EIO;
 	for (bool first = true;; first = false) {
@@ -95,7 +97,16 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			break; /* err stands */
 		struct wbuf w;
 		wbuf_init(&w);
-		if (first) {
+		if (keep && have_copy) {
+			/* tagged for meta's reply cache: the same xid each time it is sent,
+			 * so that meta applies it once (meta/replies.h) */
+			struct weft_msg_tagged t = {.client = c->client_id, .xid = xid,
+						    .done_below = xid > 4096 ? xid - 4096 : 0,
+						    .op = op,
+						    .payload = {(const char *)saved.data,
+								(uint32_t)saved.len}};
+			proto_tagged_encode(&w, &t);
+		} else if (first) {
 			w = *p;
 			wbuf_init(p); /* taken by the call */
 		} else if (saved.len) {
@@ -106,12 +117,14 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			bind_conn(c, cn, op);
 			if (keep)
 				client_replay_enter(c);
-			err = conn_call_sync(cn, op, &w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, &rf);
+			err = conn_call_sync(cn, keep && have_copy ? WEFT_OP_TAGGED : op, &w, bulk,
+					     nbulk, CLIENT_META_TIMEOUT_MS, &rf);
 			if (keep)
 				client_replay_leave(c);
 			conn_put(cn);
-			if (meta_gone(err) && !(may_wait && resend_safe(op)))
-				break; /* it went: a second try could apply it twice */
+			/* it went: a second try could apply it twice, unless it is tagged */
+			if (meta_gone(err) && !(may_wait && (resend_safe(op) || (keep && have_copy))))
+				break;
 		} else {
 			wbuf_free(&w);
 		}
@@ -591,6 +604,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_rwlock_init(&c->sess_lock, NULL);
 	pthread_mutex_init(&c->kept_lock, NULL);
 	pthread_rwlock_init(&c->replay_lock, NULL);
+	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
+		c->client_id = (uint64_t)mono_ms() ^ ((uint64_t)getpid() << 32);
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));

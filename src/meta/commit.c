@@ -275,8 +275,12 @@ static const char transno_key[] = "transno";
 static int stamp(struct meta_commit *gc, struct batch *b)
 {
 	uint64_t t = gc->transno;
-	for (struct meta_mutation *m = b->first; m; m = m->next)
+	for (struct meta_mutation *m = b->first; m; m = m->next) {
 		m->transno = m->result == 0 && m->wrote ? ++t : 0;
+		int rc = m->transno && m->stamped ? m->stamped(b->txn, m->arg, m->transno) : 0;
+		if (rc)
+			return rc;
+	}
 	b->transno = t;
 	if (t == gc->transno)
 		return 0;

@@ -60,9 +60,14 @@ struct meta_mutation {
 	/* Runs in the batch's write txn (in a nested one on the slow path, see above); returns
 	 * 0 to keep its changes or -errno, which takes them all out. May run twice. */
 	int (*apply)(MDB_txn *txn, void *arg);
-	/* Called once on the completion thread after the batch is durable (or failed). */
+	/* Called once on the completion thread after the batch is committed (see durable
+	 * below), or failed. */
 	void (*done)(void *arg, int result);
 	void *arg;
+	/* May be NULL. Called in the batch's txn once the op is numbered (applied, wrote
+	 * something), before the commit; runs again if the batch is redone. Returns 0 or
+	 * -errno, which fails the batch. */
+	int (*stamped)(MDB_txn *txn, void *arg, uint64_t transno);
 	/* Every mutation completes once its batch is committed (its data pages synced by
 	 * the commit, MDB_NOMETASYNC), before the sync of the meta page that makes it
 	 * durable; `transno` numbers it and meta_commit_synced says when it is durable.

@@ -18,6 +18,7 @@
 #include "meta/lease.h"
 #include "meta/migrate.h"
 #include "meta/perm.h"
+#include "meta/replies.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/space.h"
@@ -106,6 +107,9 @@ static void mreq_finish(struct mreq *r, int rc)
 		wbuf_free(&w);
 	}
 	wbuf_free(&r->bulk);
+	if (r->tag_pending)
+		meta_replies_pending_del(r->s->replies, r->tag_client, r->tag_xid);
+	wbuf_free(&r->saved);
 	frame_free(r->f);
 	conn_put(c);
 	free(r);
@@ -121,7 +125,48 @@ static int mut_apply(MDB_txn *txn, void *arg)
 		ctx.impose_ino = r->replay_ino;
 		ctx.impose_gen = r->replay_gen;
 	}
-	return r->h->apply(r, &ctx);
+	int rc = r->h->apply(r, &ctx);
+	if (rc == 0 && r->tagged) {
+		/* the reply a copy of this request will get (replies.h): no lease, no
+		 * capability (minted afresh for the copy) */
+		wbuf_free(&r->saved);
+		wbuf_init(&r->saved);
+		switch (proto_op_rep_type(r->h->op)) {
+		case WEFT_MSG_entry: {
+			struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout};
+			proto_entry_encode(&r->saved, &m);
+			break;
+		}
+		case WEFT_MSG_attr: {
+			struct weft_msg_attr m = {.attr = r->attr};
+			proto_attr_encode(&r->saved, &m);
+			break;
+		}
+		case WEFT_MSG_opened: {
+			struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout,
+						    .handle = r->u64, .created = r->flag,
+						    .written = {(const char *)r->written,
+								r->written_len}};
+			proto_opened_encode(&r->saved, &m);
+			break;
+		}
+		default:
+			break;
+		}
+		if (r->saved.err)
+			rc = -ENOMEM;
+	}
+	return rc;
+}
+
+/* The batch numbered a tagged mutation: its reply is recorded in the same txn. */
+static int mut_stamped(MDB_txn *txn, void *arg, uint64_t transno)
+{
+	struct mreq *r = arg;
+	if (!r->tagged)
+		return 0;
+	return meta_replies_put(r->s->db, txn, r->tag_client, r->tag_xid, transno,
+				r->saved.data, r->saved.len, r->tag_done_below);
 }
 
 static void mut_done(void *arg, int result)
@@ -272,6 +317,83 @@ static bool replay_unwrap(struct meta_server *s, struct conn *c, struct frame *f
 	return false;
 }
 
+/* TAGGED {client, xid, done_below, op, payload}: answered from the reply cache if
+ * (client, xid) was applied (a copy sent again after a connection died); else f becomes
+ * op's request and *rp carries the tag. Returns true if f was answered (and freed). */
+static bool tagged_unwrap(struct meta_server *s, struct conn *c, struct frame *f,
+			  struct mreq *rp)
+{
+	struct weft_msg_tagged m;
+	const char *why = NULL;
+	if (proto_tagged_decode(f->payload, f->h.payload_len, &m, &why)) {
+		conn_reply_error(c, f, -WEFT_EPROTO, 0, "TAGGED: %s", why ? why : "malformed");
+		frame_free(f);
+		return true;
+	}
+	if (m.op >> 8 != 1 || m.op == WEFT_OP_REPLAY || m.op == WEFT_OP_TAGGED) {
+		conn_reply_error(c, f, -EINVAL, 0, "TAGGED %s: not a namespace mutation",
+				 proto_op_name(m.op) ? proto_op_name(m.op) : "?");
+		frame_free(f);
+		return true;
+	}
+	uint64_t transno = 0;
+	struct wbuf w;
+	wbuf_init(&w);
+	meta_db_map_rdlock(s->db);
+	int rc = s->rtxn ? meta_mdb_err(mdb_txn_renew(s->rtxn))
+			 : meta_mdb_err(mdb_txn_begin(s->db->env, NULL, MDB_RDONLY, &s->rtxn));
+	if (rc == 0) {
+		rc = meta_replies_get(s->db, s->rtxn, m.client, m.xid, &transno, &w);
+		mdb_txn_reset(s->rtxn);
+	}
+	meta_db_map_unlock(s->db);
+	if (rc == -ENOENT) {
+		wbuf_free(&w);
+		f->payload = (uint8_t *)(uintptr_t)m.payload.p;
+		f->h.payload_len = m.payload.len;
+		f->h.opcode = m.op;
+		rp->tagged = true;
+		rp->tag_client = m.client;
+		rp->tag_xid = m.xid;
+		rp->tag_done_below = m.done_below;
+		return false;
+	}
+	if (rc == 0 && m.op == WEFT_OP_CREATE_OPEN) {
+		/* an open needs a capability of its own: minted for this connection */
+		struct weft_msg_opened o;
+		struct weft_msg_create_open co;
+		struct wbuf w2;
+		wbuf_init(&w2);
+		if (proto_opened_decode(w.data, w.len, &o, NULL) == 0 &&
+		    proto_create_open_decode(m.payload.p, m.payload.len, &co, NULL) == 0) {
+			meta_cap_mint(s, c, o.attr.ino, co.session,
+				      (co.open_flags & O_ACCMODE) == O_RDONLY &&
+				      !(co.open_flags & O_TRUNC) ? WEFT_CAP_READ :
+				      WEFT_CAP_READ | WEFT_CAP_WRITE, o.cap);
+			proto_opened_encode(&w2, &o);
+		}
+		wbuf_free(&w);
+		w = w2;
+	}
+	if (rc == 0 && !w.err) {
+		struct wbuf d;
+		wbuf_init(&d);
+		durable_record(s, &d, transno);
+		struct iovec v = {d.data, d.len};
+		conn_reply(c, f, 0, &w, &v, 1, NULL, NULL);
+		wbuf_free(&d);
+		log_debug("%s from %s (client %llx, xid %llu) answered from the reply cache",
+			  proto_op_name(m.op), conn_peer(c), (unsigned long long)m.client,
+			  (unsigned long long)m.xid);
+	} else {
+		conn_reply_error(c, f, rc ? rc : -ENOMEM, 0, "TAGGED %s: reply cache: %s",
+				 proto_op_name(m.op), weft_strerror(rc ? rc : -ENOMEM));
+	}
+	wbuf_free(&w);
+	frame_free(f);
+	return true;
+}
+
 static void on_request(struct conn *c, struct frame *f)
 {
 	struct meta_server *s = conn_ctx(c);
@@ -279,6 +401,11 @@ static void on_request(struct conn *c, struct frame *f)
 	if (builtin_handle(c, f))
 		return;
 	struct mreq rp = {0};
+	if (op == WEFT_OP_TAGGED) {
+		if (tagged_unwrap(s, c, f, &rp))
+			return;
+		op = f->h.opcode;
+	}
 	if (op == WEFT_OP_REPLAY) {
 		if (replay_unwrap(s, c, f, &rp))
 			return;
@@ -352,6 +479,11 @@ static void on_request(struct conn *c, struct frame *f)
 	r->replay = rp.replay;
 	r->replay_ino = rp.replay_ino;
 	r->replay_gen = rp.replay_gen;
+	r->tagged = rp.tagged && h->write;
+	r->tag_client = rp.tag_client;
+	r->tag_xid = rp.tag_xid;
+	r->tag_done_below = rp.tag_done_below;
+	wbuf_init(&r->saved);
 	wbuf_init(&r->bulk);
 	if (!session_owner_ok(s, c, op, r->msg, r->detail, sizeof(r->detail))) {
 		conn_reply_error(c, f, -EACCES, 0, "%s", r->detail);
@@ -388,7 +520,18 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
+	r->mut.stamped = mut_stamped;
 	r->mut.arg = r;
+	if (r->tagged) {
+		/* a copy of it may come while it is applied: that one waits (replies.h) */
+		if (!meta_replies_pending_add(s->replies, r->tag_client, r->tag_xid)) {
+			snprintf(r->detail, sizeof(r->detail), "%s: a copy of it is being applied",
+				 proto_op_name(op));
+			mreq_finish(r, -WEFT_ERECOVERING);
+			return;
+		}
+		r->tag_pending = true;
+	}
 	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
 	 * with the next sync): EXTEND, the size a writer reports at close, which like a
 	 * local file system's is durable once fsync returns (the client's fsync sends FSYNC,
@@ -688,9 +831,10 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	const char *le = getenv("WEFT_META_LEASE_MS");
 	uint32_t lease_ms = le ? (uint32_t)strtoul(le, NULL, 0) : o->lease_ms;
 	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases) ||
-	    meta_migrate_new(&s->migrations)) {
+	    meta_migrate_new(&s->migrations) || meta_replies_new(&s->replies)) {
 		snprintf(err, errlen, "out of memory");
 		meta_leases_free(s->leases);
+		meta_migrate_free(s->migrations);
 		free(s);
 		return -ENOMEM;
 	}
@@ -833,6 +977,7 @@ fail_db:
 fail_free:
 	meta_leases_free(s->leases);
 	meta_migrate_free(s->migrations);
+	meta_replies_free(s->replies);
 	free(s);
 	return rc;
 }
@@ -903,6 +1048,7 @@ void meta_server_stop(struct meta_server *s)
 	meta_db_close(s->db);
 	nodetab_free(s->nodes);
 	meta_migrate_free(s->migrations);
+	meta_replies_free(s->replies);
 	free(s->progress);
 	free(s);
 }

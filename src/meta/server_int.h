@@ -73,6 +73,7 @@ struct meta_server {
 	 * recover_until_ms (loop_now_ms) namespace mutations other than replays get
 	 * WEFT_ERECOVERING, when the last run did not stop cleanly. */
 	uint64_t boot, boundary;
+	struct meta_replies *replies; /* replies.h */
 	uint64_t recover_until_ms;
 	char running_path[4200];
 #define META_REPLAY_INO_GAP (1ull << 24) /* inode numbers skipped after an unclean stop */    /* DIR/running: exists while meta runs */
@@ -130,6 +131,9 @@ struct mreq {
 	uint64_t busy[4];           /* inodes this mutation marked busy (lease.h) */
 	uint8_t nbusy;
 	bool replay;                /* a REPLAY's op: impose replay_ino/gen on a create */
+	bool tagged, tag_pending;   /* a TAGGED op (replies.h), in the pending set */
+	uint64_t tag_client, tag_xid, tag_done_below;
+	struct wbuf saved;          /* a tagged op's reply, as recorded */
 	uint64_t replay_ino, replay_gen;
 	uint32_t err_target;        /* ERROR.target of a failed reply */
 	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
