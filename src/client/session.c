@@ -15,8 +15,9 @@
 
 /* Requests that can be sent again after their connection died, whether or not meta got
  * them: they change nothing, or (EXTEND: size = max, the same mtime) the same thing
- * twice. The others are sent again only if they never left (meta refused the
- * connection): once sent, a second try could apply them twice. */
+ * twice. Namespace mutations kept for a replay go TAGGED and are sent again too: meta
+ * applies a tag once (meta/replies.h). The others are sent again only if they never
+ * left (meta refused the connection): once sent, a second try could apply them twice. */
 static bool resend_safe(uint16_t op)
 {
 	switch (op) {
