@@ -112,9 +112,12 @@ int client_durable_parse(const struct frame *f, struct client_durable *d);
 bool client_replay_keepable(uint16_t op);
 /* After a successful reply f to op (request payload/len, bulk): notes what meta says
  * is synced, and keeps op if it is not yet. */
-void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame *f,
-			 const uint8_t *payload, uint32_t len, const struct iovec *bulk,
-			 int nbulk);
+void client_durable_seen(struct weft_client *c, uint16_t op, uint64_t xid,
+			 const struct frame *f, const uint8_t *payload, uint32_t len,
+			 const struct iovec *bulk, int nbulk);
+/* The xid below which meta may drop its reply records of this client: the oldest kept
+ * mutation's (a replay is deduplicated by its record), and at most 4096 back. */
+uint64_t client_replay_done_below(struct weft_client *c, uint64_t xid);
 /* Around sending a keepable mutation: none goes while a replay runs. */
 void client_replay_enter(struct weft_client *c);
 void client_replay_leave(struct weft_client *c);

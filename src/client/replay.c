@@ -27,6 +27,7 @@ struct kept {
 	struct kept *next;
 	uint64_t transno, boot; /* as meta numbered it, in that incarnation */
 	uint64_t ino, gen;      /* what a create-like op was given */
+	uint64_t xid;           /* its TAGGED number: its replay goes with it */
 	uint16_t op;
 	uint32_t len, blen;     /* payload, then bulk, in data */
 	uint8_t data[];
@@ -70,15 +71,26 @@ int client_durable_parse(const struct frame *f, struct client_durable *d)
 	return 0;
 }
 
-void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame *f,
-			 const uint8_t *payload, uint32_t len, const struct iovec *bulk,
-			 int nbulk)
+uint64_t client_replay_done_below(struct weft_client *c, uint64_t xid)
+{
+	uint64_t below = xid > 4096 ? xid - 4096 : 0;
+	pthread_mutex_lock(&c->kept_lock);
+	for (struct kept *k = c->kept; k; k = k->next)
+		if (k->xid && k->xid < below)
+			below = k->xid;
+	pthread_mutex_unlock(&c->kept_lock);
+	return below;
+}
+
+void client_durable_seen(struct weft_client *c, uint16_t op, uint64_t xid,
+			 const struct frame *f, const uint8_t *payload, uint32_t len,
+			 const struct iovec *bulk, int nbulk)
 {
 	struct client_durable d;
 	/* only these replies carry the record: another's bulk (an xattr value) may happen
 	 * to be as long */
 	bool carries = client_replay_keepable(op) || op == WEFT_OP_FSYNC ||
-		       op == WEFT_OP_REPLAY || op == WEFT_OP_MIGRATE ||
+		       op == WEFT_OP_REPLAY || op == WEFT_OP_TAGGED || op == WEFT_OP_MIGRATE ||
 		       op == WEFT_OP_SESSION_OPEN || op == WEFT_OP_SESSION_BEAT;
 	if (!carries || client_durable_parse(f, &d))
 		return;
@@ -93,7 +105,7 @@ void client_durable_seen(struct weft_client *c, uint16_t op, const struct frame 
 				 proto_op_name(op), (unsigned long long)d.transno);
 		} else {
 			*k = (struct kept){.transno = d.transno, .boot = d.boot, .op = op,
-					   .len = len, .blen = blen};
+					   .xid = xid, .len = len, .blen = blen};
 			if (len)
 				memcpy(k->data, payload, len);
 			uint8_t *p = k->data + len;
@@ -160,10 +172,23 @@ static int replay_one(struct weft_client *c, struct kept *k)
 				    .op = k->op,
 				    .payload = {(const char *)k->data, k->len}};
 	proto_replay_encode(&w, &m);
+	uint16_t op = WEFT_OP_REPLAY;
+	if (k->xid && !w.err) {
+		/* with the original tag: meta's reply record says whether it holds the op,
+		 * whatever became of the numbers since (meta/replies.h) */
+		struct wbuf t;
+		wbuf_init(&t);
+		struct weft_msg_tagged tm = {.client = c->client_id, .xid = k->xid,
+					     .done_below = 0, .op = WEFT_OP_REPLAY,
+					     .payload = {(const char *)w.data, (uint32_t)w.len}};
+		proto_tagged_encode(&t, &tm);
+		wbuf_free(&w);
+		w = t;
+		op = WEFT_OP_TAGGED;
+	}
 	struct iovec v = {k->data + k->len, k->blen};
 	struct frame *f = NULL;
-	int err = client_meta_call(c, WEFT_OP_REPLAY, &w, k->blen ? &v : NULL, k->blen ? 1 : 0,
-				   &f);
+	int err = client_meta_call(c, op, &w, k->blen ? &v : NULL, k->blen ? 1 : 0, &f);
 	struct client_durable d;
 	if (err == 0 && client_durable_parse(f, &d) == 0) {
 		k->transno = d.transno;

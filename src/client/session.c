@@ -26,6 +26,7 @@ static bool resend_safe(uint16_t op)
 	case WEFT_OP_LISTXATTR: case WEFT_OP_ACCESS: case WEFT_OP_FSYNC:
 	case WEFT_OP_GETSTRIPE: case WEFT_OP_CHAINS_GET: case WEFT_OP_TARGETS_GET:
 	case WEFT_OP_EXTEND: case WEFT_OP_SESSION_BEAT: case WEFT_OP_CAP_GET:
+	case WEFT_OP_TAGGED: /* a replay with its tag: applied once (meta/replies.h) */
 		return true;
 	default:
 		return false;
@@ -102,7 +103,7 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			/* tagged for meta's reply cache: the same xid each time it is sent,
 			 * so that meta applies it once (meta/replies.h) */
 			struct weft_msg_tagged t = {.client = c->client_id, .xid = xid,
-						    .done_below = xid > 4096 ? xid - 4096 : 0,
+						    .done_below = client_replay_done_below(c, xid),
 						    .op = op,
 						    .payload = {(const char *)saved.data,
 								(uint32_t)saved.len}};
@@ -133,7 +134,8 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 			/* meta restarted and takes replays first: ours now (the caller may hold
 			 * sess_lock, which would keep the beat thread's renewal waiting), then
 			 * this */
-			client_replay_recovering(c);
+			if (op != WEFT_OP_TAGGED && op != WEFT_OP_REPLAY) /* not from a replay */
+				client_replay_recovering(c);
 			usleep(50 * 1000);
 			continue;
 		}
@@ -151,7 +153,8 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), proto_op_name(op),
 			 meta_gone(err) ? "gave up" : "went through");
 	if (err == 0 && have_copy)
-		client_durable_seen(c, op, rf, saved.data, (uint32_t)saved.len, bulk, nbulk);
+		client_durable_seen(c, op, xid, rf, saved.data, (uint32_t)saved.len, bulk,
+				    nbulk);
 	wbuf_free(&saved);
 	wbuf_free(p);
 	if (reply)

@@ -293,7 +293,9 @@ static bool replay_unwrap(struct meta_server *s, struct conn *c, struct frame *f
 		frame_free(f);
 		return true;
 	}
-	if (m.transno <= s->boundary) {
+	/* tagged (libweft's), its reply record answers whether the database holds it
+	 * (tagged_unwrap found none: it does not), whatever became of the numbers since */
+	if (!rp->tagged && m.transno <= s->boundary) {
 		struct wbuf w, d;
 		wbuf_init(&w);
 		wbuf_init(&d);
@@ -330,7 +332,7 @@ static bool tagged_unwrap(struct meta_server *s, struct conn *c, struct frame *f
 		frame_free(f);
 		return true;
 	}
-	if (m.op >> 8 != 1 || m.op == WEFT_OP_REPLAY || m.op == WEFT_OP_TAGGED) {
+	if (m.op >> 8 != 1 || m.op == WEFT_OP_TAGGED) {
 		conn_reply_error(c, f, -EINVAL, 0, "TAGGED %s: not a namespace mutation",
 				 proto_op_name(m.op) ? proto_op_name(m.op) : "?");
 		frame_free(f);
