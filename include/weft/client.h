@@ -68,8 +68,10 @@ struct weft_client_opts {
  * copied. */
 int weft_client_open(const struct weft_client_opts *o, struct weft_client **out, char *err,
 		     size_t errlen);
-/* Closes the session (meta drops its opens) and frees c. Every weft_file of c must have
- * been released. NULL-safe. Last call on c; no other thread may be using it. */
+/* Closes the session (meta drops its opens) and frees c, after sending what it buffers
+ * (attributes) and making every change it had acknowledged durable at meta (as
+ * weft_sync). Every weft_file of c must have been released. NULL-safe. Last call on c;
+ * no other thread may be using it. */
 void weft_client_close(struct weft_client *c);
 
 /* ---- namespace ---- */
@@ -139,6 +141,12 @@ struct weft_statfs {
 };
 /* Space and inodes of the file system (meta's figures, stores summed). */
 int weft_statfs(struct weft_client *c, struct weft_statfs *st);
+/* sync(1) for this client: sends every attribute change it buffers (wb_attrs), then
+ * asks meta to sync (FSYNC of ino, which must exist: the root, 1, always does) and
+ * returns once everything meta acknowledged to anyone before is on its stable storage.
+ * Data that open files buffer is not included: weft_file_fsync each. Any thread.
+ * Errors: meta's (-ESTALE ino gone, -EIO), -WEFT_EPROTO. */
+int weft_sync(struct weft_client *c, const struct weft_cred *cr, uint64_t ino);
 
 /* flags: XATTR_CREATE / XATTR_REPLACE. Errors: -EEXIST, -ENODATA, -ERANGE (name or value
  * over its limit), -EPERM/-EACCES, -ENOTSUP (a namespace weft does not keep). value is

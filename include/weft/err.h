@@ -16,6 +16,8 @@ enum {
 	WEFT_EEVICTED,               /* this client's session was evicted (a recall unanswered) */
 	WEFT_EMIGRATING,             /* the file's layout is being migrated: retry shortly */
 	WEFT_ECAPEXPIRED,            /* the request's capability expired: renew it and retry */
+	WEFT_ERECOVERING,            /* meta takes replays first, or a copy is being applied:
+	                              * nothing was done, retry shortly */
 	WEFT_ERR_MAX
 };
 

@@ -22,7 +22,8 @@
 	X(target) \
 	X(scrub) \
 	X(rebalance) \
-	X(node)
+	X(node) \
+	X(sync)
 
 #define X(name) extern const struct cli_verb cmd_##name;
 WEFT_VERBS(X)

@@ -94,6 +94,17 @@ struct weft_client {
 	 * pf_lock guards it; NULL when prefetching is off. */
 	pthread_mutex_t pf_lock;
 	struct client_pf *pf;
+
+	/* acknowledged mutations not yet synced at meta, for a replay (replay.c) */
+	pthread_mutex_t kept_lock;
+	struct kept *kept;             /* kept_lock */
+	size_t nkept;                  /* kept_lock */
+	uint64_t boot, synced;         /* kept_lock: meta's incarnation, its last synced */
+	uint64_t boot_new;             /* kept_lock: a new incarnation seen, not replayed */
+	pthread_rwlock_t replay_lock;  /* mutations: read; a replay: write */
+	atomic_bool recovering;        /* a thread runs client_replay_recovering */
+	uint64_t client_id;            /* random: names this client's TAGGED requests */
+	atomic_uint_fast64_t next_xid; /* their numbers */
 };
 
 /* A regular file as a READDIRPLUS entry showed it, with a short-lived read capability:
@@ -105,6 +116,32 @@ struct client_pf {
 	struct weft_layout layout;
 	uint8_t cap[WEFT_CAP_LEN];
 };
+
+/* ---- replay.c: the durability contract with meta ---- */
+struct client_durable {
+	uint64_t transno, synced, boot;
+};
+/* A reply's DURABLE record (its bulk). Returns 0 or -ENOENT (none). */
+int client_durable_parse(const struct frame *f, struct client_durable *d);
+/* Mutations kept until synced and replayed after meta restarts. */
+bool client_replay_keepable(uint16_t op);
+/* After a successful reply f to op (request payload/len, bulk): notes what meta says
+ * is synced, and keeps op if it is not yet. */
+void client_durable_seen(struct weft_client *c, uint16_t op, uint64_t xid,
+			 const struct frame *f, const uint8_t *payload, uint32_t len,
+			 const struct iovec *bulk, int nbulk);
+/* The xid below which meta may drop its reply records of this client: the oldest kept
+ * mutation's (a replay is deduplicated by its record), and at most 4096 back. */
+uint64_t client_replay_done_below(struct weft_client *c, uint64_t xid);
+/* Around sending a keepable mutation: none goes while a replay runs. */
+void client_replay_enter(struct weft_client *c);
+void client_replay_leave(struct weft_client *c);
+/* Replays what older incarnations of meta acknowledged (after a session renewal). */
+void client_replay_run(struct weft_client *c);
+/* Meta answered WEFT_ERECOVERING: learns its incarnation (an FSYNC, whose reply carries
+ * it; no session needed) and replays. One thread at a time; the others return. */
+void client_replay_recovering(struct weft_client *c);
+void client_replay_free(struct weft_client *c);
 
 /* A stripe-unit buffer being gathered or written behind. */
 struct wblock {

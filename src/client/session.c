@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "client/client_int.h"
@@ -14,8 +15,9 @@
 
 /* Requests that can be sent again after their connection died, whether or not meta got
  * them: they change nothing, or (EXTEND: size = max, the same mtime) the same thing
- * twice. The others are sent again only if they never left (meta refused the
- * connection): once sent, a second try could apply them twice. */
+ * twice. Namespace mutations kept for a replay go TAGGED and are sent again too: meta
+ * applies a tag once (meta/replies.h). The others are sent again only if they never
+ * left (meta refused the connection): once sent, a second try could apply them twice. */
 static bool resend_safe(uint16_t op)
 {
 	switch (op) {
@@ -24,6 +26,7 @@ static bool resend_safe(uint16_t op)
 	case WEFT_OP_LISTXATTR: case WEFT_OP_ACCESS: case WEFT_OP_FSYNC:
 	case WEFT_OP_GETSTRIPE: case WEFT_OP_CHAINS_GET: case WEFT_OP_TARGETS_GET:
 	case WEFT_OP_EXTEND: case WEFT_OP_SESSION_BEAT: case WEFT_OP_CAP_GET:
+	case WEFT_OP_TAGGED: /* a replay with its tag: applied once (meta/replies.h) */
 		return true;
 	default:
 		return false;
@@ -74,32 +77,67 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 	int64_t give_up = mono_ms() + CLIENT_META_WAIT_MS;
 	unsigned pause_ms = 20;
 	bool waited = false, may_wait = atomic_load(&c->meta_wait);
+	bool keep = client_replay_keepable(op);
 	struct wbuf none, *p = payload ? payload : &none;
 	wbuf_init(&none);
-	int err;
-	for (;;) {
+	/* a copy of the request: to keep it for a replay (replay.c), to send it again
+	 * while meta takes replays (WEFT_ERECOVERING: not applied), or after a connection
+	 * died if that is safe (resend_safe) */
+	struct wbuf saved;
+	wbuf_init(&saved);
+	if (p->len)
+		wbuf_put(&saved, p->data, p->len);
+	bool have_copy = !saved.err && saved.len <= WEFT_REPLAY_PAYLOAD_MAX;
+	uint64_t xid = keep ? atomic_fetch_add(&c->next_xid, 1) + 1 : 0;
+	struct frame *rf = NULL;
+	int err = -EIO;
+	for (bool first = true;; first = false) {
 		struct conn *cn;
-		if (reply)
-			*reply = NULL;
+		frame_free(rf);
+		rf = NULL;
+		if (!first && !have_copy)
+			break; /* err stands */
+		struct wbuf w;
+		wbuf_init(&w);
+		if (keep && have_copy) {
+			/* tagged for meta's reply cache: the same xid each time it is sent,
+			 * so that meta applies it once (meta/replies.h) */
+			struct weft_msg_tagged t = {.client = c->client_id, .xid = xid,
+						    .done_below = client_replay_done_below(c, xid),
+						    .op = op,
+						    .payload = {(const char *)saved.data,
+								(uint32_t)saved.len}};
+			proto_tagged_encode(&w, &t);
+		} else if (first) {
+			w = *p;
+			wbuf_init(p); /* taken by the call */
+		} else if (saved.len) {
+			wbuf_put(&w, saved.data, saved.len);
+		}
 		err = rpc_conn(c->meta, &cn);
-		bool sent = err == 0;
-		if (sent)
+		if (err == 0) {
 			bind_conn(c, cn, op);
-		if (sent) {
-			/* the request goes; a copy stays only if it may be sent again */
-			struct wbuf copy, *w = p;
-			if (may_wait && resend_safe(op)) {
-				wbuf_init(&copy);
-				if (p->len)
-					wbuf_put(&copy, p->data, p->len);
-				w = copy.err ? p : &copy;
-			}
-			err = conn_call_sync(cn, op, w, bulk, nbulk, CLIENT_META_TIMEOUT_MS, reply);
+			if (keep)
+				client_replay_enter(c);
+			err = conn_call_sync(cn, keep && have_copy ? WEFT_OP_TAGGED : op, &w, bulk,
+					     nbulk, CLIENT_META_TIMEOUT_MS, &rf);
+			if (keep)
+				client_replay_leave(c);
 			conn_put(cn);
-			if (w == p) {
-				wbuf_init(p); /* taken by the call */
+			/* it went: a second try could apply it twice, unless it is tagged */
+			if (meta_gone(err) && !(may_wait && (resend_safe(op) || (keep && have_copy))))
 				break;
-			}
+		} else {
+			wbuf_free(&w);
+		}
+		if (err == -WEFT_ERECOVERING && !c->stopping && mono_ms() < give_up) {
+			/* meta restarted and takes replays first: ours now (the caller may hold
+			 * sess_lock, which would keep the beat thread's renewal waiting), then
+			 * this */
+			if (op != WEFT_OP_TAGGED && op != WEFT_OP_REPLAY) /* not from a replay */
+				client_replay_recovering(c);
+			usleep(50 * 1000);
+			continue;
 		}
 		if (!meta_gone(err) || !may_wait || c->stopping || mono_ms() >= give_up)
 			break;
@@ -108,17 +146,21 @@ int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 				 rpc_addr(c->meta), weft_strerror(err), proto_op_name(op),
 				 CLIENT_META_WAIT_MS / 1000);
 		waited = true;
-		if (reply) {
-			frame_free(*reply);
-			*reply = NULL;
-		}
 		usleep(pause_ms * 1000);
 		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
 	}
 	if (waited)
 		log_info("meta %s: %s %s after waiting", rpc_addr(c->meta), proto_op_name(op),
 			 meta_gone(err) ? "gave up" : "went through");
+	if (err == 0 && have_copy)
+		client_durable_seen(c, op, xid, rf, saved.data, (uint32_t)saved.len, bulk,
+				    nbulk);
+	wbuf_free(&saved);
 	wbuf_free(p);
+	if (reply)
+		*reply = rf;
+	else
+		frame_free(rf);
 	if (meta_gone(err) && waited)
 		return -EIO; /* the application learns it could not be done, not why */
 	return err;
@@ -367,6 +409,8 @@ static int session_renew(struct weft_client *c, uint64_t old, bool evicted)
 				 weft_strerror(e));
 	}
 	free(v);
+	/* a new incarnation of meta: what it may have lost goes back first */
+	client_replay_run(c);
 	/* the beat thread recomputes its schedule from the new lease */
 	pthread_mutex_lock(&c->beat_lock);
 	pthread_cond_signal(&c->beat_cond);
@@ -563,6 +607,10 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
 	pthread_rwlock_init(&c->sess_lock, NULL);
+	pthread_mutex_init(&c->kept_lock, NULL);
+	pthread_rwlock_init(&c->replay_lock, NULL);
+	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
+		c->client_id = (uint64_t)mono_ms() ^ ((uint64_t)getpid() << 32);
 	pthread_cond_init(&c->beat_cond, NULL);
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
@@ -640,6 +688,16 @@ fail_free:
 	return err;
 }
 
+int weft_sync(struct weft_client *c, const struct weft_cred *cr, uint64_t ino)
+{
+	client_wbattr_flush_all(c, false);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
+	proto_ino_encode(&w, &m);
+	return client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
+}
+
 void weft_client_close(struct weft_client *c)
 {
 	if (!c)
@@ -650,6 +708,12 @@ void weft_client_close(struct weft_client *c)
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
 	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
+	/* an unmount is durable: what meta answered lazily (EXTEND at close, buffered
+	 * attributes) is synced before the session ends */
+	struct weft_cred root = {0};
+	int err = weft_sync(c, &root, 1);
+	if (err)
+		log_warn("close: sync at meta %s: %s", rpc_addr(c->meta), weft_strerror(err));
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
@@ -660,6 +724,7 @@ void weft_client_close(struct weft_client *c)
 	rpc_free(c->meta);
 	loop_free(c->loop);
 	free(c->pf);
+	client_replay_free(c);
 	free(c->inodes);
 	free(c);
 }

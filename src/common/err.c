@@ -18,6 +18,7 @@ const char *weft_strerror(int err)
 	case WEFT_EMISSING: return "object missing or stale on this target";
 	case WEFT_EEVICTED: return "session evicted by meta (a lease recall went unanswered)";
 	case WEFT_EMIGRATING: return "file layout being migrated (retry)";
+	case WEFT_ERECOVERING: return "meta recovering after a restart (retry)";
 	case WEFT_ECAPEXPIRED: return "capability expired";
 	default: return strerror(err);
 	}

@@ -3,10 +3,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "net/stats.h"
 #include "meta/space.h"
@@ -19,6 +23,8 @@ struct batch {
 	bool nested; /* redone with a nested txn per op (an op failed after writing) */
 	bool retried; /* redone once after ENOSPC (space.h) */
 	bool no_grow; /* growing ops complete with -ENOSPC, unapplied */
+	bool wrote;   /* an op wrote (the txn's commit writes and syncs pages) */
+	uint64_t transno; /* the last number stamped */
 	int err;     /* txn begin/commit or sync error: every op completes with it */
 };
 
@@ -42,7 +48,49 @@ struct meta_commit {
 	pthread_cond_t dwake;               /* completion thread: work, or syncer gone */
 	struct meta_mutation *dhead, *dtail; /* guarded by dlock */
 	bool syncer_gone;                   /* guarded by dlock */
+	/* A batch was committed and not synced since (all its ops lazy): the writer syncs
+	 * it once idle for idle_sync_ms, and at stop. Guarded by lock. */
+	bool dirty;
+	unsigned idle_sync_ms;
+	/* A committed non-lazy batch waits at most sync_delay_ms for its meta page's sync
+	 * (the next commit's data sync covers it sooner), a lazy one idle_sync_ms; dirty_due
+	 * is when (CLOCK_REALTIME ms), fixed when it became dirty, so that batches that
+	 * write nothing (the expiry tick) do not put it off. Guarded by lock. */
+	unsigned sync_delay_ms;
+	int64_t dirty_due;
+	/* Transaction numbers (commit.h): last assigned (writer only, persisted in the batch
+	 * txn), last committed and last durable (atomics: read by any thread). */
+	uint64_t transno;
+	_Atomic uint64_t committed, synced;
+	FILE *synclog; /* test hook (WEFT_META_TEST_SYNCLOG), written by whoever syncs */
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mdb_env_sync(env, 1), counted; with the test hook, logs the txn id it made durable
+ * (at least: read before the sync) so a test can model a power cut (commit.h). Called
+ * with no commit running (the writer's rule: one sync at a time, never beside a commit). */
+static int sync_env(struct meta_commit *gc)
+{
+	MDB_envinfo info = {0};
+	if (gc->synclog)
+		mdb_env_info(gc->db->env, &info);
+	uint64_t upto = atomic_load(&gc->committed); /* no commit runs beside a sync */
+	int rc = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
+	stats_add(STATS_META_DB_SYNCS, 1);
+	if (rc == 0)
+		atomic_store(&gc->synced, upto);
+	if (rc == 0 && gc->synclog) {
+		fprintf(gc->synclog, "%zu\n", info.me_last_txnid);
+		fflush(gc->synclog);
+	}
+	return rc;
+}
 
 /* Takes up to max mutations off the queue (lock held); *last is the last taken. */
 static struct meta_mutation *take(struct meta_commit *gc, unsigned max, unsigned *n,
@@ -76,9 +124,12 @@ static bool lmdb_may_have_failed(int rc)
 static void apply_nested(MDB_env *env, MDB_txn *txn, struct meta_mutation *m)
 {
 	MDB_txn *child;
+	uint64_t writes = meta_mdb_writes;
+	m->wrote = false;
 	int rc = meta_mdb_err(mdb_txn_begin(env, txn, 0, &child));
 	if (rc == 0) {
 		rc = m->apply(child, m->arg);
+		m->wrote = meta_mdb_writes != writes;
 		if (rc == 0)
 			rc = meta_mdb_err(mdb_txn_commit(child));
 		else
@@ -113,6 +164,7 @@ static void batch_add(struct meta_commit *gc, struct batch *b, struct meta_mutat
 		}
 		uint64_t writes = meta_mdb_writes;
 		m->result = m->apply(b->txn, m->arg);
+		m->wrote = meta_mdb_writes != writes;
 		if (!m->result || (meta_mdb_writes == writes && !lmdb_may_have_failed(m->result)))
 			continue;
 		mdb_txn_abort(b->txn);
@@ -148,13 +200,14 @@ static void hand_over(struct meta_commit *gc, struct meta_mutation *list,
  * it, and passes it to the completion thread. */
 static void finish_batch(struct meta_commit *gc, struct batch *b)
 {
-	bool need_sync = false, synced = false;
-	for (struct meta_mutation *m = b->first; m; m = m->next)
-		need_sync |= !m->lazy;
+	bool need_sync = false, synced = false, lazy = true;
+	for (struct meta_mutation *m = b->first; m; m = m->next) {
+		need_sync |= m->durable;
+		lazy &= m->lazy;
+	}
 	if (b->err == 0 && need_sync) {
-		b->err = meta_mdb_err(mdb_env_sync(gc->db->env, 1));
+		b->err = sync_env(gc);
 		synced = true;
-		stats_add(STATS_META_DB_SYNCS, 1);
 	}
 	if (b->err)
 		log_error("meta group commit of %u ops: %s", b->n, strerror(-b->err));
@@ -171,6 +224,17 @@ static void finish_batch(struct meta_commit *gc, struct batch *b)
 	gc->st.batches += b->err == 0;
 	gc->st.syncs += synced;
 	gc->st.redone += b->nested;
+	/* no commit runs beside this sync: after it everything committed is durable */
+	if (synced) {
+		gc->dirty = false;
+		gc->dirty_due = 0;
+	} else if (b->err == 0 && atomic_load(&gc->committed) > atomic_load(&gc->synced)) {
+		/* synced by the next commit, or by the writer at dirty_due */
+		int64_t due = now_ms() + (lazy ? gc->idle_sync_ms : gc->sync_delay_ms);
+		gc->dirty = true;
+		if (!gc->dirty_due || due < gc->dirty_due)
+			gc->dirty_due = due;
+	}
 	pthread_mutex_unlock(&gc->lock);
 	hand_over(gc, b->first, b->last);
 }
@@ -203,14 +267,73 @@ static void reapply(struct meta_commit *gc, struct batch *b, bool no_grow)
 	batch_add(gc, b, first, last, n);
 }
 
-/* Commits a batch txn. LMDB reports a write that the full disk cut short as EIO: on a
- * full disk that is ENOSPC, which the writer answers with the reserve. */
-static int commit_txn(struct meta_commit *gc, MDB_txn *txn)
+static const char transno_key[] = "transno";
+
+/* Numbers b's applied ops that changed something and writes the last number in b's txn
+ * (a failed op, or one that wrote nothing, gets 0: there is nothing to replay).
+ * Runs before each commit attempt, so a redone batch is numbered afresh. */
+static int stamp(struct meta_commit *gc, struct batch *b)
 {
-	int rc = meta_mdb_err(mdb_txn_commit(txn));
+	uint64_t t = gc->transno;
+	for (struct meta_mutation *m = b->first; m; m = m->next) {
+		m->transno = m->result == 0 && m->wrote ? ++t : 0;
+		int rc = m->transno && m->stamped ? m->stamped(b->txn, m->arg, m->transno) : 0;
+		if (rc)
+			return rc;
+	}
+	b->transno = t;
+	if (t == gc->transno)
+		return 0;
+	uint8_t v[8];
+	put_le64(v, t);
+	MDB_val k = {sizeof(transno_key) - 1, (void *)transno_key}, val = {8, v};
+	return meta_mdb_err(meta_mdb_put(b->txn, gc->db->super, &k, &val, 0));
+}
+
+/* Numbers and commits a batch txn. LMDB reports a write that the full disk cut short as
+ * EIO: on a full disk that is ENOSPC, which the writer answers with the reserve. On
+ * success the numbers are committed; the commit's own data sync also made the meta page
+ * of the commit before durable (MDB_NOMETASYNC: the meta page is written after the data
+ * pages are synced, in the same file), so what that one committed is synced. */
+static int commit_txn(struct meta_commit *gc, struct batch *b)
+{
+	uint64_t writes = meta_mdb_writes;
+	int rc = stamp(gc, b);
+	if (rc) {
+		mdb_txn_abort(b->txn);
+		return rc;
+	}
+	bool wrote = meta_mdb_writes != writes || b->wrote;
+	rc = meta_mdb_err(mdb_txn_commit(b->txn));
 	if (rc == -EIO && meta_space_disk_full(gc->sp))
 		rc = -ENOSPC;
-	return rc;
+	if (rc)
+		return rc;
+	if (wrote) {
+		uint64_t before = atomic_load(&gc->committed);
+		if (before > atomic_load(&gc->synced))
+			atomic_store(&gc->synced, before);
+	}
+	gc->transno = b->transno;
+	atomic_store(&gc->committed, b->transno);
+	return 0;
+}
+
+/* The writer's sync of committed batches (lock held on entry and exit; no batch
+ * is being synced or committed). */
+static void idle_sync(struct meta_commit *gc)
+{
+	gc->dirty = false;
+	gc->dirty_due = 0;
+	pthread_mutex_unlock(&gc->lock);
+	int rc = sync_env(gc);
+	if (rc)
+		log_error("meta sync: %s", strerror(-rc));
+	pthread_mutex_lock(&gc->lock);
+	if (rc)
+		gc->dirty = true;
+	else
+		gc->st.syncs++;
 }
 
 static void *writer(void *arg)
@@ -220,8 +343,23 @@ static void *writer(void *arg)
 	pthread_setname_np(pthread_self(), "meta-writer"); /* for top, perf */
 	pthread_mutex_lock(&gc->lock);
 	for (;;) {
-		while (!gc->head && !gc->stopping)
-			pthread_cond_wait(&gc->wake, &gc->lock);
+		while (!gc->head && !gc->stopping) {
+			if (!gc->dirty || gc->sync_busy) {
+				pthread_cond_wait(&gc->wake, &gc->lock);
+				continue;
+			}
+			/* idle with a lazy batch unsynced: sync it after idle_sync_ms, so that
+			 * nothing acknowledged stays only in the page cache for longer (as a
+			 * local file system's periodic commit) */
+			if (!gc->dirty_due)
+				gc->dirty_due = now_ms() + gc->idle_sync_ms;
+			int64_t due = gc->dirty_due;
+			struct timespec until = {.tv_sec = due / 1000,
+						 .tv_nsec = (long)(due % 1000) * 1000000};
+			if (pthread_cond_timedwait(&gc->wake, &gc->lock, &until) == ETIMEDOUT &&
+			    !gc->head && gc->dirty && !gc->sync_busy)
+				idle_sync(gc);
+		}
 		if (!gc->head)
 			break; /* stopping, and everything taken is committed */
 		struct batch b = {0};
@@ -272,8 +410,9 @@ static void *writer(void *arg)
 			meta_mdb_map_full = false;
 			reapply(gc, &b, no_grow);
 		}
+		b.wrote = meta_mdb_writes != writes0;
 		if (!b.err && b.txn) {
-			b.err = commit_txn(gc, b.txn);
+			b.err = commit_txn(gc, &b);
 			b.txn = NULL;
 			/* the disk filled under the commit's writes: the same, once */
 			bool no_grow = false;
@@ -281,7 +420,7 @@ static void *writer(void *arg)
 			    meta_space_relieve(gc->sp, meta_mdb_map_full, &no_grow)) {
 				reapply(gc, &b, no_grow);
 				if (!b.err)
-					b.err = commit_txn(gc, b.txn);
+					b.err = commit_txn(gc, &b);
 			}
 		} else if (b.txn) {
 			mdb_txn_abort(b.txn);
@@ -295,7 +434,10 @@ static void *writer(void *arg)
 		 * (a lone client), or in --sync-each mode (max_batch 1: one create, one commit,
 		 * one sync, strictly in turn, as without group commit), the writer syncs itself:
 		 * a hand-off would only add a thread wake-up to every op's latency. */
-		if (gc->head && gc->max_batch > 1) {
+		bool waits = false;
+		for (struct meta_mutation *m = b.first; m; m = m->next)
+			waits |= m->durable;
+		if (gc->head && gc->max_batch > 1 && waits) {
 			gc->sync_batch = b;
 			gc->sync_busy = true;
 			pthread_cond_signal(&gc->sync_wake);
@@ -305,6 +447,11 @@ static void *writer(void *arg)
 			pthread_mutex_lock(&gc->lock);
 		}
 	}
+	/* stopping: what lazy batches committed is made durable before meta exits */
+	while (gc->sync_busy)
+		pthread_cond_wait(&gc->wake, &gc->lock);
+	if (gc->dirty)
+		idle_sync(gc);
 	pthread_mutex_unlock(&gc->lock);
 	return NULL;
 }
@@ -377,12 +524,33 @@ static void stop_completer(struct meta_commit *gc)
 
 static void destroy(struct meta_commit *gc)
 {
+	if (gc->synclog)
+		fclose(gc->synclog);
 	pthread_cond_destroy(&gc->dwake);
 	pthread_mutex_destroy(&gc->dlock);
 	pthread_cond_destroy(&gc->sync_wake);
 	pthread_cond_destroy(&gc->wake);
 	pthread_mutex_destroy(&gc->lock);
 	free(gc);
+}
+
+/* The last transaction number the database holds (0 for one written before numbers). */
+static int load_transno(struct meta_commit *gc)
+{
+	MDB_txn *txn;
+	int rc = meta_db_read_begin(gc->db, &txn);
+	if (rc)
+		return rc;
+	MDB_val k = {sizeof(transno_key) - 1, (void *)transno_key}, v;
+	rc = mdb_get(txn, gc->db->super, &k, &v);
+	if (rc == 0 && v.mv_size == 8)
+		gc->transno = get_le64(v.mv_data);
+	meta_db_read_end(gc->db, txn);
+	if (rc && rc != MDB_NOTFOUND)
+		return meta_mdb_err(rc);
+	atomic_init(&gc->committed, gc->transno);
+	atomic_init(&gc->synced, gc->transno); /* what a restart finds is what was durable */
+	return 0;
 }
 
 int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit **out)
@@ -393,6 +561,15 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 		return -ENOMEM;
 	gc->db = db;
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
+	gc->idle_sync_ms = META_COMMIT_IDLE_SYNC_MS;
+	gc->sync_delay_ms = META_COMMIT_SYNC_DELAY_MS;
+	if ((rc = load_transno(gc))) {
+		destroy(gc);
+		return rc;
+	}
+	const char *log = getenv("WEFT_META_TEST_SYNCLOG");
+	if (log && *log && !(gc->synclog = fopen(log, "a")))
+		log_warn("WEFT_META_TEST_SYNCLOG %s: %s", log, strerror(errno));
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_cond_init(&gc->wake, NULL);
 	pthread_cond_init(&gc->sync_wake, NULL);
@@ -488,7 +665,8 @@ static void run_done(void *arg, int result)
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg)
 {
 	struct run_arg ra = { .apply = apply, .arg = arg };
-	struct meta_mutation m = { .apply = run_apply, .done = run_done, .arg = &ra };
+	struct meta_mutation m = { .apply = run_apply, .done = run_done, .arg = &ra,
+				   .durable = true };
 	pthread_mutex_init(&ra.w.lock, NULL);
 	pthread_cond_init(&ra.w.cond, NULL);
 	int rc = meta_commit_submit(gc, &m);
@@ -502,6 +680,31 @@ int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg
 	pthread_cond_destroy(&ra.w.cond);
 	pthread_mutex_destroy(&ra.w.lock);
 	return rc;
+}
+
+uint64_t meta_commit_synced(struct meta_commit *gc)
+{
+	return atomic_load(&gc->synced);
+}
+
+uint64_t meta_commit_committed(struct meta_commit *gc)
+{
+	return atomic_load(&gc->committed);
+}
+
+void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->sync_delay_ms = ms;
+	pthread_mutex_unlock(&gc->lock);
+}
+
+void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->idle_sync_ms = ms ? ms : 1;
+	pthread_cond_signal(&gc->wake);
+	pthread_mutex_unlock(&gc->lock);
 }
 
 void meta_commit_set_space(struct meta_commit *gc, struct meta_space *sp)

@@ -2,17 +2,19 @@
  *
  * DESIGN: three threads in a pipeline. Producers (any thread) queue struct
  * meta_mutation. The writer opens a write txn, runs queued mutations' apply() directly
- * in it (up to max_batch), and keeps taking newly queued ones into the same txn for as
- * long as the previous batch is still being synced; then it commits and hands the batch
- * to the syncer, which calls mdb_env_sync(env, 1) once and hands the batch to the
- * completion thread, which calls every done() with that mutation's result. So applying
- * batch N+1 overlaps the sync of batch N and the replies of batch N-1, and the number of
- * syncs falls as load rises. When nothing is queued at commit time (a lone client), or
- * with max_batch 1 (--sync-each: one create, one commit, one sync, strictly in turn), the
- * writer syncs the batch itself: a hand-off would only add a wake-up to each op's
- * latency. A batch is committed (its pages written to the file) only
- * once the batch before it is synced: a commit racing a sync could make its meta page
- * durable before its data pages, which a power loss would turn into a corrupt file.
+ * in it (up to max_batch), keeps taking newly queued ones into the same txn while the
+ * previous batch is being synced, numbers the applied ones (transno, persisted in the
+ * txn) and commits. Committing syncs the batch's data pages and writes, without syncing,
+ * its meta page (MDB_NOMETASYNC, mdb.c). A batch with an op that waits for the sync
+ * (durable) goes to the syncer, which calls mdb_env_sync(env, 1) once and hands it to
+ * the completion thread (with nothing queued, or with max_batch 1, the writer syncs it
+ * itself); any other batch goes to the completion thread at once, which calls every
+ * done() with its result: an answer once committed. Its meta page is then made durable
+ * by the next commit's data sync (the meta page written before is in the same file), or
+ * by the writer once idle for sync_delay_ms (lazy-only batches: idle_sync_ms).
+ * meta_commit_synced() says up to which transno everything is durable. A batch is
+ * committed only once the sync before it is done: one sync at a time, never beside a
+ * commit.
  *
  * A failing op rolls back alone. Applying in the batch txn (no nested txn per op: LMDB
  * copies every page a child touches and allocates its lists per child) is safe for an op
@@ -29,8 +31,18 @@
  * an op or the commit met it is aborted and redone once, after the map has grown or
  * the reserve was released (then growing ops complete with -ENOSPC unapplied).
  *
- * Guarantees: done(arg, 0) means the mutation is on stable storage. Mutations complete
- * in submission order (across batches too); a batch's effects are visible to read txns
+ * Lazy batches (below) are committed without a sync: the writer syncs them once it has
+ * been idle for idle_sync_ms (META_COMMIT_IDLE_SYNC_MS by default), and at stop, so a
+ * lazy change is durable at most that long after its reply (a power cut's worst case:
+ * LMDB rolls back to the last synced meta page, one commit at most, since every commit's
+ * data sync also flushes the meta page written before it). WEFT_META_TEST_SYNCLOG=FILE
+ * (tests only) appends to FILE the LMDB txn id each sync made durable, so a test can
+ * model that power cut on a copy of data.mdb (tests/integration/powercut.sh).
+ *
+ * Guarantees: done(arg, 0) means the mutation is committed (it survives a crash of meta;
+ * a power cut keeps it once meta_commit_synced() >= its transno, or if it is durable:
+ * then done() runs after the sync). Mutations complete in submission order (across
+ * batches too); a batch's effects are visible to read txns
  * begun after its commit. done() runs on the completion thread: it must be short and
  * must not submit and wait (it may submit without waiting).
  *
@@ -48,12 +60,21 @@ struct meta_mutation {
 	/* Runs in the batch's write txn (in a nested one on the slow path, see above); returns
 	 * 0 to keep its changes or -errno, which takes them all out. May run twice. */
 	int (*apply)(MDB_txn *txn, void *arg);
-	/* Called once on the completion thread after the batch is durable (or failed). */
+	/* Called once on the completion thread after the batch is committed (see durable
+	 * below), or failed. */
 	void (*done)(void *arg, int result);
 	void *arg;
-	/* Lazy: done() may run once the batch is committed, without a sync of its own;
-	 * the change becomes durable with the next sync. For bookkeeping a crash may lose
-	 * (session opens). A batch with any non-lazy mutation is synced before any done(). */
+	/* May be NULL. Called in the batch's txn once the op is numbered (applied, wrote
+	 * something), before the commit; runs again if the batch is redone. Returns 0 or
+	 * -errno, which fails the batch. */
+	int (*stamped)(MDB_txn *txn, void *arg, uint64_t transno);
+	/* Every mutation completes once its batch is committed (its data pages synced by
+	 * the commit, MDB_NOMETASYNC), before the sync of the meta page that makes it
+	 * durable; `transno` numbers it and meta_commit_synced says when it is durable.
+	 * durable: done() waits for that sync (FSYNC). lazy: nothing asks for a prompt
+	 * sync either (EXTEND, session opens): synced after idle_sync_ms idle. Others are
+	 * synced within sync_delay_ms, or sooner by the next commit. */
+	bool durable;
 	bool lazy;
 	/* Grows the namespace (space.h): refused with -ENOSPC, unapplied, when a batch is
 	 * redone after its ENOSPC released meta's reserve: the reserve is for deletes. */
@@ -61,6 +82,11 @@ struct meta_mutation {
 	/* owned by the committer while queued */
 	struct meta_mutation *next;
 	int result;
+	bool wrote;
+	/* Set before done(): the transaction number of a mutation applied (result 0) that
+	 * wrote something, monotonic across restarts (persisted in the batch's txn, key
+	 * "transno" of the super table); 0 if it failed or changed nothing. */
+	uint64_t transno;
 };
 
 struct meta_commit;
@@ -74,6 +100,8 @@ struct meta_commit_stats {
 };
 
 #define META_COMMIT_BATCH_DEFAULT 512
+#define META_COMMIT_IDLE_SYNC_MS 1000
+#define META_COMMIT_SYNC_DELAY_MS 5
 
 /* Starts the writer, syncer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
@@ -88,6 +116,16 @@ int meta_commit_submit(struct meta_commit *gc, struct meta_mutation *m);
  * Must not be called from a done() callback. */
 int meta_commit_run(struct meta_commit *gc, int (*apply)(MDB_txn *txn, void *arg), void *arg);
 void meta_commit_stats(struct meta_commit *gc, struct meta_commit_stats *out);
+/* The last transaction number committed, and the last one durable (synced: a power cut
+ * keeps it). Any thread. */
+uint64_t meta_commit_committed(struct meta_commit *gc);
+uint64_t meta_commit_synced(struct meta_commit *gc);
+/* How long a committed non-lazy batch may wait for its sync when nothing follows it
+ * (default META_COMMIT_SYNC_DELAY_MS; WEFT_META_SYNC_DELAY_MS in meta). Any thread. */
+void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms);
+/* Sets how long the writer stays idle before it syncs committed lazy batches (0 = 1 ms).
+ * Any thread. */
+void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms);
 
 struct meta_space;
 /* Gives the writer meta's space (space.h): it is checked before each batch, and a batch

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "net/rpc.h"
@@ -165,11 +166,31 @@ static int done_apply(MDB_txn *txn, void *arg)
 	return 0;
 }
 
+static int no_change(MDB_txn *txn, void *arg)
+{
+	(void)txn;
+	(void)arg;
+	return 0;
+}
+
 /* One pass; returns how many records it removed, or -errno. */
 static int pass(struct meta_deleter *d)
 {
 	struct meta_db *db = d->s->db;
 	MDB_txn *txn;
+	/* Meta answers an unlink once committed, before the sync: objects are deleted
+	 * only for records a power cut cannot take back. The writer syncs within its delay
+	 * (or the next commit does); after 50 ms, a sync is asked for. */
+	if (d->s->gc) {
+		uint64_t upto = meta_commit_committed(d->s->gc);
+		for (int i = 0; i < 10 && meta_commit_synced(d->s->gc) < upto; i++)
+			usleep(5000);
+		if (meta_commit_synced(d->s->gc) < upto) {
+			int src = meta_commit_run(d->s->gc, no_change, NULL);
+			if (src)
+				return src;
+		}
+	}
 	struct meta_pending *recs = calloc(DEL_BATCH, sizeof(*recs));
 	uint64_t *seqs = calloc(DEL_BATCH, sizeof(*seqs));
 	struct weft_chain_set set;

@@ -448,9 +448,11 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 		meta_session_release(c->db, NULL, m->session, r->opened_ino);
 		r->opened_ino = 0;
 	}
-	if (m->session && (rc = meta_session_open_found(c->db, c->txn, m->session, r->attr.ino)))
+	/* a replay re-creates the file only: the client reclaims its opens with REOPEN */
+	uint64_t session = r->replay ? 0 : m->session;
+	if (session && (rc = meta_session_open_found(c->db, c->txn, session, r->attr.ino)))
 		return rc;
-	r->opened_ino = m->session ? r->attr.ino : 0;
+	r->opened_ino = session ? r->attr.ino : 0;
 	r->u64 = atomic_fetch_add(&r->s->next_handle, 1);
 	return 0;
 }

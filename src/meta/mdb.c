@@ -61,6 +61,7 @@ static const struct { const char *name; size_t off; } tables[] = {
 	{ "sess_opens", offsetof(struct meta_db, sess_opens) },
 	{ "pending", offsetof(struct meta_db, pending) },
 	{ "nodes", offsetof(struct meta_db, nodes) },
+	{ "replies", offsetof(struct meta_db, replies) },
 };
 
 /* Opens the env and every table (creating missing ones). */

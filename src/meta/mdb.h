@@ -41,6 +41,7 @@ struct meta_db {
 	MDB_dbi sess_opens; /* unused (emptied at start) */
 	MDB_dbi pending;    /* seq BE64 -> pending object work record (pending.h) */
 	MDB_dbi nodes;      /* node name -> node record (role, serial, revoked; nodes.c) */
+	MDB_dbi replies;    /* client BE64 + xid BE64 -> reply of a tagged mutation (replies.h) */
 	struct meta_live *live; /* sessions and open counts, in memory (session.h) */
 };
 

@@ -234,7 +234,17 @@ static int make_node(const struct meta_ctx *c, struct meta_ref dref, const char 
 		return rc;
 	if (S_ISREG(mode) && (rc = meta_layout_pick(c->db, c->txn, &sb, &dir.layout, &in->layout)))
 		return rc;
-	meta_inode_alloc(&sb, &a->ino, &a->gen);
+	if (c->impose_ino) {
+		struct meta_inode old;
+		if (meta_inode_get(c->db, c->txn, c->impose_ino, &old) == 0)
+			return -EEXIST; /* that number was given again: the replay cannot apply */
+		a->ino = c->impose_ino;
+		a->gen = c->impose_gen;
+		if (sb.next_ino <= a->ino)
+			sb.next_ino = a->ino + 1;
+	} else {
+		meta_inode_alloc(&sb, &a->ino, &a->gen);
+	}
 	if ((rc = meta_super_put(c->db, c->txn, &sb)))
 		return rc;
 	if (!S_ISLNK(mode))

@@ -37,6 +37,8 @@ struct meta_ctx {
 	MDB_txn *txn;
 	const struct weft_cred *cred;
 	int64_t now_ns;  /* time stamped on changes; 0 = meta_now_ns() at each call */
+	/* a replayed create takes the inode number (and generation) it had: 0 = allocate */
+	uint64_t impose_ino, impose_gen;
 };
 
 struct meta_ref {

@@ -3,11 +3,13 @@
 #include "meta/server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "net/builtin.h"
@@ -16,6 +18,7 @@
 #include "meta/lease.h"
 #include "meta/migrate.h"
 #include "meta/perm.h"
+#include "meta/replies.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
 #include "meta/space.h"
@@ -31,6 +34,23 @@ static void bulk_release(void *p)
 }
 
 /* Sends the reply (success or error) and frees r. Any thread. */
+/* Replies that carry a DURABLE record as their bulk (proto.h, MSG_REPLAY): namespace
+ * mutations (and FSYNC), and the session's open and beats, which tell an idle client
+ * what is synced and when meta restarted. */
+static bool carries_durable(const struct mreq *r)
+{
+	uint16_t op = r->h->op;
+	return (op >> 8 == 1 && r->h->write) || op == WEFT_OP_SESSION_OPEN ||
+	       op == WEFT_OP_SESSION_BEAT;
+}
+
+static void durable_record(struct meta_server *s, struct wbuf *w, uint64_t transno)
+{
+	wbuf_u64(w, transno);
+	wbuf_u64(w, meta_commit_synced(s->gc));
+	wbuf_u64(w, s->boot);
+}
+
 static void mreq_finish(struct mreq *r, int rc)
 {
 	struct conn *c = r->c;
@@ -70,6 +90,8 @@ static void mreq_finish(struct mreq *r, int rc)
 				break;
 			}
 		}
+		if (carries_durable(r))
+			durable_record(r->s, &r->bulk, r->mut.transno);
 		if (w.err || r->bulk.err) {
 			wbuf_free(&w);
 			conn_reply(c, r->f, -ENOMEM, NULL, NULL, 0, NULL, NULL);
@@ -85,6 +107,9 @@ static void mreq_finish(struct mreq *r, int rc)
 		wbuf_free(&w);
 	}
 	wbuf_free(&r->bulk);
+	if (r->tag_pending)
+		meta_replies_pending_del(r->s->replies, r->tag_client, r->tag_xid);
+	wbuf_free(&r->saved);
 	frame_free(r->f);
 	conn_put(c);
 	free(r);
@@ -96,7 +121,52 @@ static int mut_apply(MDB_txn *txn, void *arg)
 {
 	struct mreq *r = arg;
 	struct meta_ctx ctx = {.db = r->s->db, .txn = txn, .cred = &r->cred};
-	return r->h->apply(r, &ctx);
+	if (r->replay) {
+		ctx.impose_ino = r->replay_ino;
+		ctx.impose_gen = r->replay_gen;
+	}
+	int rc = r->h->apply(r, &ctx);
+	if (rc == 0 && r->tagged) {
+		/* the reply a copy of this request will get (replies.h): no lease, no
+		 * capability (minted afresh for the copy) */
+		wbuf_free(&r->saved);
+		wbuf_init(&r->saved);
+		switch (proto_op_rep_type(r->h->op)) {
+		case WEFT_MSG_entry: {
+			struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout};
+			proto_entry_encode(&r->saved, &m);
+			break;
+		}
+		case WEFT_MSG_attr: {
+			struct weft_msg_attr m = {.attr = r->attr};
+			proto_attr_encode(&r->saved, &m);
+			break;
+		}
+		case WEFT_MSG_opened: {
+			struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout,
+						    .handle = r->u64, .created = r->flag,
+						    .written = {(const char *)r->written,
+								r->written_len}};
+			proto_opened_encode(&r->saved, &m);
+			break;
+		}
+		default:
+			break;
+		}
+		if (r->saved.err)
+			rc = -ENOMEM;
+	}
+	return rc;
+}
+
+/* The batch numbered a tagged mutation: its reply is recorded in the same txn. */
+static int mut_stamped(MDB_txn *txn, void *arg, uint64_t transno)
+{
+	struct mreq *r = arg;
+	if (!r->tagged)
+		return 0;
+	return meta_replies_put(r->s->db, txn, r->tag_client, r->tag_xid, transno,
+				r->saved.data, r->saved.len, r->tag_done_below);
 }
 
 static void mut_done(void *arg, int result)
@@ -203,12 +273,159 @@ static bool session_owner_ok(struct meta_server *s, struct conn *c, uint16_t op,
 	return false;
 }
 
+/* REPLAY {transno, ino, gen, op, payload}: answered 0 at once if the database holds
+ * transno; else f becomes op's request (payload and bulk) and *rp says what to impose.
+ * Returns true if f was answered (and freed). */
+static bool replay_unwrap(struct meta_server *s, struct conn *c, struct frame *f,
+			  struct mreq *rp)
+{
+	struct weft_msg_replay m;
+	const char *why = NULL;
+	if (proto_replay_decode(f->payload, f->h.payload_len, &m, &why)) {
+		conn_reply_error(c, f, -WEFT_EPROTO, 0, "REPLAY: %s", why ? why : "malformed");
+		frame_free(f);
+		return true;
+	}
+	if (m.op >> 8 != 1 || m.op == WEFT_OP_REPLAY || m.transno == 0) {
+		conn_reply_error(c, f, -EINVAL, 0, "REPLAY of %s (transno %llu): not a mutation",
+				 proto_op_name(m.op) ? proto_op_name(m.op) : "?",
+				 (unsigned long long)m.transno);
+		frame_free(f);
+		return true;
+	}
+	/* tagged (libweft's), its reply record answers whether the database holds it
+	 * (tagged_unwrap found none: it does not), whatever became of the numbers since */
+	if (!rp->tagged && m.transno <= s->boundary) {
+		struct wbuf w, d;
+		wbuf_init(&w);
+		wbuf_init(&d);
+		durable_record(s, &d, m.transno);
+		struct iovec v = {d.data, d.len};
+		conn_reply(c, f, 0, &w, &v, 1, NULL, NULL);
+		wbuf_free(&w);
+		wbuf_free(&d);
+		frame_free(f);
+		return true;
+	}
+	/* the op's payload lies inside the REPLAY's, in the same frame allocation */
+	f->payload = (uint8_t *)(uintptr_t)m.payload.p;
+	f->h.payload_len = m.payload.len;
+	f->h.opcode = m.op;
+	rp->replay = true;
+	rp->replay_ino = m.ino;
+	rp->replay_gen = m.gen;
+	log_info("replay of %s (transno %llu) from %s", proto_op_name(m.op),
+		 (unsigned long long)m.transno, conn_peer(c));
+	return false;
+}
+
+/* TAGGED {client, xid, done_below, op, payload}: answered from the reply cache if
+ * (client, xid) was applied (a copy sent again after a connection died); else f becomes
+ * op's request and *rp carries the tag. Returns true if f was answered (and freed). */
+static bool tagged_unwrap(struct meta_server *s, struct conn *c, struct frame *f,
+			  struct mreq *rp)
+{
+	struct weft_msg_tagged m;
+	const char *why = NULL;
+	if (proto_tagged_decode(f->payload, f->h.payload_len, &m, &why)) {
+		conn_reply_error(c, f, -WEFT_EPROTO, 0, "TAGGED: %s", why ? why : "malformed");
+		frame_free(f);
+		return true;
+	}
+	if (m.op >> 8 != 1 || m.op == WEFT_OP_TAGGED) {
+		conn_reply_error(c, f, -EINVAL, 0, "TAGGED %s: not a namespace mutation",
+				 proto_op_name(m.op) ? proto_op_name(m.op) : "?");
+		frame_free(f);
+		return true;
+	}
+	uint64_t transno = 0;
+	struct wbuf w;
+	wbuf_init(&w);
+	meta_db_map_rdlock(s->db);
+	int rc = s->rtxn ? meta_mdb_err(mdb_txn_renew(s->rtxn))
+			 : meta_mdb_err(mdb_txn_begin(s->db->env, NULL, MDB_RDONLY, &s->rtxn));
+	if (rc == 0) {
+		rc = meta_replies_get(s->db, s->rtxn, m.client, m.xid, &transno, &w);
+		mdb_txn_reset(s->rtxn);
+	}
+	meta_db_map_unlock(s->db);
+	if (rc == -ENOENT) {
+		wbuf_free(&w);
+		f->payload = (uint8_t *)(uintptr_t)m.payload.p;
+		f->h.payload_len = m.payload.len;
+		f->h.opcode = m.op;
+		rp->tagged = true;
+		rp->tag_client = m.client;
+		rp->tag_xid = m.xid;
+		rp->tag_done_below = m.done_below;
+		return false;
+	}
+	if (rc == 0 && m.op == WEFT_OP_CREATE_OPEN) {
+		/* an open needs a capability of its own: minted for this connection */
+		struct weft_msg_opened o;
+		struct weft_msg_create_open co;
+		struct wbuf w2;
+		wbuf_init(&w2);
+		if (proto_opened_decode(w.data, w.len, &o, NULL) == 0 &&
+		    proto_create_open_decode(m.payload.p, m.payload.len, &co, NULL) == 0) {
+			meta_cap_mint(s, c, o.attr.ino, co.session,
+				      (co.open_flags & O_ACCMODE) == O_RDONLY &&
+				      !(co.open_flags & O_TRUNC) ? WEFT_CAP_READ :
+				      WEFT_CAP_READ | WEFT_CAP_WRITE, o.cap);
+			proto_opened_encode(&w2, &o);
+		}
+		wbuf_free(&w);
+		w = w2;
+	}
+	if (rc == 0 && !w.err) {
+		struct wbuf d;
+		wbuf_init(&d);
+		durable_record(s, &d, transno);
+		struct iovec v = {d.data, d.len};
+		conn_reply(c, f, 0, &w, &v, 1, NULL, NULL);
+		wbuf_free(&d);
+		log_debug("%s from %s (client %llx, xid %llu) answered from the reply cache",
+			  proto_op_name(m.op), conn_peer(c), (unsigned long long)m.client,
+			  (unsigned long long)m.xid);
+	} else {
+		conn_reply_error(c, f, rc ? rc : -ENOMEM, 0, "TAGGED %s: reply cache: %s",
+				 proto_op_name(m.op), weft_strerror(rc ? rc : -ENOMEM));
+	}
+	wbuf_free(&w);
+	frame_free(f);
+	return true;
+}
+
 static void on_request(struct conn *c, struct frame *f)
 {
 	struct meta_server *s = conn_ctx(c);
 	uint16_t op = f->h.opcode;
 	if (builtin_handle(c, f))
 		return;
+	struct mreq rp = {0};
+	if (op == WEFT_OP_TAGGED) {
+		if (tagged_unwrap(s, c, f, &rp))
+			return;
+		op = f->h.opcode;
+	}
+	if (op == WEFT_OP_REPLAY) {
+		if (replay_unwrap(s, c, f, &rp))
+			return;
+		op = f->h.opcode;
+	} else if (s->recover_until_ms && op >> 8 == 1 && op != WEFT_OP_FSYNC) {
+		const struct meta_handler *hh = find_handler(op);
+		if (hh && hh->write) {
+			if (loop_now_ms() < s->recover_until_ms) {
+				conn_reply_error(c, f, -WEFT_ERECOVERING, 0,
+						 "%s: meta is taking replays after a restart",
+						 proto_op_name(op));
+				frame_free(f);
+				return;
+			}
+			s->recover_until_ms = 0;
+			log_info("recovery window over: serving every mutation");
+		}
+	}
 	const struct meta_handler *h = find_handler(op);
 	if (h && builtin_refuse_role(c, f, WEFT_ROLE_META))
 		return;
@@ -261,6 +478,14 @@ static void on_request(struct conn *c, struct frame *f)
 	r->c = c;
 	r->f = f;
 	r->h = h;
+	r->replay = rp.replay;
+	r->replay_ino = rp.replay_ino;
+	r->replay_gen = rp.replay_gen;
+	r->tagged = rp.tagged && h->write;
+	r->tag_client = rp.tag_client;
+	r->tag_xid = rp.tag_xid;
+	r->tag_done_below = rp.tag_done_below;
+	wbuf_init(&r->saved);
 	wbuf_init(&r->bulk);
 	if (!session_owner_ok(s, c, op, r->msg, r->detail, sizeof(r->detail))) {
 		conn_reply_error(c, f, -EACCES, 0, "%s", r->detail);
@@ -297,7 +522,18 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
+	r->mut.stamped = mut_stamped;
 	r->mut.arg = r;
+	if (r->tagged) {
+		/* a copy of it may come while it is applied: that one waits (replies.h) */
+		if (!meta_replies_pending_add(s->replies, r->tag_client, r->tag_xid)) {
+			snprintf(r->detail, sizeof(r->detail), "%s: a copy of it is being applied",
+				 proto_op_name(op));
+			mreq_finish(r, -WEFT_ERECOVERING);
+			return;
+		}
+		r->tag_pending = true;
+	}
 	/* Lazy ops do not wait for the meta page's sync (intact after a power cut, durable
 	 * with the next sync): EXTEND, the size a writer reports at close, which like a
 	 * local file system's is durable once fsync returns (the client's fsync sends FSYNC,
@@ -309,6 +545,12 @@ static void on_request(struct conn *c, struct frame *f)
 		      (op == WEFT_OP_SETATTR &&
 		       (((const struct weft_msg_setattr *)(const void *)r->msg)->valid &
 			WEFT_SET_DEFERRED));
+	/* Namespace changes are answered once committed: clients keep them until synced
+	 * and replay them (replay.c in libweft). The rest is answered after the sync:
+	 * FSYNC (that is its point), and what no client keeps or whose effects leave meta
+	 * at once (sessions, targets and chains, nodes, SETSTRIPE and MIGRATE from tools) */
+	r->mut.durable = !r->mut.lazy && (op >> 8 != 1 || op == WEFT_OP_FSYNC ||
+					  op == WEFT_OP_SETSTRIPE || op == WEFT_OP_MIGRATE);
 	r->mut.grows = meta_op_grows(op);
 	if (r->mut.grows && meta_space_low(s->space)) {
 		snprintf(r->detail, sizeof(r->detail),
@@ -549,6 +791,19 @@ static int read_super(struct meta_server *s)
 	return 0;
 }
 
+/* After an unclean stop: inode numbers a power cut took back must not be given again
+ * before clients replay the creates that had them (they impose them). */
+static int skip_inos(MDB_txn *txn, void *arg)
+{
+	struct meta_db *db = arg;
+	struct meta_super sb;
+	int rc = meta_super_get(db, txn, &sb);
+	if (rc)
+		return rc;
+	sb.next_ino += META_REPLAY_INO_GAP;
+	return meta_super_put(db, txn, &sb);
+}
+
 struct load_arg {
 	struct meta_db *db;
 	int64_t grace_until_ns;
@@ -578,9 +833,10 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	const char *le = getenv("WEFT_META_LEASE_MS");
 	uint32_t lease_ms = le ? (uint32_t)strtoul(le, NULL, 0) : o->lease_ms;
 	if (meta_leases_new(lease_ms ? lease_ms : 5000, &s->leases) ||
-	    meta_migrate_new(&s->migrations)) {
+	    meta_migrate_new(&s->migrations) || meta_replies_new(&s->replies)) {
 		snprintf(err, errlen, "out of memory");
 		meta_leases_free(s->leases);
+		meta_migrate_free(s->migrations);
 		free(s);
 		return -ENOMEM;
 	}
@@ -623,11 +879,41 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		snprintf(err, errlen, "%s: open files: %s", o->dir, weft_strerror(rc));
 		goto fail_space;
 	}
+	/* DIR/running exists while meta runs: found at start, the last run did not stop
+	 * cleanly, and clients may hold acknowledged mutations a power cut took away */
+	snprintf(s->running_path, sizeof(s->running_path), "%s/running", o->dir);
+	bool unclean = access(s->running_path, F_OK) == 0;
+	if (unclean && (rc = meta_db_write(s->db, skip_inos, s->db))) {
+		snprintf(err, errlen, "%s: superblock: %s", o->dir, weft_strerror(rc));
+		goto fail_space;
+	}
+	int rfd = open(s->running_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (rfd < 0 || fsync(rfd) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", s->running_path, strerror(errno));
+		if (rfd >= 0)
+			close(rfd);
+		goto fail_space;
+	}
+	close(rfd);
 	if ((rc = meta_commit_start(s->db, o->sync_each ? 1 : 0, &s->gc))) {
 		snprintf(err, errlen, "start group commit: %s", weft_strerror(rc));
 		goto fail_space;
 	}
 	meta_commit_set_space(s->gc, s->space);
+	/* WEFT_META_IDLE_SYNC_MS: how long committed lazy changes wait for a sync when meta
+	 * is idle (commit.h; tests lengthen it to catch what a power cut would lose) */
+	const char *is = getenv("WEFT_META_IDLE_SYNC_MS");
+	if (is && *is)
+		meta_commit_set_idle_sync(s->gc, (unsigned)strtoul(is, NULL, 0));
+	/* WEFT_META_SYNC_DELAY_MS: how long a committed batch waits for its meta page's
+	 * sync when nothing follows (commit.h; tests lengthen it for power cuts) */
+	const char *sd = getenv("WEFT_META_SYNC_DELAY_MS");
+	if (sd && *sd)
+		meta_commit_set_sync_delay(s->gc, (unsigned)strtoul(sd, NULL, 0));
+	s->boundary = meta_commit_committed(s->gc);
+	if (getrandom(&s->boot, sizeof(s->boot), 0) != sizeof(s->boot) || !s->boot)
+		s->boot = (uint64_t)meta_now_ns();
 	if ((rc = loop_new(&s->loop))) {
 		snprintf(err, errlen, "event loop: %s", weft_strerror(rc));
 		goto fail_gc;
@@ -638,6 +924,15 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 		goto fail_loop;
 	}
 	s->started_ms = loop_now_ms();
+	/* WEFT_META_RECOVERY_MS (default 5000): after an unclean stop, namespace mutations
+	 * wait that long for clients to replay what they hold (ARCHITECTURE.md) */
+	const char *rw = getenv("WEFT_META_RECOVERY_MS");
+	uint32_t recovery_ms = rw && *rw ? (uint32_t)strtoul(rw, NULL, 0) : 5000;
+	if (unclean && recovery_ms) {
+		s->recover_until_ms = s->started_ms + recovery_ms;
+		log_info("last run did not stop cleanly (database at transaction %llu): "
+			 "replays first, for %u ms", (unsigned long long)s->boundary, recovery_ms);
+	}
 	/* leases the last run granted may still be cached: no mutation before they end */
 	if (s->had_sessions)
 		s->quiet_until_ms = s->started_ms + meta_leases_ms(s->leases) + 1000;
@@ -684,6 +979,7 @@ fail_db:
 fail_free:
 	meta_leases_free(s->leases);
 	meta_migrate_free(s->migrations);
+	meta_replies_free(s->replies);
 	free(s);
 	return rc;
 }
@@ -745,7 +1041,8 @@ void meta_server_stop(struct meta_server *s)
 		 (unsigned long long)cs.ops, (unsigned long long)cs.batches,
 		 (unsigned long long)cs.syncs, (unsigned long long)cs.failed,
 		 (unsigned long long)cs.redone);
-	meta_commit_stop(s->gc);
+	meta_commit_stop(s->gc); /* syncs what is committed */
+	unlink(s->running_path);
 	/* 4. connections, the loop, the file system */
 	loop_post(s->loop, free_server_on_loop, s);
 	loop_free(s->loop);
@@ -753,6 +1050,7 @@ void meta_server_stop(struct meta_server *s)
 	meta_db_close(s->db);
 	nodetab_free(s->nodes);
 	meta_migrate_free(s->migrations);
+	meta_replies_free(s->replies);
 	free(s->progress);
 	free(s);
 }

@@ -67,6 +67,16 @@ struct meta_server {
 	/* after a restart, until this loop_now_ms() no mutation runs: leases the last run
 	 * granted may still be cached by clients (recall.c) */
 	uint64_t quiet_until_ms;
+	/* Replay (ARCHITECTURE.md, "Metadata durability"): boot is this incarnation's id,
+	 * sent in every DURABLE record; boundary the last transaction number the database
+	 * held at start (a REPLAY of one at or below it is already applied); until
+	 * recover_until_ms (loop_now_ms) namespace mutations other than replays get
+	 * WEFT_ERECOVERING, when the last run did not stop cleanly. */
+	uint64_t boot, boundary;
+	struct meta_replies *replies; /* replies.h */
+	uint64_t recover_until_ms;
+	char running_path[4200];
+#define META_REPLAY_INO_GAP (1ull << 24) /* inode numbers skipped after an unclean stop */    /* DIR/running: exists while meta runs */
 };
 
 /* Resync progress a syncing store reported last (RESYNC_PROGRESS), shown by status. */
@@ -120,6 +130,11 @@ struct mreq {
 	uint8_t written[META_WRITTEN_MAX];
 	uint64_t busy[4];           /* inodes this mutation marked busy (lease.h) */
 	uint8_t nbusy;
+	bool replay;                /* a REPLAY's op: impose replay_ino/gen on a create */
+	bool tagged, tag_pending;   /* a TAGGED op (replies.h), in the pending set */
+	uint64_t tag_client, tag_xid, tag_done_below;
+	struct wbuf saved;          /* a tagged op's reply, as recorded */
+	uint64_t replay_ino, replay_gen;
 	uint32_t err_target;        /* ERROR.target of a failed reply */
 	char detail[200];           /* ERROR.detail of a failed reply ("" = none) */
 	_Alignas(16) unsigned char msg[]; /* the decoded request (proto_msg_size bytes) */

@@ -932,7 +932,13 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0); /* every namespace change is durable at meta before its reply */
+	/* a directory's fsync (and `weft sync MOUNTPOINT`, which fsyncs the root): what
+	 * this mount buffers goes to meta, and meta syncs; namespace changes are durable
+	 * at meta before their reply, but EXTEND and buffered attributes are answered
+	 * once committed (ARCHITECTURE.md, "Metadata durability") */
+	struct weft_cred cr;
+	cred_of(req, &cr);
+	fuse_reply_err(req, sys_err(weft_sync(wc, &cr, ino)));
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -196,6 +196,27 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* flags: WEFT_SESSION_RECALLS, the client answers RECALL (it gets leases only then) */
 #define MSG_SESSION_OPEN(F) F(STR, node, WEFT_NODE_MAX) F(U32, flags, 0)
 #define WEFT_SESSION_RECALLS 0x1u
+/* A client's replay, after meta restarted, of a mutation meta had answered (op, its
+ * request payload; its request bulk as this frame's bulk) with transaction number
+ * transno; ino and gen: the inode a create-like op was given, imposed again. Meta
+ * answers 0 at once (payload empty) if its database holds transno, else applies op and
+ * replies as to op. Every reply to a namespace mutation, FSYNC, REPLAY, SESSION_OPEN and
+ * SESSION_BEAT carries a DURABLE record as its bulk (WEFT_DURABLE_LEN bytes, and no
+ * other bulk): transno u64 (the mutation's, 0 for none), synced u64 (the last
+ * transaction number on meta's stable storage), boot u64 (meta's incarnation). */
+#define MSG_REPLAY(F) \
+	F(U64, transno, 0) F(U64, ino, 0) F(U64, gen, 0) F(U16, op, 0) \
+	F(STR, payload, WEFT_REPLAY_PAYLOAD_MAX)
+/* A client's namespace mutation tagged for meta's reply cache (meta/replies.h): client
+ * (random per libweft instance) and xid (kept when the request is sent again after its
+ * connection died) name it; done_below: the client has every reply below that xid.
+ * Meta applies op once: a copy whose reply it recorded is answered from the record, one
+ * still being applied gets WEFT_ERECOVERING (ask again). Reply: op's. */
+#define MSG_TAGGED(F) \
+	F(U64, client, 0) F(U64, xid, 0) F(U64, done_below, 0) F(U16, op, 0) \
+	F(STR, payload, WEFT_REPLAY_PAYLOAD_MAX)
+#define WEFT_DURABLE_LEN 24
+#define WEFT_REPLAY_PAYLOAD_MAX 60000 /* a mutation's request is far smaller */
 #define MSG_SESSION(F) F(U64, session, 0) F(U32, lease_ms, 0) F(FIX, fsid, 16)
 #define MSG_SESSION_ID(F) F(U64, session, 0)
 /* meta -> client over the client's connection: give back the lease on ino. what:
@@ -395,7 +416,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(link, MSG_LINK) X(symlink, MSG_SYMLINK) X(path, MSG_PATH) X(readdir, MSG_READDIR) \
 	X(dirlist, MSG_DIRLIST) X(statfs_reply, MSG_STATFS_REPLY) X(xattr, MSG_XATTR) \
 	X(size, MSG_SIZE) X(access, MSG_ACCESS) X(open, MSG_OPEN) X(opened, MSG_OPENED) \
-	X(release, MSG_RELEASE) X(reopen, MSG_REOPEN) X(create_open, MSG_CREATE_OPEN) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
+	X(release, MSG_RELEASE) X(reopen, MSG_REOPEN) X(create_open, MSG_CREATE_OPEN) X(replay, MSG_REPLAY) X(tagged, MSG_TAGGED) X(extend, MSG_EXTEND) X(setstripe, MSG_SETSTRIPE) \
 	X(migrate, MSG_MIGRATE) X(migrate_reply, MSG_MIGRATE_REPLY) \
 	X(layout, MSG_LAYOUT) X(session_open, MSG_SESSION_OPEN) X(session, MSG_SESSION) \
 	X(session_id, MSG_SESSION_ID) X(recall, MSG_RECALL) \
@@ -454,6 +475,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(CREATE_OPEN,  0x0119, create_open, opened) \
 	X(REOPEN,       0x011a, reopen, empty) \
 	X(MIGRATE,      0x011b, migrate, migrate_reply) /* weft migrate: BEGIN, SWITCH, ABORT */ \
+	X(REPLAY,       0x011c, replay, empty) /* reply: the replayed op's (see MSG_REPLAY) */ \
+	X(TAGGED,       0x011d, tagged, empty) /* reply: the tagged op's (see MSG_TAGGED) */ \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
 	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "net/rpc.h"
@@ -99,7 +100,24 @@ static inline int mc_send(struct mc *m, uint16_t op, struct wbuf *w, const void 
 		wbuf_free(w);
 		return -ENOMEM;
 	}
+	/* after an unclean restart meta takes replays first (WEFT_ERECOVERING, nothing
+	 * applied): ask again, as libweft does */
+	struct wbuf again;
+	wbuf_init(&again);
+	if (w->len)
+		wbuf_put(&again, w->data, w->len);
 	int rc = rpc_call(r, op, w, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
+	for (int i = 0; rc == -WEFT_ERECOVERING && i < 400; i++) {
+		frame_free(f);
+		f = NULL;
+		usleep(50 * 1000);
+		struct wbuf w2;
+		wbuf_init(&w2);
+		if (again.len)
+			wbuf_put(&w2, again.data, again.len);
+		rc = rpc_call(r, op, &w2, bulk ? &v : NULL, bulk ? 1 : 0, 20000, &f);
+	}
+	wbuf_free(&again);
 	m->detail[0] = '\0';
 	if (rc && f)
 		conn_error_detail(f, m->detail, sizeof(m->detail));

@@ -18,6 +18,53 @@ const char *g_addr;
 struct weft_key g_key;
 struct weft_cred root, user, other;
 
+/* tagged XID mkdir NAME | tagged XID rename FROM TO | tagged 0 ...: one request as
+ * libweft sends a namespace mutation (TAGGED, client 0x7e57, that xid; xid 0: plain,
+ * untagged), on a connection of its own; prints "status ino" (ino of the entry, 0). */
+static void run_tagged(struct mc *m, char **a, int n)
+{
+	uint64_t xid = strtoull(a[0], NULL, 0);
+	struct wbuf inner;
+	wbuf_init(&inner);
+	uint16_t op;
+	if (strcmp(a[1], "mkdir") == 0) {
+		struct weft_msg_create q = {.cred = root, .parent = 1, .name = MC_STR(a[2]),
+					    .mode = S_IFDIR | 0755, .flags = WEFT_CREATE_EXCL};
+		proto_create_encode(&inner, &q);
+		op = WEFT_OP_MKDIR;
+	} else if (strcmp(a[1], "rename") == 0 && n >= 4) {
+		struct weft_msg_rename q = {.cred = root, .parent = 1, .name = MC_STR(a[2]),
+					    .newparent = 1, .newname = MC_STR(a[3])};
+		proto_rename_encode(&inner, &q);
+		op = WEFT_OP_RENAME;
+	} else {
+		failures++;
+		return;
+	}
+	struct frame *f = NULL;
+	int rc;
+	if (xid) {
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_tagged t = {.client = 0x7e57, .xid = xid, .op = op,
+					    .payload = {(const char *)inner.data,
+							(uint32_t)inner.len}};
+		proto_tagged_encode(&w, &t);
+		rc = mc_send(m, WEFT_OP_TAGGED, &w, NULL, 0, &f);
+	} else {
+		rc = mc_send(m, op, &inner, NULL, 0, &f);
+		wbuf_init(&inner);
+	}
+	uint64_t ino = 0;
+	struct weft_msg_entry e;
+	if (rc == 0 && op == WEFT_OP_MKDIR &&
+	    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
+		ino = e.attr.ino;
+	printf("%d %llu\n", rc, (unsigned long long)ino);
+	frame_free(f);
+	wbuf_free(&inner);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -58,6 +105,8 @@ int main(int argc, char **argv)
 		OK(mc_register(&m, 0xe5, "bench-node", "127.0.0.1:1", NULL));
 	else if (strcmp(mode, "verify") == 0 && argc == 5)
 		run_verify(&m, argv[4]);
+	else if (strcmp(mode, "tagged") == 0 && argc >= 7)
+		run_tagged(&m, argv + 4, argc - 4);
 	else
 		return 2;
 	mc_close(&m);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "meta/commit.h"
@@ -298,12 +299,22 @@ static void test_async_burst(void)
 	CHECK_INT(after.syncs - before.syncs, <=, N / 10);
 }
 
+static int nothing_apply(MDB_txn *txn, void *arg)
+{
+	(void)txn;
+	(void)arg;
+	return 0;
+}
+
 /* Lazy mutations alone commit without a sync; mixed with a durable one they wait for it. */
 static void test_lazy(void)
 {
 	static struct create_arg a[2];
 	static struct meta_mutation m[2];
 	struct meta_commit_stats before, after;
+	/* the burst's last batch is synced within the sync delay: let that happen first */
+	for (int i = 0; i < 100 && meta_commit_synced(gc) < meta_commit_committed(gc); i++)
+		usleep(10000);
 	meta_commit_stats(gc, &before);
 	async_left = 1;
 	snprintf(a[0].name, sizeof(a[0].name), "lazy0");
@@ -321,7 +332,8 @@ static void test_lazy(void)
 	meta_commit_stats(gc, &before);
 	async_left = 1;
 	snprintf(a[1].name, sizeof(a[1].name), "lazy1");
-	m[1] = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &a[1]};
+	m[1] = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &a[1],
+				      .durable = true};
 	CHECK_OK(meta_commit_submit(gc, &m[1]));
 	pthread_mutex_lock(&gate_lock);
 	while (async_left > 0)
@@ -329,6 +341,79 @@ static void test_lazy(void)
 	pthread_mutex_unlock(&gate_lock);
 	meta_commit_stats(gc, &after);
 	CHECK_INT(after.syncs - before.syncs, ==, 1);
+	/* a lazy one alone is synced once the writer was idle for idle_sync_ms, even with
+	 * batches that write nothing coming more often than that (meta's expiry tick) */
+	static struct create_arg late = {.name = "lazy2"};
+	static struct meta_mutation lm;
+	meta_commit_set_idle_sync(gc, 200);
+	async_left = 1;
+	lm = (struct meta_mutation){.apply = create_apply, .done = async_done, .arg = &late,
+				    .lazy = true};
+	CHECK_OK(meta_commit_submit(gc, &lm));
+	pthread_mutex_lock(&gate_lock);
+	while (async_left > 0)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	CHECK_INT(meta_commit_synced(gc), <, lm.transno);
+	for (int i = 0; i < 40 && meta_commit_synced(gc) < lm.transno; i++) {
+		struct meta_mutation tick = {.apply = nothing_apply, .done = async_done,
+					     .lazy = true};
+		async_left = 1;
+		CHECK_OK(meta_commit_submit(gc, &tick));
+		pthread_mutex_lock(&gate_lock);
+		while (async_left > 0)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+		pthread_mutex_unlock(&gate_lock);
+		usleep(50000);
+	}
+	CHECK_INT(meta_commit_synced(gc), ==, lm.transno);
+	meta_commit_set_idle_sync(gc, META_COMMIT_IDLE_SYNC_MS);
+}
+
+/* Transaction numbers: each applied op gets the next one, a failed op none; a reply
+ * comes once committed (before its sync), and the sync follows within the delay. */
+static uint64_t seen_synced[3];
+static struct create_arg tn_args[3];
+
+static void transno_done(void *arg, int result)
+{
+	ptrdiff_t i = (struct create_arg *)arg - tn_args;
+	(void)result;
+	pthread_mutex_lock(&gate_lock);
+	seen_synced[i] = meta_commit_synced(gc);
+	async_left--;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static void test_transno(void)
+{
+	struct create_arg *a = tn_args;
+	static struct meta_mutation m[3];
+	uint64_t before = meta_commit_committed(gc);
+	meta_commit_set_sync_delay(gc, 200);
+	for (int i = 0; i < 3; i++) {
+		async_left = 1;
+		snprintf(a[i].name, sizeof(a[i].name), i == 1 ? "b_ok2" : "tn%d", i); /* 1: EEXIST */
+		m[i] = (struct meta_mutation){.apply = create_apply, .done = transno_done,
+					      .arg = &a[i]};
+		CHECK_OK(meta_commit_submit(gc, &m[i]));
+		pthread_mutex_lock(&gate_lock);
+		while (async_left > 0)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+		pthread_mutex_unlock(&gate_lock);
+	}
+	CHECK_INT(m[0].transno, ==, before + 1);
+	CHECK_INT(m[1].transno, ==, 0); /* failed */
+	CHECK_INT(m[2].transno, ==, before + 2);
+	/* answered before its sync: the first was synced by the third's commit at most */
+	CHECK_INT(seen_synced[0], <, m[0].transno);
+	CHECK_INT(seen_synced[2], <, m[2].transno);
+	CHECK_INT(meta_commit_synced(gc), >=, m[0].transno);
+	for (int i = 0; i < 100 && meta_commit_synced(gc) < m[2].transno; i++)
+		usleep(10000);
+	CHECK_INT(meta_commit_synced(gc), ==, m[2].transno);
+	meta_commit_set_sync_delay(gc, META_COMMIT_SYNC_DELAY_MS);
 }
 
 int main(void)
@@ -344,6 +429,8 @@ int main(void)
 	test_map_full_mid_op();
 	test_async_burst();
 	test_lazy();
+	test_transno();
+	uint64_t last = meta_commit_committed(gc);
 	meta_commit_stop(gc);
 	/* durable: reopen and find everything */
 	meta_db_close(db);
@@ -354,6 +441,11 @@ int main(void)
 	CHECK_OK(lookup("lazy0")); /* made durable by the sync of the next batch */
 	CHECK_OK(lookup("burst999"));
 	CHECK_INT(lookup("b_bad"), ==, -ENOENT);
+	/* the numbers go on from where they were */
+	CHECK_OK(meta_commit_start(db, 0, &gc));
+	CHECK_INT(meta_commit_committed(gc), ==, last);
+	CHECK_INT(meta_commit_synced(gc), ==, last);
+	meta_commit_stop(gc);
 	tmeta_close(db, dir);
 	printf("meta_commit: ok\n");
 	return 0;
