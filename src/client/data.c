@@ -209,6 +209,8 @@ static int send_read(struct read_call *k)
 	return err;
 }
 
+static bool read_transient(int err);
+
 static int start_read(struct weft_client *c, struct read_batch *rb, struct winode *wi,
 		      uint64_t ino, const struct weft_layout *l, const struct stripe_piece *p,
 		      uint8_t *dst)
@@ -234,6 +236,17 @@ static int start_read(struct weft_client *c, struct read_batch *rb, struct winod
 	}
 	atomic_fetch_add(&c->ops_read, 1);
 	err = send_read(k);
+	if (err && read_transient(err)) {
+		/* no member could be asked (connect refused: the table may be older than a
+		 * failover): read_batch_finish retries it with a fresh table, as a piece
+		 * whose reply failed */
+		k->err = err;
+		pthread_mutex_lock(&rb->b.lock);
+		k->next = rb->failed;
+		rb->failed = k;
+		pthread_mutex_unlock(&rb->b.lock);
+		return 0;
+	}
 	if (err) {
 		/* read_finish accounts for one outstanding piece */
 		pthread_mutex_lock(&rb->b.lock);
