@@ -165,3 +165,13 @@ void cluster_cred_self(struct weft_cred *cr)
 		cr->groups[i] = g[i];
 	cr->ngroups = n > 0 ? (uint32_t)n : 0;
 }
+
+bool cluster_opt(struct cluster_opts *o, int ch, const char *arg)
+{
+	switch (ch) {
+	case 'd': o->dir = arg; return true;
+	case 'm': o->meta = arg; return true;
+	case 'k': o->key = arg; return true;
+	}
+	return false;
+}

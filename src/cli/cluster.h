@@ -3,6 +3,7 @@
 #ifndef WEFT_CLI_CLUSTER_H
 #define WEFT_CLI_CLUSTER_H
 
+#include <stdbool.h>
 #include "net/auth.h"
 
 #define WEFT_DEFAULT_KEY   "/etc/weft/cluster.key"
@@ -14,6 +15,13 @@ struct cluster_opts {
 	const char *meta;  /* --meta */
 	const char *dir;   /* --dir */
 };
+
+/* The long options every command that talks to a cluster takes: first in its table. */
+#define CLUSTER_LONGOPTS                                                                   \
+	{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},     \
+	{"key", required_argument, NULL, 'k'}
+/* Takes getopt's ch (with its arg) if it is one of CLUSTER_LONGOPTS: true if it was. */
+bool cluster_opt(struct cluster_opts *o, int ch, const char *arg);
 
 /* The key file to use: --key, else STATE/cluster.key with --dir, else $WEFT_KEY, else
  * /etc/weft/cluster.key. Writes into buf. */

@@ -143,8 +143,7 @@ static int node_run(int argc, char **argv)
 	bool force = false, policy = false;
 	struct node_policy_opts po = {false, 0, UINT32_MAX, 0, UINT32_MAX};
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {"role", required_argument, NULL, 'r'},
+		CLUSTER_LONGOPTS, {"role", required_argument, NULL, 'r'},
 		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
 		{"trusted", no_argument, NULL, 't'}, {"squash", no_argument, NULL, 's'},
 		{"uids", required_argument, NULL, 'u'}, {"gids", required_argument, NULL, 'g'}, {0}};
@@ -152,10 +151,9 @@ static int node_run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		case 'r': role = optarg; break;
 		case 'o': out = optarg; break;
 		case 'F': force = true; break;

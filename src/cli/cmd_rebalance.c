@@ -65,8 +65,7 @@ static int run(int argc, char **argv)
 	long threshold = 0, rate = -1, wait_s = 0;
 	int mode = 1; /* rebalance now */
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {"threshold", required_argument, NULL, 't'},
+		CLUSTER_LONGOPTS, {"threshold", required_argument, NULL, 't'},
 		{"auto", required_argument, NULL, 'a'}, {"rate", required_argument, NULL, 'r'},
 		{"status", no_argument, NULL, 's'}, {"wait", required_argument, NULL, 'w'}, {0}};
 	int ch;
@@ -74,10 +73,9 @@ static int run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		case 't':
 			threshold = strtol(optarg, &end, 10);
 			if (*end || threshold < 1 || threshold > 100)

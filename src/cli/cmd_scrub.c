@@ -18,17 +18,15 @@ static int run(int argc, char **argv)
 	struct cluster_opts co = {0};
 	long rate = 0;
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {"rate", required_argument, NULL, 'r'},
+		CLUSTER_LONGOPTS, {"rate", required_argument, NULL, 'r'},
 		{0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		case 'r': {
 			char *end;
 			rate = strtol(optarg, &end, 10);

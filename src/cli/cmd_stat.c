@@ -418,8 +418,7 @@ static int run_stat(int argc, char **argv)
 	struct cluster_opts co = {0};
 	struct stat_opts o = {.interval = 1, .count = -1};
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {"interval", required_argument, NULL, 'i'},
+		CLUSTER_LONGOPTS, {"interval", required_argument, NULL, 'i'},
 		{"count", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
 		{"node", required_argument, NULL, 'n'}, {"mount", no_argument, NULL, 'M'},
 		{"sources", no_argument, NULL, 's'}, {0}};
@@ -428,10 +427,9 @@ static int run_stat(int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "i:c:", opts, NULL)) != -1) {
 		char *end;
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		case 'i':
 			o.interval = strtod(optarg, &end);
 			if (*end || !(o.interval >= 0.1 && o.interval <= 3600))

@@ -27,16 +27,14 @@ static int admin_open(const char *verb, int argc, char **argv, struct admin *a)
 {
 	struct cluster_opts co = {0};
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'}, {0}};
+		CLUSTER_LONGOPTS, {"json", no_argument, NULL, 'j'}, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		case 'j': a->json = true; break;
 		default: return cli_usage_error(verb, "unknown option '%s'", argv[optind - 1]);
 		}

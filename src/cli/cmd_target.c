@@ -150,16 +150,14 @@ static int target_admin(int argc, char **argv)
 {
 	struct cluster_opts co = {0};
 	static const struct option opts[] = {
-		{"dir", required_argument, NULL, 'd'}, {"meta", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'}, {0}};
+		CLUSTER_LONGOPTS, {0}};
 	int ch;
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (cluster_opt(&co, ch, optarg))
+			continue;
 		switch (ch) {
-		case 'd': co.dir = optarg; break;
-		case 'm': co.meta = optarg; break;
-		case 'k': co.key = optarg; break;
 		default: return cli_usage_error("target", "unknown option '%s'", argv[optind - 1]);
 		}
 	}

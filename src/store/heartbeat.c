@@ -22,14 +22,7 @@
  * (after HB_SOON_MS). */
 static bool nap(struct store_server *s, uint32_t ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = loop_deadline_ms(ms);
 	pthread_mutex_lock(&s->hb_lock);
 	while (!s->hb_stop && !(s->stop && *s->stop) && !s->hb_soon) {
 		if (pthread_cond_timedwait(&s->hb_cond, &s->hb_lock, &ts) == ETIMEDOUT)

@@ -941,13 +941,7 @@ static void *copier_main(void *arg)
 			atomic_store(&rs->objects_left, 0);
 			atomic_store(&rs->bytes_left, 0);
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 500000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = loop_deadline_ms(500);
 		pthread_mutex_lock(&rs->wake_lock);
 		if (!rs->stop && !rs->nrepairs && !rs->scrub_rate)
 			pthread_cond_timedwait(&rs->wake, &rs->wake_lock, &ts);
