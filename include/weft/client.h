@@ -57,6 +57,9 @@ struct weft_client_opts {
 				    * namespace change (client_int.h, winode.c) */
 	bool open_prefetch_off;    /* do not read a listed file's first stripe unit with its
 				    * OPEN (prefetch.c; for comparison) */
+	bool sync_close;           /* weft_file_close always flushes; else a file created
+				    * here with wb_attrs is flushed behind the close
+				    * (closebehind.c) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 
@@ -141,7 +144,8 @@ struct weft_statfs {
 };
 /* Space and inodes of the file system (meta's figures, stores summed). */
 int weft_statfs(struct weft_client *c, struct weft_statfs *st);
-/* sync(1) for this client: sends every attribute change it buffers (wb_attrs), then
+/* sync(1) for this client: flushes what closes left behind (weft_file_close) and
+ * returns the first error of one since the last weft_sync; sends every attribute change it buffers (wb_attrs), then
  * asks meta to sync (FSYNC of ino, which must exist: the root, 1, always does) and
  * returns once everything meta acknowledged to anyone before is on its stable storage.
  * Data that open files buffer is not included: weft_file_fsync each. Any thread.
@@ -247,6 +251,12 @@ ssize_t weft_file_write(struct weft_file *f, const void *buf, size_t len, uint64
 /* Waits for every buffered write, then records the file's size and mtime at meta.
  * Returns the first error since the last flush. */
 int weft_file_flush(struct weft_file *f);
+/* close(2) of a handle (FUSE FLUSH): weft_file_flush, or, for a file this client created
+ * and still holds unshared (wb_attrs, not sync_close), nothing: its flush runs behind
+ * the close, at the release, at a recall by meta (before another client's stat or
+ * open sees the file) or at weft_sync, and its error is logged and returned by the next
+ * weft_sync, as a local file system reports write-back errors at syncfs. */
+int weft_file_close(struct weft_file *f);
 /* flush, then makes the data durable on every replica. */
 int weft_file_fsync(struct weft_file *f);
 /* flush and close; returns the first error not yet reported. Frees f whatever it

@@ -98,6 +98,10 @@ enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_
  * is committed, and it is durable with meta's next sync (fsync sends FSYNC after it), as
  * EXTEND's size is. Not accepted with WEFT_SET_SIZE. */
 #define WEFT_SET_DEFERRED  0x800u
+/* with WEFT_SET_DEFERRED: sent behind a close that returned already (closebehind.c), so
+ * nobody waits for the answer: meta may hold it a few ms to share a commit with the next
+ * op someone waits for (commit.h, linger). EXTEND's `behind` is the same. */
+#define WEFT_SET_BEHIND    0x1000u
 
 /* what a lease recall covers (weft_recall_fn; also on the wire, MSG_RECALL) */
 #define WEFT_RECALL_ATTR 0x1u /* attributes */

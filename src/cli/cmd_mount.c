@@ -62,6 +62,8 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			o->wb_attrs = true;
 		} else if (strcmp(opt, "no_wb_attrs") == 0) {
 			o->wb_attrs = false;
+		} else if (strcmp(opt, "sync_close") == 0) {
+			o->sync_close = true;
 		} else if (strcmp(opt, "root_squash") == 0) {
 			o->root_squash = true;
 		} else if (strcmp(opt, "no_root_squash") == 0) {
@@ -84,7 +86,8 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 
 static int run(int argc, char **argv)
 {
-	struct mount_opts o = {.attr_timeout = 1.0, .readahead_kb = 4096, .root_squash = true};
+	struct mount_opts o = {.attr_timeout = 1.0, .readahead_kb = 4096, .root_squash = true,
+			       .wb_attrs = true};
 	struct cluster_opts co = {0};
 	struct daemon_opts d = {0};
 	char rest[1024] = "", optbuf[2048];
@@ -162,7 +165,10 @@ const struct cli_verb cmd_mount = {
 		 "  metrics=HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		 "  wb_attrs           keep chmod, chown and utimes of files this mount created\n"
 		 "                     here while they are open; sent at close, fsync or a\n"
-		 "                     recall (default off; docs/ARCHITECTURE.md)\n"
+		 "                     recall (default on; no_wb_attrs turns it off)\n"
+		 "  sync_close         close(2) of a file created here waits for its data and\n"
+		 "                     size to reach the cluster (default: with wb_attrs the\n"
+		 "                     flush runs behind the close, its error at weft sync)\n"
 		 "  root_squash        root of this node acts as nobody (65534) (default)\n"
 		 "  no_root_squash     root of this node is root on the file system (weft up\n"
 		 "                     mounts its local node so)\n"

@@ -49,6 +49,8 @@ static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uin
 int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 struct weft_attr *attr)
 {
+	if (client_wbattr_getattr(c, ino, attr))
+		return 0; /* a file created here that nobody else has seen (wbattr.c) */
 	return getattr_layout(c, cr, ino, attr, NULL);
 }
 
@@ -62,6 +64,8 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	int err;
 	if (client_wbattr_try(c, cr, ino, valid, in, out))
 		return 0; /* buffered (wbattr.c) */
+	client_settle_ino(c, ino);
+	client_attrs_changed(c);
 again:
 	if (valid & WEFT_SET_SIZE) {
 		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
@@ -126,6 +130,7 @@ int weft_access(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 {
 	struct wbuf w;
 	wbuf_init(&w);
+	client_settle_ino(c, ino);
 	struct weft_msg_access m = {.cred = *cr, .ino = ino, .mask = mask};
 	proto_access_encode(&w, &m);
 	return client_meta_call(c, WEFT_OP_ACCESS, &w, NULL, 0, NULL);

@@ -51,6 +51,20 @@ struct weft_client {
 	bool wb_attrs;                /* attribute write-back (wbattr.c) */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
+	/* Bumped by every change this client sends meta that may alter attributes of an
+	 * inode it holds besides those wbattr.c tracks (link, unlink, rename, xattrs, an
+	 * unbuffered setattr): client_wbattr_getattr answers only for a winode created
+	 * since (wi->wb_agen). */
+	atomic_uint_fast64_t attr_gen;
+	/* Close-behind (closebehind.c): winodes whose close returned before their flush.
+	 * cb_lock guards the list, each winode's cb_pending and cb_listed, cb_running (their
+	 * flushes under way) and cb_err (the first error not yet returned by weft_sync). */
+	bool close_behind;
+	pthread_mutex_t cb_lock;
+	pthread_cond_t cb_cond;       /* cb_running fell to 0 */
+	struct winode *cb_list;
+	int cb_running;
+	int cb_err;
 	uint32_t readahead_units;
 	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
 	/* The session at meta. Meta keeps open state in memory only: after a restart it
@@ -170,6 +184,7 @@ struct winode {
 	pthread_cond_t cond;      /* in-flight writes completing */
 	uint64_t size;            /* size as this client knows it */
 	bool size_dirty;          /* written since the last report to meta */
+	bool flushing;            /* a flush's report is on its way (flush_lock held) */
 	bool blocks_dirty;        /* written since st_blocks was last measured (sparse.c) */
 	bool size_refresh;        /* another client changed the data (a recall): take meta's
 				   * size from its next answer */
@@ -230,6 +245,7 @@ struct winode {
 	 * client_winode_fix_size reads them under lock). */
 	pthread_mutex_t wb_lock;
 	bool wb_created;
+	uint64_t wb_agen;          /* c->attr_gen at the create */
 	struct wb_pend {
 		uint32_t valid;       /* WEFT_SET_MODE/UID/GID/ATIME/MTIME/CTIME; 0: nothing */
 		struct weft_cred cred;
@@ -242,6 +258,18 @@ struct winode {
 	int wb_err;                /* a flush meta refused: reported by the next flush */
 	struct winode *wb_next;    /* c->wb_list (c->wb_list_lock), which holds a ref */
 	bool wb_listed;            /* c->wb_list_lock */
+
+	/* Flushes (file.c client_winode_flush) one at a time: a recall or weft_sync that
+	 * finds one under way waits for it, so what it sends has reached meta when it
+	 * answers. Taken before wb_lock and lock. */
+	pthread_mutex_t flush_lock;
+	/* Close-behind (closebehind.c): a close returned before the flush; the credential
+	 * and session of that handle, for the flush that follows. c->cb_lock guards all. */
+	bool cb_pending;
+	bool cb_off;               /* recalled once: closes flush before returning */
+	struct weft_cred cb_cred;
+	uint64_t cb_session;
+	struct winode *cb_next;    /* c->cb_list, which holds a ref while cb_pending */
 };
 /* ---- attribute write-back (wbattr.c) ----
  * A file this client created may keep its chmod, chown and utimes here, merged into one
@@ -256,8 +284,9 @@ void client_wbattr_created(struct weft_client *c, struct winode *wi, const struc
 int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		      uint32_t valid, const struct weft_attr *in, struct weft_attr *out);
 /* Sends what wi has buffered and waits for meta; returns 0 or meta's error (also kept
- * for client_wbattr_take_err). drop: forget it instead (a fenced session), -EIO. */
-int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop);
+ * for client_wbattr_take_err). drop: forget it instead (a fenced session), -EIO.
+ * behind: a flush behind a close (WEFT_SET_BEHIND). */
+int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop, bool behind);
 /* The error of a refused flush of wi, once (0: none). */
 int client_wbattr_take_err(struct winode *wi);
 /* Flushes ino (and stops buffering for it: another client wants it), or everything;
@@ -265,6 +294,16 @@ int client_wbattr_take_err(struct winode *wi);
  * is sending already (wbattr.c). */
 void client_wbattr_recall(struct weft_client *c, uint64_t ino);
 void client_wbattr_flush_all(struct weft_client *c, bool recall);
+/* The attributes of ino as meta would give them, from what this client knows, when it
+ * knows them all: a file it created that no other client has asked about since (meta
+ * recalls this client before answering one, which ends this) and whose attributes no
+ * other request of this client may have changed (attr_gen). True if *a was set. */
+bool client_wbattr_getattr(struct weft_client *c, uint64_t ino, struct weft_attr *a);
+/* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
+static inline void client_attrs_changed(struct weft_client *c)
+{
+	atomic_fetch_add(&c->attr_gen, 1);
+}
 /* Applies what wi has buffered to a (wi->lock held). */
 void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a);
 
@@ -304,6 +343,32 @@ struct weft_file {
 	bool blocks_reported;     /* a flush sent meta a new st_blocks (weft_file_blocks_changed) */
 	uint64_t session;         /* the session it was opened in (fencing) */
 };
+
+/* file.c: flushes wi's write-behind, size report and buffered attributes with cred in
+ * session (fencing); wi->flush_lock held (one flush at a time); *blocks (may be NULL)
+ * set when meta was told a new st_blocks. */
+int client_winode_flush_locked(struct weft_client *c, struct winode *wi,
+			       const struct weft_cred *cred, uint64_t session, bool *blocks);
+/* winode.c: another reference to a winode the caller holds. */
+void client_winode_hold(struct weft_client *c, struct winode *w);
+
+/* closebehind.c (see weft_file_close) */
+/* Leaves f's flush for later when it may; true if so. */
+bool client_close_defer(struct weft_file *f);
+/* A flush of wi begins (flush_lock held): takes what a close left behind; true if it did
+ * (then client_close_settled follows with the flush's result). */
+bool client_close_begin(struct weft_client *c, struct winode *wi);
+void client_close_settled(struct weft_client *c, int err);
+/* The recall thread, before it answers a recall of ino's attributes or data: flushes
+ * what a close left behind (waits for a flush under way). */
+void client_close_recall(struct weft_client *c, uint64_t ino);
+/* Flushes everything closes left behind and waits for flushes under way; returns the
+ * first error of one since the last call that took it (take_err). */
+int client_close_flush_all(struct weft_client *c, bool take_err);
+/* Before a request of this client that meta answers from ino's attributes (OPEN,
+ * ACCESS, LINK, a setattr it sends): what a close left behind and what wbattr.c
+ * buffers for ino go to meta first, so meta judges by what this client has shown. */
+void client_settle_ino(struct weft_client *c, uint64_t ino);
 
 /* lease.c */
 int client_lease_start(struct weft_client *c);

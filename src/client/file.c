@@ -310,10 +310,10 @@ void weft_read_view_release(struct weft_file *f, struct weft_read_view *v)
 
 /* ---- open, flush, fsync, release ---- */
 
-int weft_file_flush(struct weft_file *f)
+int client_winode_flush_locked(struct weft_client *c, struct winode *wi,
+			       const struct weft_cred *cred, uint64_t session, bool *blocks_out)
 {
-	struct weft_client *c = f->c;
-	struct winode *wi = f->wi;
+	bool behind = client_close_begin(c, wi); /* a close left this flush behind */
 	/* the data goes to the stores and the new size to meta at the same time: both are
 	 * done before close returns, which is what another client's open relies on */
 	client_winode_lock_ready(c, wi);
@@ -322,7 +322,7 @@ int weft_file_flush(struct weft_file *f)
 	 * once it is there (their write replies, or OBJ_EXTENT: sparse_allocated) */
 	bool blocks = wi->blocks_dirty;
 	bool report = wi->size_dirty || blocks;
-	bool fenced = f->session <= atomic_load(&c->fenced_upto);
+	bool fenced = session <= atomic_load(&c->fenced_upto);
 	if (fenced)
 		report = blocks = false; /* an evicted session's size never reaches meta */
 	uint8_t mask[WEFT_WRITTEN_MAX];
@@ -331,9 +331,11 @@ int weft_file_flush(struct weft_file *f)
 		if ((mask[i] = __atomic_load_n(&wi->written[i], __ATOMIC_RELAXED) |
 			       __atomic_load_n(&wi->sent[i], __ATOMIC_RELAXED)) != 0)
 			ml = i + 1;
-	struct weft_msg_extend m = {.cred = f->cred, .ino = wi->ino, .size = wi->size,
-				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml}};
+	struct weft_msg_extend m = {.cred = *cred, .ino = wi->ino, .size = wi->size,
+				    .mtime_ns = wi->mtime_ns, .written = {(const char *)mask, ml},
+				    .behind = behind};
 	wi->size_dirty = wi->blocks_dirty = false;
+	wi->flushing = true; /* the size is on its way to meta: this client's is the one */
 	pthread_mutex_unlock(&wi->lock);
 	struct meta_wait mw;
 	if (report && !blocks) {
@@ -360,8 +362,8 @@ int weft_file_flush(struct weft_file *f)
 	}
 	if (report) {
 		int e2 = client_meta_wait(&mw);
-		if (!e2 && measured)
-			f->blocks_reported = true;
+		if (!e2 && measured && blocks_out)
+			*blocks_out = true;
 		if (e2 || (blocks && !measured)) {
 			pthread_mutex_lock(&wi->lock);
 			wi->size_dirty = e2 || wi->size_dirty; /* report it again next time */
@@ -372,11 +374,32 @@ int weft_file_flush(struct weft_file *f)
 		}
 	}
 	/* buffered chmod/chown/utimes (wbattr.c): after the size, as they were made */
-	int e3 = client_wbattr_flush(c, wi, fenced);
+	int e3 = client_wbattr_flush(c, wi, fenced, behind);
 	e3 = client_wbattr_take_err(wi) ? : e3;
 	if (!err)
 		err = e3;
-	return fenced ? -EIO : err;
+	if (fenced)
+		err = -EIO;
+	pthread_mutex_lock(&wi->lock);
+	wi->flushing = false;
+	pthread_mutex_unlock(&wi->lock);
+	if (behind)
+		client_close_settled(c, err);
+	return err;
+}
+
+int weft_file_flush(struct weft_file *f)
+{
+	pthread_mutex_lock(&f->wi->flush_lock);
+	int err = client_winode_flush_locked(f->c, f->wi, &f->cred, f->session,
+					     &f->blocks_reported);
+	pthread_mutex_unlock(&f->wi->flush_lock);
+	return err;
+}
+
+int weft_file_close(struct weft_file *f)
+{
+	return client_close_defer(f) ? 0 : weft_file_flush(f);
 }
 
 int weft_file_fsync(struct weft_file *f)
@@ -579,6 +602,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr)
 {
+	client_settle_ino(c, ino); /* meta checks the open by what this client showed */
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;
 	struct weft_file *f;

@@ -232,8 +232,10 @@ static void *recall_main(void *arg)
 		atomic_fetch_add(&cr->gen, 1);
 		/* buffered attributes go to meta before the answer (wbattr.c): the recalled
 		 * request then sees them */
-		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA | WEFT_RECALL_LAYOUT))
+		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA | WEFT_RECALL_LAYOUT)) {
+			client_close_recall(c, it->ino); /* data and size a close left behind */
 			client_wbattr_recall(c, it->ino);
+		}
 		if (it->what & WEFT_RECALL_NAME)
 			client_wbattr_flush_all(c, true);
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA))

@@ -81,14 +81,18 @@ static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *c
 int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name)
 {
+	client_close_flush_all(c, false); /* the size and attributes of what it may unlink */
 	client_wbattr_flush_all(c, false); /* its checks may depend on a buffered chown (wbattr.c) */
+	client_attrs_changed(c);
 	return name_op(c, WEFT_OP_UNLINK, cr, parent, name);
 }
 
 int weft_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name)
 {
+	client_close_flush_all(c, false);
 	client_wbattr_flush_all(c, false);
+	client_attrs_changed(c);
 	return name_op(c, WEFT_OP_RMDIR, cr, parent, name);
 }
 
@@ -100,6 +104,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		err = check_name(newname);
 	if (err)
 		return err;
+	client_close_flush_all(c, false); /* a file renamed over is unlinked */
 	client_wbattr_flush_all(c, false);
 	struct wbuf w;
 	wbuf_init(&w);
@@ -107,6 +112,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 				    .newparent = newparent, .newname = name_of(newname),
 				    .flags = flags};
 	proto_rename_encode(&w, &m);
+	client_attrs_changed(c);
 	return client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
 }
 
@@ -116,12 +122,14 @@ int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 	int err = check_name(newname);
 	if (err)
 		return err;
+	client_settle_ino(c, ino); /* the reply's size and attributes are meta's */
 	client_wbattr_flush_all(c, false);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_link m = {.cred = *cr, .ino = ino, .newparent = newparent,
 				  .newname = name_of(newname)};
 	proto_link_encode(&w, &m);
+	client_attrs_changed(c);
 	return client_call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
 }
 
@@ -271,6 +279,7 @@ int weft_setxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 {
 	static const char empty;
 	client_winode_set_nocap(c, ino, false);
+	client_attrs_changed(c);
 	return (int)xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
 			       flags, NULL, 0);
 }
@@ -303,6 +312,7 @@ int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t
 		     const char *name)
 {
 	client_winode_set_nocap(c, ino, false);
+	client_attrs_changed(c);
 	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
 }
 

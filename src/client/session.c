@@ -595,6 +595,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		gethostname(c->node, sizeof(c->node) - 1);
 	c->checksums = !o->checksums_off;
 	c->wb_attrs = o->wb_attrs;
+	c->close_behind = o->wb_attrs && !o->sync_close;
 	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
 	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0
@@ -604,6 +605,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->inodes_lock, NULL);
 	pthread_mutex_init(&c->pf_lock, NULL);
 	pthread_mutex_init(&c->wb_list_lock, NULL);
+	pthread_mutex_init(&c->cb_lock, NULL);
+	pthread_cond_init(&c->cb_cond, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
 	pthread_mutex_init(&c->suspect_lock, NULL);
 	pthread_rwlock_init(&c->sess_lock, NULL);
@@ -690,12 +693,14 @@ fail_free:
 
 int weft_sync(struct weft_client *c, const struct weft_cred *cr, uint64_t ino)
 {
+	int behind = client_close_flush_all(c, true); /* before their attributes: closebehind.c */
 	client_wbattr_flush_all(c, false);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = ino};
 	proto_ino_encode(&w, &m);
-	return client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
+	int err = client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL);
+	return behind ? behind : err;
 }
 
 void weft_client_close(struct weft_client *c)

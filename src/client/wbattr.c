@@ -109,10 +109,42 @@ void client_wbattr_created(struct weft_client *c, struct winode *wi, const struc
 	pthread_mutex_lock(&wi->lock);
 	if (!wi->wb.valid) {
 		wi->wb_created = true;
+		wi->wb_agen = atomic_load(&c->attr_gen);
 		wi->wb_base = *a;
 	}
 	pthread_mutex_unlock(&wi->lock);
 	pthread_mutex_unlock(&wi->wb_lock);
+}
+
+bool client_wbattr_getattr(struct weft_client *c, uint64_t ino, struct weft_attr *a)
+{
+	if (!c->wb_attrs)
+		return false;
+	struct winode *wi = client_winode_find(c, ino);
+	if (!wi)
+		return false;
+	pthread_mutex_lock(&wi->lock);
+	/* only while something is not at meta yet: once all is flushed, meta's answer is
+	 * exact (st_blocks measured by the stores), libweft's a guess */
+	bool unsent = wi->size_dirty || wi->blocks_dirty || wi->dirty || wi->inflight ||
+		      wi->flushing || wi->wb.valid;
+	bool known = unsent && wi->wb_created && wi->wb_agen == atomic_load(&c->attr_gen);
+	if (known) {
+		*a = wi->wb_base;
+		a->size = wi->size; /* it wrote the file: it knows */
+		if (wi->mtime_ns > a->mtime_ns)
+			a->mtime_ns = wi->mtime_ns;
+	}
+	pthread_mutex_unlock(&wi->lock);
+	if (known) {
+		client_winode_fix_size(wi, a); /* what is buffered; st_blocks while writing */
+		if (a->mtime_ns > a->ctime_ns)
+			a->ctime_ns = a->mtime_ns; /* a write changes both */
+		if (a->blocks < (a->size + 511) / 512)
+			a->blocks = (a->size + 511) / 512;
+	}
+	client_winode_put(c, wi);
+	return known;
 }
 
 static void unlist(struct weft_client *c, struct winode *wi)
@@ -132,7 +164,7 @@ static void unlist(struct weft_client *c, struct winode *wi)
 }
 
 /* wb_lock held. */
-static int flush_locked(struct weft_client *c, struct winode *wi, bool drop)
+static int flush_locked(struct weft_client *c, struct winode *wi, bool drop, bool behind)
 {
 	pthread_mutex_lock(&wi->lock);
 	struct wb_pend p = wi->wb;
@@ -149,7 +181,7 @@ static int flush_locked(struct weft_client *c, struct winode *wi, bool drop)
 	uint32_t valid = p.valid & (mtime ? ~0u : ~(uint32_t)WEFT_SET_MTIME);
 	/* the ctime the kernel was told; durable with meta's next sync, as the size at
 	 * close is (fsync sends FSYNC after this) */
-	valid |= WEFT_SET_CTIME | WEFT_SET_DEFERRED;
+	valid |= WEFT_SET_CTIME | WEFT_SET_DEFERRED | (behind ? WEFT_SET_BEHIND : 0);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_setattr m = {.cred = p.cred, .ino = wi->ino, .valid = valid,
@@ -180,10 +212,10 @@ out:
 	return err;
 }
 
-int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop)
+int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop, bool behind)
 {
 	pthread_mutex_lock(&wi->wb_lock);
-	int err = flush_locked(c, wi, drop);
+	int err = flush_locked(c, wi, drop, behind);
 	pthread_mutex_unlock(&wi->wb_lock);
 	return err;
 }
@@ -216,7 +248,7 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 		  allowed(cr, &cur, valid, in);
 	pthread_mutex_unlock(&wi->lock);
 	if (!ok || !same || !order)
-		flush_locked(c, wi, false); /* its error waits for the file's next flush */
+		flush_locked(c, wi, false, false); /* its error waits for the file's next flush */
 	if (!ok) { /* sent at once by the caller: meta's answer is what counts */
 		pthread_mutex_lock(&wi->lock);
 		memset(&wi->wb_sent, 0, sizeof(wi->wb_sent));
@@ -278,7 +310,7 @@ void client_wbattr_recall(struct weft_client *c, uint64_t ino)
 	if (!wi)
 		return;
 	pthread_mutex_lock(&wi->wb_lock);
-	flush_locked(c, wi, false);
+	flush_locked(c, wi, false, false);
 	pthread_mutex_lock(&wi->lock);
 	wi->wb_created = false; /* another client is interested: no more buffering */
 	memset(&wi->wb_sent, 0, sizeof(wi->wb_sent));
@@ -307,11 +339,11 @@ void client_wbattr_flush_all(struct weft_client *c, bool recall)
 		if (recall) {
 			struct timespec until = loop_deadline_ms(WB_RECALL_LOCK_MS);
 			if (pthread_mutex_timedlock(&wi->wb_lock, &until) == 0) {
-				flush_locked(c, wi, false);
+				flush_locked(c, wi, false, false);
 				pthread_mutex_unlock(&wi->wb_lock);
 			}
 		} else {
-			client_wbattr_flush(c, wi, false);
+			client_wbattr_flush(c, wi, false, false);
 		}
 		client_winode_put(c, wi);
 	}

@@ -147,6 +147,7 @@ struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *
 		pthread_mutex_init(&w->lock, NULL);
 		pthread_mutex_init(&w->cap_lock, NULL);
 		pthread_mutex_init(&w->wb_lock, NULL);
+		pthread_mutex_init(&w->flush_lock, NULL);
 		pthread_cond_init(&w->cond, NULL);
 		w->next = *pp;
 		*pp = w;
@@ -154,6 +155,13 @@ struct winode *client_winode_get(struct weft_client *c, const struct weft_attr *
 	w->refs++;
 	pthread_mutex_unlock(&c->inodes_lock);
 	return w;
+}
+
+void client_winode_hold(struct weft_client *c, struct winode *w)
+{
+	pthread_mutex_lock(&c->inodes_lock);
+	w->refs++;
+	pthread_mutex_unlock(&c->inodes_lock);
 }
 
 void client_winode_put(struct weft_client *c, struct winode *w)
@@ -174,6 +182,7 @@ void client_winode_put(struct weft_client *c, struct winode *w)
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->cap_lock);
 	pthread_mutex_destroy(&w->wb_lock);
+	pthread_mutex_destroy(&w->flush_lock);
 	pthread_cond_destroy(&w->cond);
 	free(w->alloc);
 	free(w);
@@ -451,7 +460,7 @@ int client_truncate_local(struct weft_client *c, uint64_t ino, uint64_t size)
 void client_winode_fix_size(struct winode *wi, struct weft_attr *a)
 {
 	pthread_mutex_lock(&wi->lock);
-	bool local = wi->size_dirty || wi->dirty || wi->inflight;
+	bool local = wi->size_dirty || wi->dirty || wi->inflight || wi->flushing;
 	if (!local && wi->size_refresh) { /* changed elsewhere (a recall): meta knows */
 		wi->size = a->size;
 		wi->size_refresh = false;

@@ -58,6 +58,7 @@ struct meta_commit {
 	 * write nothing (the expiry tick) do not put it off. Guarded by lock. */
 	unsigned sync_delay_ms;
 	int64_t dirty_due;
+	unsigned linger_ms; /* guarded by lock */
 	/* Transaction numbers (commit.h): last assigned (writer only, persisted in the batch
 	 * txn), last committed and last durable (atomics: read by any thread). */
 	uint64_t transno;
@@ -371,7 +372,10 @@ static void *writer(void *arg)
 		b.err = meta_mdb_err(mdb_txn_begin(env, NULL, 0, &b.txn));
 		pthread_mutex_lock(&gc->lock);
 		/* Fill the batch until the previous one is synced: applying overlaps that
-		 * sync, and ops that arrive meanwhile still join this batch. */
+		 * sync, and ops that arrive meanwhile still join this batch. A batch of only
+		 * lingering ops then waits up to linger_ms for one that is not. */
+		bool all_linger = true;
+		int64_t linger_until = 0;
 		for (;;) {
 			struct meta_mutation *more, *last;
 			unsigned n;
@@ -386,13 +390,27 @@ static void *writer(void *arg)
 					b.last = last;
 					b.n += n;
 				} else {
+					for (struct meta_mutation *m = more; m; m = m->next)
+						all_linger &= m->linger;
 					batch_add(gc, &b, more, last, n);
 				}
 				pthread_mutex_lock(&gc->lock);
 				continue;
 			}
-			if (!gc->sync_busy)
-				break;
+			if (!gc->sync_busy) {
+				if (b.err || !all_linger || !b.n || b.n >= gc->max_batch ||
+				    gc->stopping || !gc->linger_ms)
+					break;
+				if (!linger_until)
+					linger_until = now_ms() + gc->linger_ms;
+				struct timespec until = {.tv_sec = linger_until / 1000,
+							 .tv_nsec = (long)(linger_until % 1000) *
+								    1000000};
+				if (pthread_cond_timedwait(&gc->wake, &gc->lock, &until) ==
+				    ETIMEDOUT && !gc->head)
+					break;
+				continue;
+			}
 			pthread_cond_wait(&gc->wake, &gc->lock); /* an op, or the sync done */
 		}
 		/* Committing syncs this batch's pages before writing its meta page
@@ -562,6 +580,7 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 	gc->db = db;
 	gc->max_batch = max_batch ? max_batch : META_COMMIT_BATCH_DEFAULT;
 	gc->idle_sync_ms = META_COMMIT_IDLE_SYNC_MS;
+	gc->linger_ms = META_COMMIT_LINGER_MS;
 	gc->sync_delay_ms = META_COMMIT_SYNC_DELAY_MS;
 	if ((rc = load_transno(gc))) {
 		destroy(gc);
@@ -696,6 +715,13 @@ void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms)
 {
 	pthread_mutex_lock(&gc->lock);
 	gc->sync_delay_ms = ms;
+	pthread_mutex_unlock(&gc->lock);
+}
+
+void meta_commit_set_linger(struct meta_commit *gc, unsigned ms)
+{
+	pthread_mutex_lock(&gc->lock);
+	gc->linger_ms = ms;
 	pthread_mutex_unlock(&gc->lock);
 }
 

@@ -76,6 +76,10 @@ struct meta_mutation {
 	 * synced within sync_delay_ms, or sooner by the next commit. */
 	bool durable;
 	bool lazy;
+	/* Nobody waits for its answer (a client's flush behind a close that returned): the
+	 * writer holds a batch of only such ops up to linger_ms for an op somebody waits for
+	 * to join it, so that both share one commit's sync instead of one each. */
+	bool linger;
 	/* Grows the namespace (space.h): refused with -ENOSPC, unapplied, when a batch is
 	 * redone after its ENOSPC released meta's reserve: the reserve is for deletes. */
 	bool grows;
@@ -102,6 +106,7 @@ struct meta_commit_stats {
 #define META_COMMIT_BATCH_DEFAULT 512
 #define META_COMMIT_IDLE_SYNC_MS 1000
 #define META_COMMIT_SYNC_DELAY_MS 5
+#define META_COMMIT_LINGER_MS 5
 
 /* Starts the writer, syncer and completion threads for db. max_batch 0 = META_COMMIT_BATCH_DEFAULT.
  * Errors: -ENOMEM, -errno of pthread_create. */
@@ -123,6 +128,9 @@ uint64_t meta_commit_synced(struct meta_commit *gc);
 /* How long a committed non-lazy batch may wait for its sync when nothing follows it
  * (default META_COMMIT_SYNC_DELAY_MS; WEFT_META_SYNC_DELAY_MS in meta). Any thread. */
 void meta_commit_set_sync_delay(struct meta_commit *gc, unsigned ms);
+/* How long a batch of only lingering ops waits for company (default META_COMMIT_LINGER_MS;
+ * WEFT_META_LINGER_MS in meta; 0: not at all). Any thread. */
+void meta_commit_set_linger(struct meta_commit *gc, unsigned ms);
 /* Sets how long the writer stays idle before it syncs committed lazy batches (0 = 1 ms).
  * Any thread. */
 void meta_commit_set_idle_sync(struct meta_commit *gc, unsigned ms);

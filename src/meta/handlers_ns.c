@@ -67,6 +67,8 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 	/* a truncate cuts the objects of the layout it saw: not while they are copied */
 	if ((m->valid & WEFT_SET_DEFERRED) && (m->valid & WEFT_SET_SIZE))
 		return -EINVAL;
+	if ((m->valid & WEFT_SET_BEHIND) && !(m->valid & WEFT_SET_DEFERRED))
+		return -EINVAL;
 	if ((m->valid & WEFT_SET_SIZE) && meta_migrate_busy(r->s, m->ino))
 		return -WEFT_EMIGRATING;
 	static const struct {
@@ -79,6 +81,7 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 		{WEFT_SET_CTIME, META_SET_CTIME}, {WEFT_SET_HANDLE, META_SET_HANDLE},
 		{WEFT_SET_KILL_PRIV, META_SET_KILL_PRIV},
 		{WEFT_SET_DEFERRED, 0}, /* only when it is answered (server.c) */
+		{WEFT_SET_BEHIND, 0},
 	};
 	struct meta_setattr sa = {.mode = m->mode, .uid = m->uid, .gid = m->gid,
 				  .size = m->size, .atime_ns = m->atime_ns,

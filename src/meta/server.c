@@ -541,10 +541,13 @@ static void on_request(struct conn *c, struct frame *f)
 	 * chmod/chown/utimes a client buffered (its write-back at close), for the same
 	 * reason. (OPEN and RELEASE are not mutations: open
 	 * state lives in memory, session.h.) */
-	r->mut.lazy = op == WEFT_OP_EXTEND ||
-		      (op == WEFT_OP_SETATTR &&
-		       (((const struct weft_msg_setattr *)(const void *)r->msg)->valid &
-			WEFT_SET_DEFERRED));
+	uint32_t set_valid = op == WEFT_OP_SETATTR
+		? ((const struct weft_msg_setattr *)(const void *)r->msg)->valid : 0;
+	r->mut.lazy = op == WEFT_OP_EXTEND || (set_valid & WEFT_SET_DEFERRED);
+	/* nobody waits for it (a flush behind a close): it may wait for company */
+	r->mut.linger = (op == WEFT_OP_EXTEND &&
+			 ((const struct weft_msg_extend *)(const void *)r->msg)->behind) ||
+			(set_valid & WEFT_SET_DEFERRED && set_valid & WEFT_SET_BEHIND);
 	/* Namespace changes are answered once committed: clients keep them until synced
 	 * and replay them (replay.c in libweft). The rest is answered after the sync:
 	 * FSYNC (that is its point), and what no client keeps or whose effects leave meta
@@ -903,6 +906,10 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	meta_commit_set_space(s->gc, s->space);
 	/* WEFT_META_IDLE_SYNC_MS: how long committed lazy changes wait for a sync when meta
 	 * is idle (commit.h; tests lengthen it to catch what a power cut would lose) */
+	/* WEFT_META_LINGER_MS: how long ops nobody waits for wait for company (commit.h) */
+	const char *lg = getenv("WEFT_META_LINGER_MS");
+	if (lg && *lg)
+		meta_commit_set_linger(s->gc, (unsigned)strtoul(lg, NULL, 0));
 	const char *is = getenv("WEFT_META_IDLE_SYNC_MS");
 	if (is && *is)
 		meta_commit_set_idle_sync(s->gc, (unsigned)strtoul(is, NULL, 0));

@@ -681,7 +681,7 @@ static void on_recall(void *arg, uint64_t ino, uint32_t what, const char *name, 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	int err = weft_file_flush(f);
+	int err = weft_file_close(f);
 	blocks_changed(ino, f);
 	fuse_reply_err(req, sys_err(err));
 }
@@ -689,7 +689,12 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	int err = weft_file_release(f);
+	/* a flush the close left behind runs here (weft_file_close); the kernel does not
+	 * wait for RELEASE, so a notify from here is safe */
+	int err = weft_file_flush(f);
+	blocks_changed(ino, f);
+	int e2 = weft_file_release(f);
+	err = err ? err : e2;
 	if (err)
 		log_warn("release of inode %llu: %s (reported at close)", (unsigned long long)ino,
 			 weft_strerror(err));
@@ -1146,6 +1151,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 				      .node_name = o->node_name, .pagepool = o->pagepool,
 				      .checksums_off = o->checksums_off,
 				      .wb_attrs = o->wb_attrs,
+				      .sync_close = o->sync_close,
 				      .readahead_units = o->readahead_units,
 				      .open_prefetch_off = o->open_prefetch_off,
 				      .attr_timeout_ms = (uint32_t)(o->attr_timeout * 1000)};

@@ -15,6 +15,7 @@ struct mount_opts {
 	bool read_only;
 	bool allow_other;
 	bool wb_attrs;            /* attribute write-back for files this mount creates */
+	bool sync_close;          /* no close-behind for them */
 	bool root_squash;         /* uid/gid 0 of this node act as nobody (65534) at meta */
 	double attr_timeout;      /* seconds the kernel may cache attributes and entries */
 	uint32_t readahead_kb;    /* kernel read-ahead of the mount (bdi read_ahead_kb) */

@@ -172,9 +172,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* writer reports size = max(size, new size) and mtime after data is on the stores, and
  * the stripe objects it wrote (written: bit s of byte s/8 = stripe s; meta ORs it in).
  * has_blocks: blocks (512-byte units) is what the stores hold for the file, one copy,
- * measured after the writer's data reached them; meta keeps it as st_blocks */
+ * measured after the writer's data reached them; meta keeps it as st_blocks. behind: 1
+ * when sent behind a close that returned already (WEFT_SET_BEHIND) */
 #define MSG_EXTEND(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, size, 0) F(I64, mtime_ns, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX) F(U8, has_blocks, 0) F(U64, blocks, 0)
+	F(STR, written, WEFT_WRITTEN_MAX) F(U8, has_blocks, 0) F(U64, blocks, 0) \
+	F(U8, behind, 0)
 #define MSG_SETSTRIPE(F) F(CRED, cred, 0) F(U64, ino, 0) F(LAYOUT, layout, 0)
 /* migrating: 1 while a `weft migrate` of the file is between BEGIN and SWITCH (a client
  * that froze the file's I/O for it waits until this is 0, then takes the layout) */

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Close-behind (docs/ARCHITECTURE.md "Metadata durability"): on mount A (wb_attrs), the
+# close of a file A created returns before the file's data reaches the stores. Shown
+# with every store stopped (SIGSTOP): the close returns at once, where a close that
+# waits would hang. Mount B's stat and read of that file, started while the stores are
+# still stopped, must give the size and bytes A wrote (meta recalls A, whose flush
+# finishes once the stores run again). A with sync_close waits as before. weft sync
+# returns once everything closed is at the stores and meta. A tar extraction
+# unmounted at once (the kernel drops the RELEASEs it has not delivered) is whole
+# after weft down / weft up.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+
+export WEFT_UP_MOUNT_OPTS=wb_attrs
+cluster_up --stores 2 --replicas 1
+B=$T/mnt2
+mkdir -p "$B"
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" -o no_root_squash --key "$STATE/cluster.key" \
+	--pid-file "$T/mount2.pid" --log "$T/mount2.log"
+mkdir "$MNT/d"
+head -c 300000 /dev/urandom >"$T/pattern"
+
+stores() { for p in "$STATE"/store*.pid; do kill "-$1" "$(cat "$p")"; done; }
+
+# 1. close with every store stopped
+stores STOP
+python3 - "$MNT/d/f" "$T/pattern" <<'PY' || { stores CONT; fail "close behind stopped stores"; }
+import os, sys, time
+data = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+os.write(fd, data)
+os.fchmod(fd, 0o604)
+t = time.monotonic()
+os.close(fd)
+took = time.monotonic() - t
+print("close took %.3f s" % took)
+sys.exit(0 if took < 1.0 else 1)
+PY
+ok "close of a new file returned with every store stopped"
+
+# 2. B asks while the stores are still stopped: its answer waits for A's flush
+( stat -c '%s %a' "$B/d/f" >"$T/bstat"; cmp "$T/pattern" "$B/d/f" && echo same >"$T/bcmp" ) &
+BPID=$!
+sleep 1.5
+[ -s "$T/bstat" ] && { stores CONT; fail "B was answered before A's data reached the stores: $(cat "$T/bstat")"; }
+stores CONT
+wait $BPID || fail "B's stat or read failed"
+[ "$(cat "$T/bstat")" = "300000 604" ] || fail "B saw '$(cat "$T/bstat")', not '300000 604'"
+[ -s "$T/bcmp" ] || fail "B read other bytes than A wrote"
+ok "B's stat and read, made while the stores were stopped, waited and saw A's size, mode and bytes"
+
+# 3. with sync_close the close waits for the stores
+umount "$MNT"
+for i in $(seq 50); do [ -z "$(pgrep -f "weft mount.*$MNT " || true)" ] && break; sleep 0.1; done
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$MNT" -o no_root_squash,wb_attrs,sync_close \
+	--key "$STATE/cluster.key" --pid-file "$T/mount3.pid" --log "$T/mount3.log"
+stores STOP
+python3 - "$MNT/d/g" <<'PY' >"$T/sync_close.out" &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+os.write(fd, b"z" * 5000)
+t = time.monotonic()
+os.close(fd)
+print("%.3f" % (time.monotonic() - t))
+PY
+CPID=$!
+sleep 1.5
+[ -s "$T/sync_close.out" ] && { stores CONT; fail "close with sync_close returned while the stores were stopped"; }
+stores CONT
+wait $CPID || fail "close with sync_close failed"
+[ "$(stat -c %s "$B/d/g")" = 5000 ] || fail "g: wrong size on B"
+ok "with sync_close the close waited for the stores ($(cat "$T/sync_close.out") s)"
+umount "$MNT"
+for i in $(seq 50); do [ -z "$(pgrep -f "weft mount.*$MNT " || true)" ] && break; sleep 0.1; done
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$MNT" -o no_root_squash,wb_attrs \
+	--key "$STATE/cluster.key" --pid-file "$T/mount4.pid" --log "$T/mount4.log"
+
+# 4. weft sync: everything closed is at the stores and at meta when it returns
+mkdir "$MNT/s"
+for i in $(seq 100); do head -c $((i * 97)) "$T/pattern" >"$MNT/s/f$i"; done
+"$WEFT" sync "$MNT" || fail "weft sync"
+for i in 1 50 100; do
+	cmp <(head -c $((i * 97)) "$T/pattern") "$B/s/f$i" || fail "s/f$i differs on B after weft sync"
+done
+ok "weft sync after 100 closes: B reads every file"
+
+# 5. a tree extracted and unmounted at once is whole after weft down / weft up
+SRC=$T/src
+mkdir -p "$SRC"
+for d in $(seq 8); do
+	mkdir "$SRC/d$d"
+	for i in $(seq 40); do head -c $(( (d * 40 + i) * 13 )) "$T/pattern" >"$SRC/d$d/f$i"; done
+done
+tar -C "$SRC" -cf "$T/src.tar" .
+mkdir "$MNT/x"
+tar -C "$MNT/x" -xf "$T/src.tar" || fail "tar x"
+umount "$B"
+umount "$MNT"
+cluster_down
+cluster_up --stores 2 --replicas 1
+diff -r "$SRC" "$MNT/x" || fail "the tree unmounted right after tar x differs after weft down / up"
+ok "tar x of 320 files, unmounted at once: whole after weft down / weft up"
+check_logs
