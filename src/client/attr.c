@@ -51,6 +51,8 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 {
 	if (client_wbattr_getattr(c, ino, attr))
 		return 0; /* a file created here that nobody else has seen (wbattr.c) */
+	if (client_dirattr_get(c, ino, attr))
+		return 0; /* a directory as this client's creates left it (dirattr.c) */
 	return getattr_layout(c, cr, ino, attr, NULL);
 }
 

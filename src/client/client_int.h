@@ -56,6 +56,11 @@ struct weft_client {
 	 * unbuffered setattr): client_wbattr_getattr answers only for a winode created
 	 * since (wi->wb_agen). */
 	atomic_uint_fast64_t attr_gen;
+	/* Directories' attributes as this client's creates left them (dirattr.c); dir_gen is
+	 * bumped by its namespace changes other than CREATE_OPEN (mkdir, mknod, symlink) */
+	pthread_mutex_t dirattr_lock;
+	struct dirattr_slot *dirattr;
+	atomic_uint_fast64_t dir_gen;
 	/* Close-behind (closebehind.c): winodes whose close returned before their flush.
 	 * cb_lock guards the list, each winode's cb_pending and cb_listed, cb_running (their
 	 * flushes under way) and cb_err (the first error not yet returned by weft_sync). */
@@ -299,6 +304,13 @@ void client_wbattr_flush_all(struct weft_client *c, bool recall);
  * recalls this client before answering one, which ends this) and whose attributes no
  * other request of this client may have changed (attr_gen). True if *a was set. */
 bool client_wbattr_getattr(struct weft_client *c, uint64_t ino, struct weft_attr *a);
+/* dirattr.c (see there): 0 or -1 (no memory: then nothing is kept) */
+int client_dirattr_init(struct weft_client *c);
+/* pa: a CREATE_OPEN reply's parent attributes; the generations read before the request */
+void client_dirattr_note(struct weft_client *c, const struct weft_attr *pa, uint64_t rgen,
+			 uint64_t agen, uint64_t dgen);
+/* True with *a when this client knows directory ino's attributes as meta has them. */
+bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {

@@ -494,6 +494,7 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	struct frame *fr;
 	int err;
 	uint64_t gen = client_recall_gen(c), sid = 0;
+	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
 	for (int attempt = 0;; attempt++) {
 		pthread_rwlock_rdlock(&c->sess_lock);
 		sid = c->session;
@@ -522,8 +523,10 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	}
 	if (!err && proto_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
-	if (!err)
+	if (!err) {
 		client_lease_note(c, o->attr.ino, o->lease, gen);
+		client_dirattr_note(c, &o->pattr, gen, agen, dgen); /* CREATE_OPEN's parent */
+	}
 	/* o->written borrows from the frame: keep a copy */
 	uint8_t written[WEFT_WRITTEN_MAX];
 	uint32_t wlen = err ? 0 : o->written.len;

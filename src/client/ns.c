@@ -45,6 +45,7 @@ static int create_like(struct weft_client *c, uint16_t op, const struct weft_cre
 		return err;
 	struct wbuf w;
 	wbuf_init(&w);
+	atomic_fetch_add(&c->dir_gen, 1); /* the parent's attributes change (dirattr.c) */
 	struct weft_msg_create m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .mode = mode, .rdev = rdev, .flags = flags};
 	proto_create_encode(&w, &m);
@@ -143,6 +144,7 @@ int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t par
 		return -ENAMETOOLONG;
 	struct wbuf w;
 	wbuf_init(&w);
+	atomic_fetch_add(&c->dir_gen, 1); /* the parent's attributes change (dirattr.c) */
 	struct weft_msg_symlink m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				     .target = name_of(target)};
 	proto_symlink_encode(&w, &m);

@@ -605,6 +605,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->inodes_lock, NULL);
 	pthread_mutex_init(&c->pf_lock, NULL);
 	pthread_mutex_init(&c->wb_list_lock, NULL);
+	client_dirattr_init(c); /* without it the mount asks meta, as before */
 	pthread_mutex_init(&c->cb_lock, NULL);
 	pthread_cond_init(&c->cb_cond, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
@@ -730,6 +731,7 @@ void weft_client_close(struct weft_client *c)
 	loop_free(c->loop);
 	free(c->pf);
 	client_replay_free(c);
+	free(c->dirattr);
 	free(c->inodes);
 	free(c);
 }

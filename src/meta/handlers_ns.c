@@ -438,6 +438,9 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 				&r->layout, &r->flag);
 	if (rc)
 		return rc;
+	memset(&r->pattr, 0, sizeof(r->pattr));
+	if (r->flag && (rc = meta_ns_getattr(c, ref_of(m->parent, 0), &r->pattr)))
+		return rc;
 	if (!r->flag && (rc = meta_ns_access(c, ref_of(r->attr.ino, 0), (uint32_t)mask)))
 		return rc;
 	if (!r->flag && meta_migrate_busy(r->s, r->attr.ino))
@@ -490,6 +493,8 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	struct weft_msg_opened m = {.attr = r->attr, .layout = r->layout, .handle = r->u64,
 				    .lease = lease, .created = r->flag,
 				    .written = {(const char *)r->written, r->written_len}};
+	if (r->h->op == WEFT_OP_CREATE_OPEN && r->flag)
+		m.pattr = r->pattr;
 	if (S_ISREG(r->attr.mode)) {
 		uint32_t fl = r->h->op == WEFT_OP_OPEN ? MSG(open)->flags : MSG(create_open)->open_flags;
 		meta_cap_mint(r->s, r->c, r->attr.ino, sess,

@@ -119,6 +119,7 @@ struct mreq {
 	struct weft_attr attr;
 	struct weft_layout layout;
 	struct weft_layout layout2;  /* MIGRATE: the layout it replaces */
+	struct weft_attr pattr;      /* CREATE_OPEN: the parent after the create */
 	uint64_t u64;
 	uint32_t u32;
 	bool flag;

@@ -155,10 +155,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
 /* created: the file did not exist before this request (CREATE_OPEN); cap: the
  * capability for the file's objects (WEFT_CAP_READ, with WEFT_CAP_WRITE if opened for
- * writing), zeros for a directory */
+ * writing), zeros for a directory; pattr: when created, the parent directory's
+ * attributes after the create (else zeros), which a client holding a lease on the
+ * parent may answer the kernel's next GETATTR of it with */
 #define MSG_OPENED(F) \
 	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN)
+	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN) F(ATTR, pattr, 0)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
 /* reopen: after meta lost the session (a restart), the client's new session takes back
  * the count opens it holds of ino; no access check (they were checked at open) */

@@ -7,12 +7,14 @@
 # finishes once the stores run again). A with sync_close waits as before. weft sync
 # returns once everything closed is at the stores and meta. A tar extraction
 # unmounted at once (the kernel drops the RELEASEs it has not delivered) is whole
-# after weft down / weft up.
+# after weft down / weft up. Creating files costs no GETATTR at meta (the file's from
+# A's own knowledge, the directory's from CREATE_OPEN's reply), and A's view of the
+# directory equals B's, also after B creates in it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 
 export WEFT_UP_MOUNT_OPTS=wb_attrs
-cluster_up --stores 2 --replicas 1
+cluster_up --stores 2 --replicas 1 --metrics
 B=$T/mnt2
 mkdir -p "$B"
 "$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" -o no_root_squash --key "$STATE/cluster.key" \
@@ -84,7 +86,35 @@ for i in 1 50 100; do
 done
 ok "weft sync after 100 closes: B reads every file"
 
-# 5. a tree extracted and unmounted at once is whole after weft down / weft up
+# 5. no GETATTR at meta for creating, writing and chown'ing files, and A's directory
+# attributes are meta's
+getattrs() {
+	curl -s "http://$(cat "$STATE/meta.metrics.addr")/metrics" |
+		awk '$0 !~ /^#/ && /weft_served_requests_total/ && /op="GETATTR"/ {s += $NF} END {print s + 0}'
+}
+mkdir "$MNT/g"
+stat "$MNT/g" >/dev/null
+g0=$(getattrs)
+python3 - "$MNT/g" <<'PY' || fail "creating 200 files"
+import os, sys
+for i in range(200):
+    fd = os.open("%s/f%d" % (sys.argv[1], i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"q" * 3000)
+    os.fchown(fd, 1000, 1000)
+    os.fchmod(fd, 0o644)
+    os.close(fd)
+PY
+g1=$(getattrs)
+[ $((g1 - g0)) -le 20 ] || fail "200 creates sent $((g1 - g0)) GETATTRs to meta"
+sa=$(stat -c '%Y %Z %s %h' "$MNT/g"); sb=$(stat -c '%Y %Z %s %h' "$B/g")
+[ "$sa" = "$sb" ] || fail "directory attributes: A says '$sa', B (meta) '$sb'"
+sleep 1.1
+touch "$B/g/fromB"
+sa=$(stat -c '%Y %Z %s %h' "$MNT/g"); sb=$(stat -c '%Y %Z %s %h' "$B/g")
+[ "$sa" = "$sb" ] || fail "after B's create: A says '$sa', B (meta) '$sb'"
+ok "200 creates with writes and chowns: $((g1 - g0)) GETATTRs at meta; A's directory attributes equal meta's, also after B's create"
+
+# 6. a tree extracted and unmounted at once is whole after weft down / weft up
 SRC=$T/src
 mkdir -p "$SRC"
 for d in $(seq 8); do

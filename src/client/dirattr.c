@@ -1,0 +1,67 @@
+/* libweft: a directory's attributes as this client's own creates left them.
+ *
+ * DESIGN: creating a file changes its directory's mtime and ctime, so the kernel drops
+ * the directory's cached attributes, and its permission check before the next create in
+ * it (default_permissions) asks for them again: one GETATTR round trip per file tar
+ * extracts. CREATE_OPEN's reply carries the parent's attributes after the create
+ * (pattr), and libweft keeps them here. They answer the kernel's GETATTR of the
+ * directory while they are still what meta would say: this client holds a lease on the
+ * directory (so meta recalls it before another client changes it), no recall reached it
+ * since the request left (the recall generation), and this client sent nothing since
+ * that could have changed the directory otherwise (attr_gen and dir_gen: any namespace
+ * change but a CREATE_OPEN, a setattr, an xattr). Of two replies, the one with the later
+ * ctime wins (two threads creating in one directory).
+ *
+ * Threads: any; c->dirattr_lock guards the table. */
+#include <stdlib.h>
+
+#include "client/client_int.h"
+
+struct dirattr_slot {
+	uint64_t ino;
+	uint64_t rgen, agen, dgen; /* recall, attr and dir generations it was valid at */
+	struct weft_attr a;
+};
+
+#define DIRATTR_SLOTS 64
+
+static size_t slot_of(uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 58) & (DIRATTR_SLOTS - 1);
+}
+
+int client_dirattr_init(struct weft_client *c)
+{
+	pthread_mutex_init(&c->dirattr_lock, NULL);
+	c->dirattr = calloc(DIRATTR_SLOTS, sizeof(*c->dirattr));
+	return c->dirattr ? 0 : -1;
+}
+
+void client_dirattr_note(struct weft_client *c, const struct weft_attr *pa, uint64_t rgen,
+			 uint64_t agen, uint64_t dgen)
+{
+	if (!pa->ino || !c->dirattr || rgen != client_recall_gen(c))
+		return;
+	pthread_mutex_lock(&c->dirattr_lock);
+	struct dirattr_slot *s = &c->dirattr[slot_of(pa->ino)];
+	if (s->ino != pa->ino || s->rgen != rgen || s->agen != agen || s->dgen != dgen ||
+	    s->a.ctime_ns <= pa->ctime_ns)
+		*s = (struct dirattr_slot){.ino = pa->ino, .rgen = rgen, .agen = agen,
+					   .dgen = dgen, .a = *pa};
+	pthread_mutex_unlock(&c->dirattr_lock);
+}
+
+bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a)
+{
+	if (!c->dirattr || weft_lease_left_ms(c, ino) == 0)
+		return false;
+	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
+	pthread_mutex_lock(&c->dirattr_lock);
+	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
+	bool ok = s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen;
+	if (ok)
+		*a = s->a;
+	pthread_mutex_unlock(&c->dirattr_lock);
+	return ok;
+}
