@@ -70,6 +70,8 @@ struct weft_client {
 	struct winode *cb_list;
 	int cb_running;
 	int cb_err;
+	bool cb_space_ok;             /* enough free space for closes to go behind, */
+	int64_t cb_space_at;          /* as meta said then (CLOCK_MONOTONIC ms) */
 	uint32_t readahead_units;
 	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
 	/* The session at meta. Meta keeps open state in memory only: after a restart it

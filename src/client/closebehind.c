@@ -14,13 +14,15 @@
  *  - at weft_sync (a directory's fsync, `weft sync`, the end of the client), which also
  *    returns the first error such a flush met since the last weft_sync (the kernel drops
  *    RELEASEs it has not delivered when the file system is unmounted: the list finds them).
- * After the first recall of the inode (cb_off) its closes flush again before returning.
+ * After the first recall of the inode (cb_off) its closes flush again before returning,
+ * and so do all closes while the file system has little space free (space_to_spare).
  * A flush's error cannot reach the close that returned already: it is logged and kept
  * for weft_sync, as a local file system reports write-back errors at syncfs.
  *
  * Locks: wi->flush_lock, then c->cb_lock, then c->inodes_lock (client_winode_find). */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "client/client_int.h"
 #include "common/log.h"
@@ -33,12 +35,46 @@
  * bound for a sick store, not a deadlock breaker. */
 #define CB_RECALL_LOCK_MS 2000
 
+/* Space the file system must have free for closes to go behind: a flush that meets a
+ * full store cannot give ENOSPC to the close that returned already. Lustre's clients
+ * hold space grants for what they buffer; this is the coarse form of it: free space
+ * (meta's statfs, asked at most every CB_SPACE_CHECK_MS) above the larger of
+ * CB_SPACE_MIN and four pagepools, else closes wait for their flush and report. */
+#define CB_SPACE_MIN (1ull << 30)
+#define CB_SPACE_CHECK_MS 1000
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool space_to_spare(struct weft_client *c)
+{
+	int64_t now = mono_ms();
+	pthread_mutex_lock(&c->cb_lock);
+	bool ok = c->cb_space_ok, fresh = now - c->cb_space_at < CB_SPACE_CHECK_MS;
+	if (!fresh)
+		c->cb_space_at = now; /* one asker at a time; the others use the last answer */
+	pthread_mutex_unlock(&c->cb_lock);
+	if (fresh)
+		return ok;
+	struct weft_statfs st;
+	uint64_t need = c->pool_max * 4 > CB_SPACE_MIN ? c->pool_max * 4 : CB_SPACE_MIN;
+	ok = weft_statfs(c, &st) == 0 && st.bavail * st.bsize > need;
+	pthread_mutex_lock(&c->cb_lock);
+	c->cb_space_ok = ok;
+	pthread_mutex_unlock(&c->cb_lock);
+	return ok;
+}
+
 bool client_close_defer(struct weft_file *f)
 {
 	struct weft_client *c = f->c;
 	struct winode *wi = f->wi;
 	if (!c->close_behind || !weft_file_writable(f) ||
-	    f->session <= atomic_load(&c->fenced_upto))
+	    f->session <= atomic_load(&c->fenced_upto) || !space_to_spare(c))
 		return false;
 	pthread_mutex_lock(&wi->lock);
 	bool created = wi->wb_created;

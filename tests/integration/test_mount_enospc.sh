@@ -52,12 +52,23 @@ except OSError as e: print("close",e.errno); sys.exit(e.errno)' "$MNT/big2" >"$T
 	fi
 	grep -Eq '^(write|close) 28$' "$T/py.out" || fail "write/close: $(cat "$T/py.out") (want errno 28)"
 	ok "writes then close without fsync: ENOSPC at $(cut -d' ' -f1 "$T/py.out")"
+	# a new file small enough to be buffered whole: its close must not go behind
+	# (closebehind.c) while the stores are this full, so the close reports it
+	if python3 -c 'import os,sys
+f=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_EXCL,0o644)
+os.write(f,b"y"*(4<<20))
+try: os.close(f)
+except OSError as e: print("close",e.errno); sys.exit(e.errno)' "$MNT/small" >"$T/py2.out" 2>&1; then
+		fail "a 4 MiB file closed without error on full stores"
+	fi
+	grep -q '^close 28$' "$T/py2.out" || fail "small file: $(cat "$T/py2.out") (want close 28)"
+	ok "a new 4 MiB file on full stores: its close reports ENOSPC"
 
 	echo 3 >/proc/sys/vm/drop_caches
 	[ "$(sha "$MNT/keep")" = "$want" ] || fail "a file written before the disks filled changed"
 	ok "the file written before is intact"
 
-	rm -f "$MNT/big" "$MNT/big2"
+	rm -f "$MNT/big" "$MNT/big2" "$MNT/small"
 	# the deleter frees the objects asynchronously: wait until a 16 MiB file fits again
 	head -c $((16 << 20)) /dev/urandom >"$T/after"
 	for i in $(seq 50); do
