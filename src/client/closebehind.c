@@ -77,9 +77,9 @@ bool client_close_defer(struct weft_file *f)
 	    f->session <= atomic_load(&c->fenced_upto) || !space_to_spare(c))
 		return false;
 	pthread_mutex_lock(&wi->lock);
-	bool created = wi->wb_created;
+	bool created = wi->wb_created, failed = wi->error != 0;
 	pthread_mutex_unlock(&wi->lock);
-	if (!created)
+	if (!created || failed) /* a write-behind error already known goes to this close */
 		return false;
 	pthread_mutex_lock(&c->cb_lock);
 	bool deferred = !wi->cb_off;

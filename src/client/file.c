@@ -315,7 +315,8 @@ int client_winode_flush_locked(struct weft_client *c, struct winode *wi,
 {
 	bool behind = client_close_begin(c, wi); /* a close left this flush behind */
 	/* the data goes to the stores and the new size to meta at the same time: both are
-	 * done before close returns, which is what another client's open relies on */
+	 * done before this returns, which is what another client's open relies on (a close
+	 * waits for it, or another client's open waits through a recall: closebehind.c) */
 	client_winode_lock_ready(c, wi);
 	client_wb_submit_dirty(c, wi);
 	/* after writes, the report waits for the data: st_blocks is what the stores hold

@@ -66,35 +66,42 @@ int weft_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t paren
 			   WEFT_CREATE_EXCL, attr);
 }
 
-static int name_op(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
-		   uint64_t parent, const char *name)
+/* UNLINK or RMDIR: meta answers with the parent's attributes after it (dirattr.c). */
+static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
+		     uint64_t parent, const char *name)
 {
 	int err = check_name(name);
 	if (err)
 		return err;
+	client_close_flush_all(c, false); /* the size and attributes of what it may unlink */
+	client_wbattr_flush_all(c, false); /* its checks may depend on a buffered chown (wbattr.c) */
+	client_attrs_changed(c); /* the unlinked file's nlink and ctime */
+	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
 	proto_name_encode(&w, &m);
-	return client_meta_call(c, op, &w, NULL, 0, NULL);
+	struct frame *f = NULL;
+	err = client_meta_call(c, op, &w, NULL, 0, &f);
+	struct weft_msg_attr a;
+	if (err == 0 && f && f->h.payload_len &&
+	    proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) == 0 && a.attr.ino == parent)
+		client_dirattr_note(c, &a.attr, rgen, agen, dgen);
+	frame_free(f);
+	return err;
 }
 
 int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name)
 {
-	client_close_flush_all(c, false); /* the size and attributes of what it may unlink */
-	client_wbattr_flush_all(c, false); /* its checks may depend on a buffered chown (wbattr.c) */
-	client_attrs_changed(c);
-	return name_op(c, WEFT_OP_UNLINK, cr, parent, name);
+	return remove_op(c, WEFT_OP_UNLINK, cr, parent, name);
 }
 
 int weft_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name)
 {
-	client_close_flush_all(c, false);
-	client_wbattr_flush_all(c, false);
-	client_attrs_changed(c);
-	return name_op(c, WEFT_OP_RMDIR, cr, parent, name);
+	return remove_op(c, WEFT_OP_RMDIR, cr, parent, name);
 }
 
 int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,

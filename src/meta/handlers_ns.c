@@ -123,17 +123,20 @@ static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
 	return meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
 }
 
-/* UNLINK {cred, parent, name} -> EMPTY. The last link frees the inode (or leaves an
- * orphan while open) and queues its objects for deletion. */
+/* UNLINK {cred, parent, name} -> ATTR (the parent's, after: a client with a lease on
+ * it answers the kernel's next GETATTR of it with them). The last link frees the inode
+ * (or leaves an orphan while open) and queues its objects for deletion. */
 static int h_unlink(struct mreq *r, const struct meta_ctx *c)
 {
-	return meta_ns_unlink(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+	int rc = meta_ns_unlink(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+	return rc ? rc : meta_ns_getattr(c, ref_of(MSG(name)->parent, 0), &r->attr);
 }
 
-/* RMDIR {cred, parent, name} -> EMPTY. */
+/* RMDIR {cred, parent, name} -> ATTR (the parent's, after). */
 static int h_rmdir(struct mreq *r, const struct meta_ctx *c)
 {
-	return meta_ns_rmdir(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+	int rc = meta_ns_rmdir(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
+	return rc ? rc : meta_ns_getattr(c, ref_of(MSG(name)->parent, 0), &r->attr);
 }
 
 /* RENAME {cred, parent, name, newparent, newname, flags} -> EMPTY. */

@@ -457,8 +457,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(SETATTR,      0x0103, setattr, attr) \
 	X(CREATE,       0x0104, create, entry)  /* regular files, fifos, sockets, devices */ \
 	X(MKDIR,        0x0105, create, entry) \
-	X(UNLINK,       0x0106, name, empty) \
-	X(RMDIR,        0x0107, name, empty) \
+	X(UNLINK,       0x0106, name, attr)  /* the parent's, after */ \
+	X(RMDIR,        0x0107, name, attr) \
 	X(RENAME,       0x0108, rename, empty) \
 	X(LINK,         0x0109, link, entry) \
 	X(SYMLINK,      0x010a, symlink, entry) \

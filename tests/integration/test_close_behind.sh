@@ -86,8 +86,8 @@ for i in 1 50 100; do
 done
 ok "weft sync after 100 closes: B reads every file"
 
-# 5. no GETATTR at meta for creating, writing and chown'ing files, and A's directory
-# attributes are meta's
+# 5. no GETATTR at meta for creating, writing and chown'ing files, nor for unlinking
+# them, and A's directory attributes are meta's
 getattrs() {
 	curl -s "http://$(cat "$STATE/meta.metrics.addr")/metrics" |
 		awk '$0 !~ /^#/ && /weft_served_requests_total/ && /op="GETATTR"/ {s += $NF} END {print s + 0}'
@@ -113,6 +113,15 @@ touch "$B/g/fromB"
 sa=$(stat -c '%Y %Z %s %h' "$MNT/g"); sb=$(stat -c '%Y %Z %s %h' "$B/g")
 [ "$sa" = "$sb" ] || fail "after B's create: A says '$sa', B (meta) '$sb'"
 ok "200 creates with writes and chowns: $((g1 - g0)) GETATTRs at meta; A's directory attributes equal meta's, also after B's create"
+stat "$MNT/g" >/dev/null
+g0=$(getattrs)
+rm -f "$MNT"/g/f1*                         # 111 unlinks
+g1=$(getattrs)
+[ $((g1 - g0)) -le 15 ] || fail "111 unlinks sent $((g1 - g0)) GETATTRs to meta"
+sa=$(stat -c '%Y %Z %s %h' "$MNT/g"); sb=$(stat -c '%Y %Z %s %h' "$B/g")
+[ "$sa" = "$sb" ] || fail "after the unlinks: A says '$sa', B (meta) '$sb'"
+[ "$(ls "$MNT/g" | wc -l)" = 90 ] && [ "$(ls "$B/g" | wc -l)" = 90 ] || fail "after the unlinks: not 90 names left"
+ok "111 unlinks: $((g1 - g0)) GETATTRs at meta; A's directory attributes equal meta's"
 
 # 6. a tree extracted and unmounted at once is whole after weft down / weft up
 SRC=$T/src
