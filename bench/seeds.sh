@@ -97,10 +97,14 @@ fi
 
 if want tar && [ -f "$TARBALL" ]; then
 	# seed 004: tar xf of a kernel tree, sync; du -s; rm -rf, sync; from 1 and 2 mounts
+	# ("+ sync" rows: sync(1) on local, weft sync on the mount)
 	[ -f "$B/linux.tar" ] || xz -dc "$TARBALL" >"$B/linux.tar"
-	untar() { tar xf "$B/linux.tar" -C "$1" $SUBSET && sync; }
+	# sync(1) does not reach a FUSE mount: on weft, weft sync is what makes the
+	# extraction durable (and finishes the flushes that closes left behind)
+	wsync() { case $1 in "$LOCAL"*) sync ;; *) "$WEFT" sync "$1" ;; esac; }
+	untar() { tar xf "$B/linux.tar" -C "$1" $SUBSET && wsync "$1"; }
 	dus() { du -s "$1" >/dev/null; }
-	rmrf() { rm -rf "$1"/linux-source-6.1 && sync; }
+	rmrf() { rm -rf "$1"/linux-source-6.1 && wsync "$1"; }
 	mkdir -p "$LOCAL/t1" "$MNT/t1"
 	lt=$(secs untar "$LOCAL/t1"); drop; ld=$(secs dus "$LOCAL/t1"); lrm=$(secs rmrf "$LOCAL/t1")
 	wt=$(secs untar "$MNT/t1"); ld2=$(secs dus "$MNT/t1"); wrm=$(secs rmrf "$MNT/t1")

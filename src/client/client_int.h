@@ -296,6 +296,9 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 int client_wbattr_flush(struct weft_client *c, struct winode *wi, bool drop, bool behind);
 /* The error of a refused flush of wi, once (0: none). */
 int client_wbattr_take_err(struct winode *wi);
+/* Stops buffering for wi (its last handle is being released); what is buffered goes
+ * with the next flush. */
+void client_wbattr_end(struct weft_client *c, struct winode *wi);
 /* Flushes ino (and stops buffering for it: another client wants it), or everything;
  * recall: from the recall thread, which does not wait long for a winode another thread
  * is sending already (wbattr.c). */

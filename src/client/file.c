@@ -421,8 +421,16 @@ int weft_file_fsync(struct weft_file *f)
 
 int weft_file_release(struct weft_file *f)
 {
-	int err = weft_file_flush(f);
 	struct weft_client *c = f->c;
+	pthread_mutex_lock(&c->inodes_lock);
+	bool last = f->wi->opens <= 1;
+	pthread_mutex_unlock(&c->inodes_lock);
+	/* the last handle: meta's write-back claim ends with this release, so nothing may
+	 * be buffered for the file after the flush below (a chmod by path arriving between
+	 * it and the release would stay here unseen by others) */
+	if (last)
+		client_wbattr_end(c, f->wi);
+	int err = weft_file_flush(f);
 	/* not waited for: meta only drops a count in memory, and the request goes on the
 	 * same connection as (so before) any later request about the file. A release lost
 	 * with the connection to a restarting meta is not needed: the renewed session

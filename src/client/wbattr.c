@@ -304,6 +304,16 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 	return done;
 }
 
+void client_wbattr_end(struct weft_client *c, struct winode *wi)
+{
+	(void)c;
+	pthread_mutex_lock(&wi->wb_lock);
+	pthread_mutex_lock(&wi->lock);
+	wi->wb_created = false; /* what is buffered still goes with the next flush */
+	pthread_mutex_unlock(&wi->lock);
+	pthread_mutex_unlock(&wi->wb_lock);
+}
+
 void client_wbattr_recall(struct weft_client *c, uint64_t ino)
 {
 	struct winode *wi = client_winode_find(c, ino);
