@@ -108,8 +108,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 #define MSG_LOOKUP(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
 /* lease: ms the client may cache attr (and for a directory the names under it); 0 none
- * (lease.h in meta) */
-#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0)
+ * (lease.h in meta). dir_lease: the caller's lease on the directory the request named
+ * (LOOKUP's parent, the directory a CREATE, MKDIR, SYMLINK or LINK made the name in)
+ * was still live and is renewed for this many ms; 0: not renewed (it may have lapsed,
+ * the directory is busy, or the op names none). A client that keeps a directory's
+ * names complete under its lease extends it by this only (lease.h, meta_leases_renew). */
+#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0) F(U32, dir_lease, 0)
 #define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
 #define MSG_ATTR(F) F(ATTR, attr, 0)
 /* valid: WEFT_SET_* bits (weft/types.h) */
@@ -160,7 +164,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * parent may answer the kernel's next GETATTR of it with */
 #define MSG_OPENED(F) \
 	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN) F(ATTR, pattr, 0)
+	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN) F(ATTR, pattr, 0) \
+	F(U32, dir_lease, 0)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
 /* reopen: after meta lost the session (a restart), the client's new session takes back
  * the count opens it holds of ino; no access check (they were checked at open) */
