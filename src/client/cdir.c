@@ -17,6 +17,7 @@ struct centry {
 	struct centry *next;          /* bucket chain */
 	struct centry *older, *newer; /* insertion order: the oldest goes first */
 	uint64_t ino;
+	uint64_t until_ms;            /* the lease it is complete under (the caller's clock) */
 	int pending;                  /* mutations of this client in flight in it */
 	size_t n, nb;                 /* names, name buckets (a power of two) */
 	struct cname **b;
@@ -123,7 +124,7 @@ void cdir_free(struct cdir *t)
 	free(t);
 }
 
-int cdir_add_dir(struct cdir *t, uint64_t dir)
+int cdir_add_dir(struct cdir *t, uint64_t dir, uint64_t until_ms)
 {
 	cdir_drop(t, dir);
 	while (t->n >= t->max_dirs)
@@ -135,6 +136,7 @@ int cdir_add_dir(struct cdir *t, uint64_t dir)
 	}
 	e->nb = 8;
 	e->ino = dir;
+	e->until_ms = until_ms;
 	struct centry **p = slot_of(t, dir);
 	*p = e;
 	e->older = t->newest;
@@ -150,6 +152,19 @@ int cdir_add_dir(struct cdir *t, uint64_t dir)
 int cdir_has(const struct cdir *t, uint64_t dir)
 {
 	return find(t, dir) != NULL;
+}
+
+uint64_t cdir_until(const struct cdir *t, uint64_t dir)
+{
+	const struct centry *e = find(t, dir);
+	return e ? e->until_ms : 0;
+}
+
+void cdir_set_until(struct cdir *t, uint64_t dir, uint64_t until_ms)
+{
+	struct centry *e = find(t, dir);
+	if (e)
+		e->until_ms = until_ms;
 }
 
 size_t cdir_count(const struct cdir *t)

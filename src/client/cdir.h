@@ -29,9 +29,13 @@ enum cdir_answer {
 struct cdir *cdir_new(size_t max_dirs, size_t max_names);
 void cdir_free(struct cdir *t);
 
-/* dir starts complete and empty (a directory this client just created); replaces what was
- * known of it. -ENOMEM: not added (then it is simply not complete). */
-int cdir_add_dir(struct cdir *t, uint64_t dir);
+/* dir starts complete and empty (a directory this client just created), its lease
+ * running until until_ms (the caller's clock); replaces what was known of it. -ENOMEM:
+ * not added (then it is simply not complete). */
+int cdir_add_dir(struct cdir *t, uint64_t dir, uint64_t until_ms);
+/* The lease expiry kept with dir (0: dir is not complete), and its update. */
+uint64_t cdir_until(const struct cdir *t, uint64_t dir);
+void cdir_set_until(struct cdir *t, uint64_t dir, uint64_t until_ms);
 /* dir is no longer complete (no-op if it was not). */
 void cdir_drop(struct cdir *t, uint64_t dir);
 void cdir_clear(struct cdir *t);

@@ -14,8 +14,12 @@ static void test_names(void)
 	CHECK(t);
 	CHECK_INT(cdir_lookup(t, 7, L("a")), ==, CDIR_UNKNOWN);
 	cdir_name_add(t, 7, L("a")); /* not complete: nothing kept */
-	CHECK_INT(cdir_add_dir(t, 7), ==, 0);
+	CHECK_INT(cdir_add_dir(t, 7, 1000), ==, 0);
 	CHECK_INT(cdir_lookup(t, 7, L("a")), ==, CDIR_ABSENT);
+	CHECK_INT(cdir_until(t, 7), ==, 1000);
+	cdir_set_until(t, 7, 2000);
+	CHECK_INT(cdir_until(t, 7), ==, 2000);
+	CHECK_INT(cdir_until(t, 8), ==, 0);
 	cdir_name_add(t, 7, L("a"));
 	cdir_name_add(t, 7, L("a"));
 	CHECK_INT(cdir_lookup(t, 7, L("a")), ==, CDIR_PRESENT);
@@ -53,7 +57,7 @@ static void test_names(void)
 	CHECK_INT(cdir_lookup(t, 7, L("zz")), ==, CDIR_UNKNOWN);
 	/* added again (a new mkdir of that inode cannot happen, but the table allows it):
 	 * empty */
-	CHECK_INT(cdir_add_dir(t, 7), ==, 0);
+	CHECK_INT(cdir_add_dir(t, 7, 1000), ==, 0);
 	CHECK_INT(cdir_lookup(t, 7, L("f1")), ==, CDIR_ABSENT);
 	cdir_free(t);
 	cdir_free(NULL);
@@ -63,7 +67,7 @@ static void test_pending_and_bounds(void)
 {
 	struct cdir *t = cdir_new(3, 10);
 	for (uint64_t d = 1; d <= 3; d++)
-		CHECK_INT(cdir_add_dir(t, d), ==, 0);
+		CHECK_INT(cdir_add_dir(t, d, 1000), ==, 0);
 	cdir_pending(t, 2, +1);
 	CHECK_INT(cdir_lookup(t, 2, L("x")), ==, CDIR_UNKNOWN);
 	cdir_pending(t, 2, +1);
@@ -73,21 +77,21 @@ static void test_pending_and_bounds(void)
 	CHECK_INT(cdir_lookup(t, 2, L("x")), ==, CDIR_ABSENT);
 	cdir_pending(t, 9, +1); /* not complete: ignored */
 	/* a fourth directory: the oldest (1) goes */
-	CHECK_INT(cdir_add_dir(t, 4), ==, 0);
+	CHECK_INT(cdir_add_dir(t, 4, 1000), ==, 0);
 	CHECK_INT(cdir_count(t), ==, 3);
 	CHECK(!cdir_has(t, 1) && cdir_has(t, 2) && cdir_has(t, 3) && cdir_has(t, 4));
 	cdir_drop(t, 3);
 	CHECK(!cdir_has(t, 3));
-	CHECK_INT(cdir_add_dir(t, 5), ==, 0);
+	CHECK_INT(cdir_add_dir(t, 5, 1000), ==, 0);
 	CHECK(cdir_has(t, 2) && cdir_has(t, 4) && cdir_has(t, 5));
-	CHECK_INT(cdir_add_dir(t, 6), ==, 0);
+	CHECK_INT(cdir_add_dir(t, 6, 1000), ==, 0);
 	CHECK(!cdir_has(t, 2));
 	cdir_clear(t);
 	CHECK_INT(cdir_count(t), ==, 0);
 	CHECK_INT(cdir_lookup(t, 5, L("x")), ==, CDIR_UNKNOWN);
 	/* many directories through a small table */
 	for (uint64_t d = 100; d < 10000; d++) {
-		CHECK_INT(cdir_add_dir(t, d), ==, 0);
+		CHECK_INT(cdir_add_dir(t, d, 1000), ==, 0);
 		cdir_name_add(t, d, L("n"));
 	}
 	CHECK_INT(cdir_count(t), ==, 3);
