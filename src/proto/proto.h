@@ -29,9 +29,12 @@
  * layout carries its generation (weft migrate); capabilities in OPENED and OBJ_*.
  * 4: HELLO and its reply carry the wire level; every frame after AUTH ends with a 16-byte
  * tag, and at the privacy level its body is encrypted (net/wire.h). Older peers are
- * refused at HELLO. */
-#define WEFT_PROTO_MIN    4
-#define WEFT_PROTO_MAX    4
+ * refused at HELLO.
+ * 5: ENTRY and OPENED end with dir_lease (the renewal of the caller's lease on the
+ * directory the request named); version 4 peers are refused at HELLO (a 4 client would
+ * fail to decode every ENTRY reply). */
+#define WEFT_PROTO_MIN    5
+#define WEFT_PROTO_MAX    5
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
