@@ -31,8 +31,8 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		return err;
 	/* a directory whose every name this client knows (lease.c): no round trip for a
 	 * name it does not have. Meta's search-permission check is skipped: the mount's
-	 * kernel made it (default_permissions). */
-	if (client_cdir_absent(c, parent, name))
+	 * kernel made it (default_permissions). "." and ".." are never kept as names. */
+	if (strcmp(name, ".") && strcmp(name, "..") && client_cdir_absent(c, parent, name))
 		return -ENOENT;
 	struct wbuf w;
 	wbuf_init(&w);
