@@ -36,6 +36,20 @@ echo "LOOKUPs at meta for $N creates in a new directory: mount A $((l1 - l0)), m
 [ "$(ls "$MNT/a" | wc -l)" = $N ] && [ "$(ls "$B/a" | wc -l)" = $N ] || fail "A's files, as A and B list them"
 ok "$N creates in a directory A made: $((l1 - l0)) LOOKUPs (B, complete_dirs=off: $((l2 - l1)))"
 
+# --- 1b. creates spread over twice the lease: each create's reply renews the client's
+# lease on the directory, so it stays complete. Through libweft alone (cdir_probe): the
+# kernel would renew it too, with the GETATTR of the directory it sends after each create.
+probe() { "$BUILD/tests/integration/cdir_probe" "$(cat "$STATE/meta.addr")" "$STATE/cluster.key" "$@"; }
+l0=$(lookups)
+[ "$(probe p1 60 100 0)" = absent ] || fail "cdir_probe p1"
+l1=$(lookups)
+[ "$(probe p2 3 10 4000)" = absent ] || fail "cdir_probe p2"
+l2=$(lookups)
+echo "LOOKUPs for an absent name after 60 creates over 6 s: $((l1 - l0)); after a lapse: $((l2 - l1))"
+[ $((l1 - l0)) -eq 0 ] || fail "60 creates over twice the lease: the directory's lease was not kept renewed"
+[ $((l2 - l1)) -ge 1 ] || fail "a lookup after the lease lapsed was answered without meta"
+ok "creates over twice the lease keep the directory complete; a lapse ends it"
+
 # --- 2. B changes a directory A holds complete: A sees it at once, warm negative entries
 # and all (each case in a directory of its own: the first recall ends completeness)
 python3 - "$MNT" "$B" <<'PY' || fail "B's changes in A's complete directories"
