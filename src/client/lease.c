@@ -23,7 +23,8 @@
  * renewal meta grants on a lease that never lapsed (dir_lease in ENTRY and OPENED
  * replies, meta_leases_renew) or by a reply while the directory's own expiry here has
  * not passed; seen past it, the directory is dropped. Kept under slot_lock, with its own
- * expiry (a slot lost to another inode does not lose it).
+ * expiry (a slot lost to another inode does not lose it; weft_lease_left_ms, what the
+ * kernel may cache, stays the slot's).
  *
  * Threads: any; the recall and notifier threads are started by client_lease_start. */
 #include <errno.h>
@@ -143,10 +144,9 @@ uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino)
 	size_t i = slot_of(ino);
 	if (cr->slots[i].ino == ino && cr->slots[i].until_ms > now)
 		left = cr->slots[i].until_ms - now;
-	/* a complete directory keeps its own expiry (its slot may have gone to another) */
-	uint64_t until = cr->cdirs ? cdir_until(cr->cdirs, ino) : 0;
-	if (until > now && until - now > left)
-		left = until - now;
+	/* not a complete directory's own expiry: a slot set to 0 by a reply that may
+	 * predate a change must keep the kernel from caching that reply. A negative entry
+	 * answered in libweft then gets 0 too, and the kernel asks libweft again. */
 	pthread_mutex_unlock(&cr->slot_lock);
 	return (uint32_t)left;
 }
