@@ -403,8 +403,8 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
 void client_cdir_begin(struct weft_client *c, uint64_t dir);
 /* It ended with err (0 or -errno; any error drops dir: its outcome is not known here).
  * change > 0: name now exists in dir, < 0: it no longer does, 0: no name changed.
- * dir_lease: the renewal of the lease on dir the reply carried (0 none; it also renews
- * dir's lease slot, complete or not); gen: client_recall_gen before the request. */
+ * dir_lease: the renewal of the lease on dir the reply carried (0 none); gen:
+ * client_recall_gen before the request. */
 void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int change, int err,
 		     uint32_t dir_lease, uint64_t gen);
 /* True when dir is complete and has no entry name: a lookup may answer ENOENT. */

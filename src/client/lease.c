@@ -181,34 +181,25 @@ void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int 
 		     uint32_t dir_lease, uint64_t gen)
 {
 	struct client_recall *cr = c->recall;
-	if (!cr)
+	if (!cr || !cr->cdirs)
 		return;
 	uint64_t now = mono_ms();
 	pthread_mutex_lock(&cr->slot_lock);
-	if (cr->cdirs) {
-		cdir_pending(cr->cdirs, dir, -1);
-		if (err)
-			/* refused, or its outcome unknown: what is in dir is no longer certain */
-			cdir_drop(cr->cdirs, dir);
-		else if (cdir_until(cr->cdirs, dir) <= now)
-			cdir_drop(cr->cdirs, dir); /* its lease ran out: others may have changed it */
-		else if (change > 0)
+	cdir_pending(cr->cdirs, dir, -1);
+	if (err) {
+		/* refused, or its outcome unknown: what is in dir is no longer certain */
+		cdir_drop(cr->cdirs, dir);
+	} else if (cdir_until(cr->cdirs, dir) <= now) {
+		cdir_drop(cr->cdirs, dir); /* its lease ran out: others may have changed it */
+	} else {
+		if (change > 0)
 			cdir_name_add(cr->cdirs, dir, name, strlen(name));
 		else if (change < 0)
 			cdir_name_del(cr->cdirs, dir, name, strlen(name));
-	}
-	/* meta renewed a lease that was live, and no recall came since the request left
-	 * (one may have: the renewal may predate its change, and the recall dropped the
-	 * directory anyway if it named it): the slot (what the kernel may cache) and a
-	 * complete directory's own expiry move on. Never shortened, never zeroed here. */
-	if (!err && dir_lease && atomic_load(&cr->gen) == gen) {
-		size_t i = slot_of(dir);
-		uint64_t until = now + dir_lease - dir_lease / 10;
-		if (cr->slots[i].ino != dir || cr->slots[i].until_ms < until) {
-			cr->slots[i].ino = dir;
-			cr->slots[i].until_ms = until;
-		}
-		cdir_extend(cr, dir, dir_lease, now);
+		/* a renewal granted after a recall may predate the change: not taken (the
+		 * recall dropped the directory anyway if it named it) */
+		if (dir_lease && atomic_load(&cr->gen) == gen)
+			cdir_extend(cr, dir, dir_lease, now);
 	}
 	pthread_mutex_unlock(&cr->slot_lock);
 }
