@@ -60,6 +60,9 @@ struct weft_client_opts {
 	bool sync_close;           /* weft_file_close always flushes; else a file created
 				    * here with wb_attrs is flushed behind the close
 				    * (closebehind.c) */
+	bool complete_dirs_off;    /* do not answer lookups of absent names in directories
+				    * this client created and holds a lease on (lease.c; for
+				    * comparison) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 

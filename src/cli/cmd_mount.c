@@ -44,6 +44,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			if (strcmp(val, "on") && strcmp(val, "off"))
 				return cli_usage_error("mount", "open_prefetch=%s: on or off", val);
 			o->open_prefetch_off = strcmp(val, "off") == 0;
+		} else if (strcmp(opt, "complete_dirs") == 0 && val) {
+			if (strcmp(val, "on") && strcmp(val, "off"))
+				return cli_usage_error("mount", "complete_dirs=%s: on or off", val);
+			o->complete_dirs_off = strcmp(val, "off") == 0;
 		} else if (strcmp(opt, "readahead_kb") == 0 && val) {
 			o->readahead_kb = (uint32_t)strtoul(val, NULL, 10);
 		} else if (strcmp(opt, "key") == 0 && val) {
@@ -158,6 +162,8 @@ const struct cli_verb cmd_mount = {
 		 "                     (default 8; 0 turns it off)\n"
 		 "  open_prefetch=on|off  read a listed file's first stripe unit with its open\n"
 		 "                     (default on; off with readahead=0)\n"
+		 "  complete_dirs=on|off  answer lookups of absent names in directories this\n"
+		 "                     mount created, under their lease, without meta (default on)\n"
 		 "  readahead_kb=N     kernel read-ahead of the mount (default 4096; root only)\n"
 		 "  key=FILE           cluster key (default: --key, STATE/cluster.key, $WEFT_KEY,\n"
 		 "                     /etc/weft/cluster.key)\n"

@@ -13,17 +13,24 @@
 #include "weft/err.h"
 
 /* Calls meta and decodes an ENTRY reply (attr + layout). */
-int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
-		      struct weft_layout *layout)
+int client_call_entry_lease(struct weft_client *c, uint16_t op, struct wbuf *w,
+			    struct weft_attr *attr, struct weft_layout *layout,
+			    struct client_entry_lease *l)
 {
 	struct frame *f;
 	uint64_t gen = client_recall_gen(c);
+	if (l)
+		*l = (struct client_entry_lease){.gen = gen};
 	int err = client_meta_call(c, op, w, NULL, 0, &f);
 	if (err == 0) {
 		struct weft_msg_entry e;
 		if (proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) < 0) {
 			err = -EIO;
 		} else {
+			if (l) {
+				l->lease = e.lease;
+				l->dir_lease = e.dir_lease;
+			}
 			client_lease_note(c, e.attr.ino, e.lease, gen);
 			client_fix_size(c, &e.attr);
 			if (attr)
@@ -34,6 +41,12 @@ int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct
 	}
 	frame_free(f);
 	return err;
+}
+
+int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
+		      struct weft_layout *layout)
+{
+	return client_call_entry_lease(c, op, w, attr, layout, NULL);
 }
 
 static int getattr_layout(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,

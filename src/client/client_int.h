@@ -49,6 +49,7 @@ struct weft_client {
 	char node[WEFT_NODE_MAX + 1];
 	bool checksums;
 	bool wb_attrs;                /* attribute write-back (wbattr.c) */
+	bool complete_dirs;           /* lookups answered in complete directories (lease.c) */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
 	/* Bumped by every change this client sends meta that may alter attributes of an
@@ -396,6 +397,23 @@ uint64_t client_recall_gen(struct weft_client *c);
 void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, uint64_t gen);
 /* Forgets every lease (an eviction: meta gave them away). */
 void client_lease_drop_all(struct weft_client *c);
+/* Complete directories (lease.c, cdir.h; off with complete_dirs false). dir was made by
+ * this client's MKDIR, whose reply granted lease_ms on it (gen: client_recall_gen before
+ * the request): it starts complete and empty. */
+void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen);
+/* A mutation of this client that may change names in dir starts: until its
+ * client_cdir_end, lookups in dir ask meta. */
+void client_cdir_begin(struct weft_client *c, uint64_t dir);
+/* It ended with err (0 or -errno; any error drops dir: its outcome is not known here).
+ * change > 0: name now exists in dir, < 0: it no longer does, 0: no name changed.
+ * dir_lease: the renewal of the lease on dir the reply carried (0 none); gen:
+ * client_recall_gen before the request. */
+void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int change, int err,
+		     uint32_t dir_lease, uint64_t gen);
+/* True when dir is complete and has no entry name: a lookup may answer ENOENT. */
+bool client_cdir_absent(struct weft_client *c, uint64_t dir, const char *name);
+/* No directory is complete any more (a new session: meta restarted or evicted us). */
+void client_cdir_drop_all(struct weft_client *c);
 /* A RECALL request from meta (loop thread): queued; true if it took f. */
 bool client_recall_request(struct weft_client *c, struct conn *cn, struct frame *f);
 /* Before a write through f: false when f's session was evicted (checks with meta first
@@ -515,6 +533,16 @@ void client_winode_fix_size(struct winode *wi, struct weft_attr *a);
  * may be NULL), its size corrected by client_fix_size and its lease noted. */
 int client_call_entry(struct weft_client *c, uint16_t op, struct wbuf *w, struct weft_attr *attr,
 		      struct weft_layout *layout);
+/* The reply's leases, for client_call_entry_lease: on the entry and on its directory
+ * (dir_lease), and the recall generation read before the request. */
+struct client_entry_lease {
+	uint32_t lease, dir_lease;
+	uint64_t gen;
+};
+/* client_call_entry, telling the leases the reply carried (l: all 0 on an error). */
+int client_call_entry_lease(struct weft_client *c, uint16_t op, struct wbuf *w,
+			    struct weft_attr *attr, struct weft_layout *layout,
+			    struct client_entry_lease *l);
 
 /* data.c: store I/O for pieces of a file */
 struct io_batch {

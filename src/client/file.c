@@ -597,7 +597,13 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 						  (c->wb_attrs ? WEFT_CREATE_WB : 0),
 					 .open_flags = (uint32_t)flags};
 	struct weft_msg_opened o;
+	uint64_t gen = client_recall_gen(c);
+	client_cdir_begin(c, parent); /* the name is kept if parent is complete (lease.c) */
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
+	/* an existing file's open in a directory thought complete would be a name it did
+	 * not know: not complete after all */
+	client_cdir_end(c, parent, name, 1, err ? err : o.created || excl ? 0 : -EEXIST,
+			err ? 0 : o.dir_lease, gen);
 	if (err)
 		return err;
 	/* the open holds the winode: one lookup per create (open_call's) */

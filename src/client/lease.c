@@ -16,6 +16,16 @@
  * waiting the same way. Neither thread takes a lock a FUSE READ or WRITE handler holds
  * while it waits on meta.
  *
+ * Complete directories (cdir.h): a directory this client created starts empty and
+ * complete, and stays so while its lease stays valid without a gap and no recall names
+ * it; the names this client makes and removes in it are kept, so a lookup of any other
+ * name is answered ENOENT here (client_cdir_absent). Its lease is extended only by a
+ * renewal meta grants on a lease that never lapsed (dir_lease in ENTRY and OPENED
+ * replies, meta_leases_renew) or by a reply while the directory's own expiry here has
+ * not passed; seen past it, the directory is dropped. Kept under slot_lock, with its own
+ * expiry (a slot lost to another inode does not lose it; weft_lease_left_ms, what the
+ * kernel may cache, stays the slot's).
+ *
  * Threads: any; the recall and notifier threads are started by client_lease_start. */
 #include <errno.h>
 #include <pthread.h>
@@ -23,12 +33,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/cdir.h"
 #include "client/client_int.h"
 #include "common/log.h"
 #include "weft/err.h"
 
 #define LEASE_SLOTS 65536
 #define RECALL_WAIT_MS 300
+#define CDIR_MAX_DIRS 1024
+#define CDIR_MAX_NAMES 65536
 
 struct recall_item {
 	struct recall_item *next;
@@ -54,6 +67,7 @@ struct client_recall {
 	atomic_uint_fast64_t gen;
 	pthread_mutex_t slot_lock;
 	struct { uint64_t ino; uint64_t until_ms; } *slots;
+	struct cdir *cdirs;    /* slot_lock; NULL: the mount's neg_cache=off */
 };
 
 static uint64_t mono_ms(void)
@@ -73,6 +87,23 @@ uint64_t client_recall_gen(struct weft_client *c)
 	return c->recall ? atomic_load(&c->recall->gen) : 0;
 }
 
+/* A reply renewed ino's lease for lease_ms (slot_lock held): a complete directory's
+ * expiry moves with it if it had not passed; if it had, the directory was not covered
+ * for a while (another session may have changed it without a recall): dropped. */
+static void cdir_extend(struct client_recall *cr, uint64_t ino, uint32_t lease_ms, uint64_t now)
+{
+	uint64_t until;
+	if (!cr->cdirs || !(until = cdir_until(cr->cdirs, ino)))
+		return;
+	if (until <= now) {
+		cdir_drop(cr->cdirs, ino);
+		return;
+	}
+	uint64_t nu = now + lease_ms - lease_ms / 10;
+	if (nu > until)
+		cdir_set_until(cr->cdirs, ino, nu);
+}
+
 void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, uint64_t gen)
 {
 	struct client_recall *cr = c->recall;
@@ -83,11 +114,14 @@ void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, u
 	/* a recall since the request went: the reply may predate the change */
 	if (atomic_load(&cr->gen) != gen)
 		lease_ms = 0;
+	uint64_t now = mono_ms();
 	pthread_mutex_lock(&cr->slot_lock);
 	size_t i = slot_of(ino);
 	cr->slots[i].ino = ino;
 	/* the lease ran from before the request left; a margin for the reply's way back */
-	cr->slots[i].until_ms = lease_ms ? mono_ms() + lease_ms - lease_ms / 10 : 0;
+	cr->slots[i].until_ms = lease_ms ? now + lease_ms - lease_ms / 10 : 0;
+	if (lease_ms)
+		cdir_extend(cr, ino, lease_ms, now);
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -110,8 +144,90 @@ uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino)
 	size_t i = slot_of(ino);
 	if (cr->slots[i].ino == ino && cr->slots[i].until_ms > now)
 		left = cr->slots[i].until_ms - now;
+	/* not a complete directory's own expiry: a slot set to 0 by a reply that may
+	 * predate a change must keep the kernel from caching that reply. A negative entry
+	 * answered in libweft then gets 0 too, and the kernel asks libweft again. */
 	pthread_mutex_unlock(&cr->slot_lock);
 	return (uint32_t)left;
+}
+
+/* ---- complete directories ---- */
+
+void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs || !lease_ms)
+		return;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	/* a recall since the request went may have named it (the recall thread bumps the
+	 * generation before it drops directories under this lock) */
+	if (atomic_load(&cr->gen) == gen)
+		cdir_add_dir(cr->cdirs, dir, now + lease_ms - lease_ms / 10);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+void client_cdir_begin(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return;
+	pthread_mutex_lock(&cr->slot_lock);
+	cdir_pending(cr->cdirs, dir, +1);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int change, int err,
+		     uint32_t dir_lease, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	cdir_pending(cr->cdirs, dir, -1);
+	if (err) {
+		/* refused, or its outcome unknown: what is in dir is no longer certain */
+		cdir_drop(cr->cdirs, dir);
+	} else if (cdir_until(cr->cdirs, dir) <= now) {
+		cdir_drop(cr->cdirs, dir); /* its lease ran out: others may have changed it */
+	} else {
+		if (change > 0)
+			cdir_name_add(cr->cdirs, dir, name, strlen(name));
+		else if (change < 0)
+			cdir_name_del(cr->cdirs, dir, name, strlen(name));
+		/* a renewal granted after a recall may predate the change: not taken (the
+		 * recall dropped the directory anyway if it named it) */
+		if (dir_lease && atomic_load(&cr->gen) == gen)
+			cdir_extend(cr, dir, dir_lease, now);
+	}
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+bool client_cdir_absent(struct weft_client *c, uint64_t dir, const char *name)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return false;
+	bool absent = false;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	uint64_t until = cdir_until(cr->cdirs, dir);
+	if (until && until <= now)
+		cdir_drop(cr->cdirs, dir); /* lapsed: never complete again */
+	else if (until)
+		absent = cdir_lookup(cr->cdirs, dir, name, strlen(name)) == CDIR_ABSENT;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return absent;
+}
+
+static void cdir_forget(struct client_recall *cr, uint64_t dir)
+{
+	if (!cr->cdirs)
+		return;
+	pthread_mutex_lock(&cr->slot_lock);
+	cdir_drop(cr->cdirs, dir);
+	pthread_mutex_unlock(&cr->slot_lock);
 }
 
 void weft_client_on_recall(struct weft_client *c, weft_recall_fn fn, void *arg)
@@ -128,6 +244,18 @@ void client_lease_drop_all(struct weft_client *c)
 	atomic_fetch_add(&cr->gen, 1);
 	pthread_mutex_lock(&cr->slot_lock);
 	memset(cr->slots, 0, LEASE_SLOTS * sizeof(*cr->slots));
+	if (cr->cdirs)
+		cdir_clear(cr->cdirs);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+void client_cdir_drop_all(struct weft_client *c)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return;
+	pthread_mutex_lock(&cr->slot_lock);
+	cdir_clear(cr->cdirs);
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -230,6 +358,9 @@ static void *recall_main(void *arg)
 		it->next = NULL;
 		pthread_mutex_unlock(&cr->lock);
 		atomic_fetch_add(&cr->gen, 1);
+		/* whatever it recalls, a directory named is no longer known complete (after
+		 * the generation: client_cdir_created) */
+		cdir_forget(cr, it->ino);
 		/* buffered attributes go to meta before the answer (wbattr.c): the recalled
 		 * request then sees them */
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA | WEFT_RECALL_LAYOUT)) {
@@ -273,7 +404,10 @@ static void *recall_main(void *arg)
 int client_lease_start(struct weft_client *c)
 {
 	struct client_recall *cr = calloc(1, sizeof(*cr));
-	if (!cr || !(cr->slots = calloc(LEASE_SLOTS, sizeof(*cr->slots)))) {
+	if (!cr || !(cr->slots = calloc(LEASE_SLOTS, sizeof(*cr->slots))) ||
+	    (c->complete_dirs && !(cr->cdirs = cdir_new(CDIR_MAX_DIRS, CDIR_MAX_NAMES)))) {
+		if (cr)
+			free(cr->slots);
 		free(cr);
 		return -ENOMEM;
 	}
@@ -293,6 +427,7 @@ int client_lease_start(struct weft_client *c)
 	}
 	if (err) {
 		c->recall = NULL;
+		cdir_free(cr->cdirs);
 		free(cr->slots);
 		free(cr);
 		return -err;
@@ -320,6 +455,7 @@ void client_lease_stop(struct weft_client *c)
 		free(it);
 	}
 	c->recall = NULL;
+	cdir_free(cr->cdirs);
 	free(cr->slots);
 	free(cr);
 }

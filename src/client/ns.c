@@ -29,11 +29,40 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	int err = check_name(name);
 	if (err)
 		return err;
+	/* a directory whose every name this client knows (lease.c): no round trip for a
+	 * name it does not have. Meta's search-permission check is skipped: the mount's
+	 * kernel made it (default_permissions). "." and ".." are never kept as names. */
+	if (strcmp(name, ".") && strcmp(name, "..") && client_cdir_absent(c, parent, name))
+		return -ENOENT;
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_lookup m = {.cred = *cr, .parent = parent, .name = name_of(name)};
 	proto_lookup_encode(&w, &m);
-	return client_call_entry(c, WEFT_OP_LOOKUP, &w, attr, NULL);
+	struct client_entry_lease l;
+	err = client_call_entry_lease(c, WEFT_OP_LOOKUP, &w, attr, NULL, &l);
+	/* the renewal of the parent's lease keeps a complete directory complete */
+	if (err == 0 && l.dir_lease) {
+		client_cdir_begin(c, parent);
+		client_cdir_end(c, parent, name, 0, 0, l.dir_lease, l.gen);
+	}
+	return err;
+}
+
+/* A call that makes name in parent (an ENTRY reply), kept in parent's names if parent
+ * is complete (lease.c). */
+static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint64_t parent,
+			const char *name, struct weft_attr *attr)
+{
+	struct client_entry_lease l;
+	struct weft_attr a;
+	client_cdir_begin(c, parent);
+	int err = client_call_entry_lease(c, op, w, &a, NULL, &l);
+	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
+	if (err == 0 && op == WEFT_OP_MKDIR)
+		client_cdir_created(c, a.ino, l.lease, l.gen); /* empty, and ours */
+	if (err == 0 && attr)
+		*attr = a;
+	return err;
 }
 
 static int create_like(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
@@ -49,7 +78,7 @@ static int create_like(struct weft_client *c, uint16_t op, const struct weft_cre
 	struct weft_msg_create m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				    .mode = mode, .rdev = rdev, .flags = flags};
 	proto_create_encode(&w, &m);
-	return client_call_entry(c, op, &w, attr, NULL);
+	return entry_in_dir(c, op, &w, parent, name, attr);
 }
 
 int weft_mknod(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -83,7 +112,9 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
 	proto_name_encode(&w, &m);
 	struct frame *f = NULL;
+	client_cdir_begin(c, parent);
 	err = client_meta_call(c, op, &w, NULL, 0, &f);
+	client_cdir_end(c, parent, name, -1, err, 0, 0);
 	struct weft_msg_attr a;
 	if (err == 0 && f && f->h.payload_len &&
 	    proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) == 0 && a.attr.ino == parent)
@@ -121,7 +152,13 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 				    .flags = flags};
 	proto_rename_encode(&w, &m);
 	client_attrs_changed(c);
-	return client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
+	client_cdir_begin(c, parent);
+	client_cdir_begin(c, newparent);
+	err = client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
+	/* RENAME_EXCHANGE (2) leaves both names in place */
+	client_cdir_end(c, parent, name, (flags & 2) ? 0 : -1, err, 0, 0);
+	client_cdir_end(c, newparent, newname, 1, err, 0, 0);
+	return err;
 }
 
 int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
@@ -138,7 +175,7 @@ int weft_link(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 				  .newname = name_of(newname)};
 	proto_link_encode(&w, &m);
 	client_attrs_changed(c);
-	return client_call_entry(c, WEFT_OP_LINK, &w, attr, NULL);
+	return entry_in_dir(c, WEFT_OP_LINK, &w, newparent, newname, attr);
 }
 
 int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -155,7 +192,7 @@ int weft_symlink(struct weft_client *c, const struct weft_cred *cr, uint64_t par
 	struct weft_msg_symlink m = {.cred = *cr, .parent = parent, .name = name_of(name),
 				     .target = name_of(target)};
 	proto_symlink_encode(&w, &m);
-	return client_call_entry(c, WEFT_OP_SYMLINK, &w, attr, NULL);
+	return entry_in_dir(c, WEFT_OP_SYMLINK, &w, parent, name, attr);
 }
 
 int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, char *buf,

@@ -387,6 +387,8 @@ static int session_renew(struct weft_client *c, uint64_t old, bool evicted)
 		log_warn("session %llu was evicted by meta (a lease recall went unanswered): "
 			 "files open in it fail with EIO", (unsigned long long)old);
 	}
+	/* meta restarted or evicted us: what it did meanwhile was never recalled here */
+	client_cdir_drop_all(c);
 	int err = open_session(c);
 	if (err) {
 		pthread_rwlock_unlock(&c->sess_lock);
@@ -596,6 +598,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	c->checksums = !o->checksums_off;
 	c->wb_attrs = o->wb_attrs;
 	c->close_behind = o->wb_attrs && !o->sync_close;
+	c->complete_dirs = !o->complete_dirs_off;
 	c->pool_max = o->pagepool ? o->pagepool : 256ull << 20;
 	c->attr_timeout_ns = (int64_t)o->attr_timeout_ms * 1000000;
 	c->readahead_units = o->readahead_units == WEFT_READAHEAD_OFF ? 0

@@ -498,6 +498,10 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 				    .written = {(const char *)r->written, r->written_len}};
 	if (r->h->op == WEFT_OP_CREATE_OPEN && r->flag)
 		m.pattr = r->pattr;
+	/* the creator's lease on the directory, renewed if it never lapsed (proto.h) */
+	if (r->h->op == WEFT_OP_CREATE_OPEN)
+		m.dir_lease = meta_leases_renew(r->s->leases, sess, MSG(create_open)->parent,
+						loop_now_ms());
 	if (S_ISREG(r->attr.mode)) {
 		uint32_t fl = r->h->op == WEFT_OP_OPEN ? MSG(open)->flags : MSG(create_open)->open_flags;
 		meta_cap_mint(r->s, r->c, r->attr.ino, sess,

@@ -271,6 +271,23 @@ static struct holder *find(struct meta_leases *l, uint64_t session, uint64_t ino
 	return NULL;
 }
 
+uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino,
+			   uint64_t now_ms)
+{
+	if (!session || !ino)
+		return 0;
+	uint32_t granted = 0;
+	pthread_mutex_lock(&l->lock);
+	struct lnode **p;
+	struct holder *h = find(l, session, ino, &p);
+	if (h && (*p)->busy == 0 && h->expiry_ms > now_ms && is_recaller(l, session)) {
+		h->expiry_ms = now_ms + l->lease_ms;
+		granted = l->lease_ms;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return granted;
+}
+
 void meta_leases_wb_claim(struct meta_leases *l, uint64_t session, uint64_t ino)
 {
 	pthread_mutex_lock(&l->lock);

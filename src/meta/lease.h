@@ -50,6 +50,14 @@ void meta_leases_recaller(struct meta_leases *l, uint64_t session);
  * (session 0 or not a recaller, ino busy). pin: an open (held until meta_leases_unpin). */
 uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino, bool pin,
 			   uint64_t now_ms);
+/* Renews session's lease on ino for lease_ms, only if it is still live by its expiry
+ * (a pin alone does not count: a lapsed lease may have missed a change made without a
+ * recall) and ino is not busy; returns the ms granted, 0 when not renewed (the lease
+ * stays as it was). A client that keeps a directory's names complete under its lease
+ * (libweft's lease.c) is told of its creates' renewals this way, never of a new lease
+ * over a gap. */
+uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino,
+			   uint64_t now_ms);
 void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino);
 /* session created ino with WEFT_CREATE_WB and holds it open (pinned): it may keep the
  * file's chmod/chown/utimes until its close. Until then (the last unpin), another

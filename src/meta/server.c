@@ -51,6 +51,25 @@ static void durable_record(struct meta_server *s, struct wbuf *w, uint64_t trans
 	wbuf_u64(w, s->boot);
 }
 
+/* The directory an ENTRY reply's request named (the name's parent); 0: none. */
+static uint64_t entry_dir_of(const struct mreq *r)
+{
+	const void *m = r->msg;
+	switch (r->h->op) {
+	case WEFT_OP_LOOKUP:
+		return ((const struct weft_msg_lookup *)m)->parent;
+	case WEFT_OP_CREATE:
+	case WEFT_OP_MKDIR:
+		return ((const struct weft_msg_create *)m)->parent;
+	case WEFT_OP_SYMLINK:
+		return ((const struct weft_msg_symlink *)m)->parent;
+	case WEFT_OP_LINK:
+		return ((const struct weft_msg_link *)m)->newparent;
+	default:
+		return 0;
+	}
+}
+
 static void mreq_finish(struct mreq *r, int rc)
 {
 	struct conn *c = r->c;
@@ -69,15 +88,19 @@ static void mreq_finish(struct mreq *r, int rc)
 			case WEFT_MSG_entry: {
 				/* a lease on what the reply shows; LOOKUP's covers the name too */
 				uint64_t sess = meta_conn_session(r->s, c), now = loop_now_ms();
-				bool dir_ok = r->h->op != WEFT_OP_LOOKUP ||
-					      meta_leases_grant(r->s->leases, sess,
-								((struct weft_msg_lookup *)(void *)r->msg)->parent,
-								false, now);
+				uint64_t dir = entry_dir_of(r);
+				/* the caller's lease on the directory, renewed only if it never
+				 * lapsed (dir_lease, proto.h) */
+				uint32_t dir_lease = dir ? meta_leases_renew(r->s->leases, sess, dir,
+									     now) : 0;
+				bool dir_ok = r->h->op != WEFT_OP_LOOKUP || dir_lease ||
+					      meta_leases_grant(r->s->leases, sess, dir, false, now);
 				uint32_t lease = meta_leases_grant(r->s->leases, sess, r->attr.ino,
 								   false, now);
 				/* the kernel caches the name with the child: both need a lease */
 				struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout,
-							   .lease = dir_ok ? lease : 0};
+							   .lease = dir_ok ? lease : 0,
+							   .dir_lease = dir_lease};
 				proto_entry_encode(&w, &m);
 				break;
 			}

@@ -29,9 +29,12 @@
  * layout carries its generation (weft migrate); capabilities in OPENED and OBJ_*.
  * 4: HELLO and its reply carry the wire level; every frame after AUTH ends with a 16-byte
  * tag, and at the privacy level its body is encrypted (net/wire.h). Older peers are
- * refused at HELLO. */
-#define WEFT_PROTO_MIN    4
-#define WEFT_PROTO_MAX    4
+ * refused at HELLO.
+ * 5: ENTRY and OPENED end with dir_lease (the renewal of the caller's lease on the
+ * directory the request named); version 4 peers are refused at HELLO (a 4 client would
+ * fail to decode every ENTRY reply). */
+#define WEFT_PROTO_MIN    5
+#define WEFT_PROTO_MAX    5
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
@@ -108,8 +111,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 
 #define MSG_LOOKUP(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
 /* lease: ms the client may cache attr (and for a directory the names under it); 0 none
- * (lease.h in meta) */
-#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0)
+ * (lease.h in meta). dir_lease: the caller's lease on the directory the request named
+ * (LOOKUP's parent, the directory a CREATE, MKDIR, SYMLINK or LINK made the name in)
+ * was still live and is renewed for this many ms; 0: not renewed (it may have lapsed,
+ * the directory is busy, or the op names none). A client that keeps a directory's
+ * names complete under its lease extends it by this only (lease.h, meta_leases_renew). */
+#define MSG_ENTRY(F) F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U32, lease, 0) F(U32, dir_lease, 0)
 #define MSG_INO(F) F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0)
 #define MSG_ATTR(F) F(ATTR, attr, 0)
 /* valid: WEFT_SET_* bits (weft/types.h) */
@@ -160,7 +167,8 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * parent may answer the kernel's next GETATTR of it with */
 #define MSG_OPENED(F) \
 	F(ATTR, attr, 0) F(LAYOUT, layout, 0) F(U64, handle, 0) F(U32, lease, 0) F(U8, created, 0) \
-	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN) F(ATTR, pattr, 0)
+	F(STR, written, WEFT_WRITTEN_MAX) F(FIX, cap, WEFT_CAP_LEN) F(ATTR, pattr, 0) \
+	F(U32, dir_lease, 0)
 #define MSG_RELEASE(F) F(U64, ino, 0) F(U64, handle, 0) F(U64, session, 0)
 /* reopen: after meta lost the session (a restart), the client's new session takes back
  * the count opens it holds of ino; no access check (they were checked at open) */

@@ -1,5 +1,5 @@
 /* Unit tests of meta's lease table (src/meta/lease.h): grants and their expiry, pins by
- * opens, busy inodes, holders other than the requester, forgetting and eviction. */
+ * opens, busy inodes, renewals of live leases only, holders other than the requester, forgetting and eviction. */
 #include <stdint.h>
 
 #include "check.h"
@@ -38,6 +38,21 @@ int main(void)
 	CHECK_INT(meta_leases_holders(l, 12, 0, 1000, who, 8), ==, 1);
 	meta_leases_busy(l, 12, -1);
 	CHECK_INT(meta_leases_grant(l, 4, 12, false, 1000), ==, 5000);
+	/* renew extends only a live lease, never a lapsed or a busy one, nor a bare pin */
+	CHECK_INT(meta_leases_renew(l, 4, 13, 1000), ==, 0);     /* none held */
+	CHECK_INT(meta_leases_grant(l, 4, 13, false, 1000), ==, 5000);
+	CHECK_INT(meta_leases_renew(l, 4, 13, 5999), ==, 5000);  /* live: to 10999 */
+	CHECK_INT(meta_leases_renew(l, 3, 13, 5999), ==, 0);     /* another session's */
+	CHECK_INT(meta_leases_holders(l, 13, 0, 10998, who, 8), ==, 1);
+	CHECK_INT(meta_leases_renew(l, 4, 13, 10999), ==, 0);    /* lapsed */
+	CHECK_INT(meta_leases_grant(l, 4, 13, false, 20000), ==, 5000);
+	meta_leases_busy(l, 13, +1);
+	CHECK_INT(meta_leases_renew(l, 4, 13, 21000), ==, 0);    /* busy */
+	meta_leases_busy(l, 13, -1);
+	CHECK_INT(meta_leases_renew(l, 4, 13, 21000), ==, 5000);
+	CHECK_INT(meta_leases_grant(l, 4, 14, true, 1000), ==, 5000);
+	CHECK_INT(meta_leases_renew(l, 4, 14, 7000), ==, 0);     /* pinned, expired */
+	meta_leases_unpin(l, 4, 14);
 	/* many inodes in one bucket chain: holders stay per inode */
 	for (uint64_t i = 100; i < 20000; i++)
 		meta_leases_grant(l, 5, i, false, 1000);
