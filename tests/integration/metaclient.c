@@ -8,6 +8,7 @@
  *                                               appended to LOG
  *        metaclient KEYFILE ADDR verify LOG     every acknowledged op of LOG is there,
  *                                               nothing is half-applied
+ *        metaclient KEYFILE ADDR getstripe INO  one GETSTRIPE; prints its status
  * Exit status 0 when every check passed; each failed check prints file:line.
  * The modes live in mc_proto.c, mc_bad.c, mc_crash.c and mc_fakestore.c; mc_test.h is
  * what they share. */
@@ -65,6 +66,20 @@ static void run_tagged(struct mc *m, char **a, int n)
 	wbuf_free(&inner);
 }
 
+/* getstripe INO: one GETSTRIPE of INO, not asked again on WEFT_ERECOVERING (mc_send
+ * would); prints its status. */
+static void run_getstripe(struct mc *m, const char *ino)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino q = {.cred = root, .ino = strtoull(ino, NULL, 0)};
+	proto_ino_encode(&w, &q);
+	struct frame *f = NULL;
+	struct rpc *r = mc_rpc_for(m, WEFT_OP_GETSTRIPE);
+	printf("%d\n", r ? rpc_call(r, WEFT_OP_GETSTRIPE, &w, NULL, 0, 20000, &f) : -ENOMEM);
+	frame_free(f);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -107,6 +122,8 @@ int main(int argc, char **argv)
 		run_verify(&m, argv[4]);
 	else if (strcmp(mode, "tagged") == 0 && argc >= 7)
 		run_tagged(&m, argv + 4, argc - 4);
+	else if (strcmp(mode, "getstripe") == 0 && argc == 5)
+		run_getstripe(&m, argv[4]);
 	else
 		return 2;
 	mc_close(&m);
