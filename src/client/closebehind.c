@@ -22,7 +22,6 @@
  * Locks: wi->flush_lock, then c->cb_lock, then c->inodes_lock (client_winode_find). */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "client/client_int.h"
 #include "common/log.h"
@@ -43,16 +42,9 @@
 #define CB_SPACE_MIN (1ull << 30)
 #define CB_SPACE_CHECK_MS 1000
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool space_to_spare(struct weft_client *c)
 {
-	int64_t now = mono_ms();
+	int64_t now = (int64_t)loop_now_ms();
 	pthread_mutex_lock(&c->cb_lock);
 	bool ok = c->cb_space_ok, fresh = now - c->cb_space_at < CB_SPACE_CHECK_MS;
 	if (!fresh)
