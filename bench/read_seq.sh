@@ -6,7 +6,9 @@
 # time, prints `dd bs=1M of=/dev/null` MB/s on weft (r1, r2) and on null FUSE, and the
 # ratios; then every weft file is read once more (cold) and every byte checked against
 # the pattern. Also the write row: dd conv=fsync of SIZE on weft replicas 1 and on the
-# local disk (/var/tmp), same run.
+# local disk (/var/tmp), same run, and the read row of the same file on the local disk
+# (ext4, buffered, after drop_caches): the disk's own cold read rate bounds any file
+# system that reads it, FUSE or not.
 # Usage (as root): bash bench/read_seq.sh [BUILD] [RUNS] [SIZE_MIB]
 set -euo pipefail
 BUILD=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
@@ -41,18 +43,20 @@ mkdir "$M/r1" "$M/r2" "$S/null"
 for d in r1 r2; do
 	"$PATTERN" gen "$SIZE" 17 | dd of="$M/$d/f" bs=1M iflag=fullblock conv=fsync status=none
 done
+"$PATTERN" gen "$SIZE" 17 | dd of="$LOCAL/f" bs=1M iflag=fullblock conv=fsync status=none
 
-echo "| run | local write MB/s | weft r1 write MB/s | ratio | weft r1 read MB/s | weft r2 read MB/s | null FUSE read MB/s | r1/null | r2/null |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| run | local write MB/s | weft r1 write MB/s | ratio | local read MB/s | weft r1 read MB/s | weft r2 read MB/s | null FUSE read MB/s | r1/null | r2/null | r1/local read | r2/local read |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for r in $(seq "$RUNS"); do
 	lw=$(writerate "$LOCAL/w"); rm -f "$LOCAL/w"
 	ww=$(writerate "$M/r1/w"); rm -f "$M/r1/w"
 	r1=$(readrate "$M/r1/f")
 	r2=$(readrate "$M/r2/f")
 	nf=$(readrate "$S/null/0")
-	awk -v r="$r" -v lw="$lw" -v ww="$ww" -v r1="$r1" -v r2="$r2" -v nf="$nf" 'BEGIN {
-		printf "| %s | %d | %d | %.2f | %d | %d | %d | %.2f | %.2f |\n",
-		       r, lw, ww, ww / lw, r1, r2, nf, r1 / nf, r2 / nf }'
+	lr=$(readrate "$LOCAL/f")
+	awk -v r="$r" -v lw="$lw" -v ww="$ww" -v r1="$r1" -v r2="$r2" -v nf="$nf" -v lr="$lr" 'BEGIN {
+		printf "| %s | %d | %d | %.2f | %d | %d | %d | %d | %.2f | %.2f | %.2f | %.2f |\n",
+		       r, lw, ww, ww / lw, lr, r1, r2, nf, r1 / nf, r2 / nf, r1 / lr, r2 / lr }'
 done
 for d in r1 r2; do
 	drop

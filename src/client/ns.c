@@ -222,10 +222,14 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	for (;;) {
 		struct wbuf w;
 		wbuf_init(&w);
+		/* with leases, the listing's entries are cached as LOOKUP's are */
+		uint8_t level = plus ? (c->pf ? WEFT_READDIR_PLUS_CAP : WEFT_READDIR_PLUS) : 0;
+		if (level && c->recall)
+			level |= WEFT_READDIR_LEASES;
+		uint64_t gen = client_recall_gen(c);
 		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
 					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
-					     .plus = plus ? (c->pf ? WEFT_READDIR_PLUS_CAP :
-								     WEFT_READDIR_PLUS) : 0};
+					     .plus = level};
 		proto_readdir_encode(&w, &m);
 		struct frame *f;
 		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
@@ -250,6 +254,8 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 				client_pf_note(c, &d); /* meta's attributes, as the open will see them */
 			if (d.has_attr)
 				client_fix_size(c, &d.attr);
+			if (d.lease)
+				client_lease_note(c, d.ino, d.lease, gen);
 			struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
 						    .type = d.type, .next_cookie = d.next_cookie,
 						    .attr = d.has_attr ? &d.attr : NULL};

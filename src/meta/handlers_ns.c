@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/loop.h"
 #include "net/auth.h"
 #include "weft/err.h"
 #include "meta/chains.h"
@@ -194,7 +195,11 @@ static void rep_readlink(struct mreq *r, struct wbuf *w)
  * for the session of this connection, living META_PREFETCH_CAP_MS: libweft reads the
  * file's first stripe unit at the same time as its OPEN, and uses the bytes only if the
  * OPEN succeeds and shows the file unchanged. No session (or an evicted one): no
- * capability. Changes nothing. */
+ * capability. With WEFT_READDIR_LEASES, each entry with attributes other than "." and
+ * ".." gets a lease for the session as LOOKUP's reply does: granted here, on the loop
+ * thread in the same turn as the read snapshot (so a mutation is either seen by the
+ * snapshot or still busy: no lease), and only if the directory's lease was granted too
+ * (the kernel caches the name with the child). Changes nothing in the database. */
 #define META_PREFETCH_CAP_MS 30000u
 
 struct rd_state {
@@ -202,15 +207,18 @@ struct rd_state {
 	const struct meta_ctx *c;
 	size_t max;
 	uint32_t count;
-	unsigned plus;
+	unsigned plus;            /* 0, WEFT_READDIR_PLUS or WEFT_READDIR_PLUS_CAP */
+	bool leases;              /* WEFT_READDIR_LEASES asked and the directory's granted */
 	bool full;
-	uint64_t session;         /* the connection's, for capabilities (0: none) */
+	uint64_t session;         /* the connection's, for capabilities and leases (0: none) */
+	uint64_t now;
 };
 
 static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 {
 	struct rd_state *st = arg;
-	if (st->r->bulk.len + proto_dirent_size(e->len, st->plus) > st->max) {
+	unsigned asked = st->plus | (st->leases ? WEFT_READDIR_LEASES : 0);
+	if (st->r->bulk.len + proto_dirent_size(e->len, asked) > st->max) {
 		st->full = true;
 		return 1;
 	}
@@ -219,7 +227,8 @@ static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 				.has_attr = st->plus && e->attr};
 	if (d.has_attr)
 		d.attr = *e->attr;
-	if (d.has_attr && st->session && S_ISREG(d.attr.mode) && d.attr.size > 0 &&
+	if (d.has_attr && st->plus == WEFT_READDIR_PLUS_CAP && st->session &&
+	    S_ISREG(d.attr.mode) && d.attr.size > 0 &&
 	    meta_perm_check(st->c->cred, &d.attr, META_MAY_READ) == 0 &&
 	    !meta_migrate_busy(st->r->s, d.ino) &&
 	    meta_ns_getlayout(st->c, ref_of(d.ino, 0), &d.layout) == 0) {
@@ -227,6 +236,9 @@ static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 				 META_PREFETCH_CAP_MS, d.cap);
 		d.has_cap = true;
 	}
+	bool dots = e->name[0] == '.' && (e->len == 1 || (e->len == 2 && e->name[1] == '.'));
+	if (d.has_attr && st->leases && !dots)
+		d.lease = meta_leases_grant(st->r->s->leases, st->session, d.ino, false, st->now);
 	proto_dirent_encode(&st->r->bulk, &d);
 	st->count++;
 	return 0;
@@ -238,13 +250,17 @@ static int h_readdir(struct mreq *r, const struct meta_ctx *c)
 	size_t max = m->max_bytes < 4096 ? 4096 : m->max_bytes;
 	if (max > WEFT_BULK_MAX)
 		max = WEFT_BULK_MAX;
-	struct rd_state st = {.r = r, .c = c, .max = max,
-			      .plus = m->plus > WEFT_READDIR_PLUS_CAP ? WEFT_READDIR_PLUS : m->plus};
-	if (st.plus == WEFT_READDIR_PLUS_CAP) {
+	unsigned level = m->plus & (unsigned)~WEFT_READDIR_LEASES;
+	struct rd_state st = {.r = r, .c = c, .max = max, .now = loop_now_ms(),
+			      .plus = level > WEFT_READDIR_PLUS_CAP ? WEFT_READDIR_PLUS : level};
+	bool leases = st.plus && (m->plus & WEFT_READDIR_LEASES);
+	if (st.plus == WEFT_READDIR_PLUS_CAP || leases) {
 		st.session = meta_conn_session(r->s, r->c);
 		if (st.session && meta_leases_evicted(r->s->leases, st.session))
 			st.session = 0;
 	}
+	st.leases = leases && st.session &&
+		    meta_leases_grant(r->s->leases, st.session, m->ino, false, st.now);
 	int rc = meta_ns_readdir(c, ref_of(m->ino, 0), m->cookie, st.plus != 0, rd_entry, &st);
 	if (rc)
 		return rc;

@@ -295,9 +295,11 @@ int proto_op_rep_type(uint16_t op)
 
 size_t proto_dirent_size(size_t namelen, unsigned plus)
 {
-	/* attr 80 bytes; layout 21 and the capability */
-	return 2 + namelen + 8 + 8 + 1 + 1 + (plus ? 80 : 0) +
-	       (plus >= WEFT_READDIR_PLUS_CAP ? 21 + WEFT_CAP_LEN : 0);
+	/* attr 80 bytes; layout 21 and the capability; the lease */
+	unsigned level = plus & ~WEFT_READDIR_LEASES;
+	return 2 + namelen + 8 + 8 + 1 + 1 + (level ? 80 : 0) +
+	       (level >= WEFT_READDIR_PLUS_CAP ? 21 + WEFT_CAP_LEN : 0) +
+	       (level && (plus & WEFT_READDIR_LEASES) ? 4 : 0);
 }
 
 void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
@@ -306,7 +308,10 @@ void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 	wbuf_u64(w, d->ino);
 	wbuf_u64(w, d->next_cookie);
 	wbuf_u8(w, d->type);
-	wbuf_u8(w, d->has_cap ? 2 : d->has_attr);
+	uint8_t what = d->has_cap ? 2 : d->has_attr;
+	wbuf_u8(w, what | (what && d->lease ? WEFT_READDIR_LEASES : 0));
+	if (what && d->lease)
+		wbuf_u32(w, d->lease);
 	if (d->has_attr || d->has_cap)
 		proto_attr_put(w, &d->attr);
 	if (d->has_cap) {
@@ -327,8 +332,12 @@ int proto_dirent_next(struct rbuf *r, struct weft_dirent *d)
 	d->next_cookie = rbuf_u64(r);
 	d->type = rbuf_u8(r);
 	uint8_t plus = rbuf_u8(r);
-	if (plus > 2)
-		rbuf_fail(r, "directory entry attr flag not 0, 1 or 2");
+	bool leased = plus & WEFT_READDIR_LEASES;
+	plus &= (uint8_t)~WEFT_READDIR_LEASES;
+	if (plus > 2 || (leased && plus == 0))
+		rbuf_fail(r, "directory entry attr flag not 0, 1 or 2 (leased only with 1 or 2)");
+	if (leased)
+		d->lease = rbuf_u32(r);
 	d->has_attr = plus >= 1;
 	d->has_cap = plus == 2;
 	if (d->has_attr)

@@ -143,9 +143,14 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * WEFT_READDIR_PLUS (1) with attributes, WEFT_READDIR_PLUS_CAP (2) with attributes and,
  * for each regular file, its layout and a short-lived read capability when cred may read
  * it (libweft reads the first stripe unit at the same time as the OPEN that follows). A
- * meta that knows only 1 answers 2 as 1. */
+ * meta that knows only 1 answers 2 as 1. WEFT_READDIR_LEASES (bit 0x80, with 1 or 2):
+ * meta also grants the caller's session a lease on each entry it lists (and on the
+ * directory, for the names), and says so per entry (weft_dirent.lease): the kernel then
+ * caches the names and attributes of a listing as it does a LOOKUP's. A meta that does
+ * not know the bit answers as 1 (no leases). */
 #define WEFT_READDIR_PLUS     1
 #define WEFT_READDIR_PLUS_CAP 2
+#define WEFT_READDIR_LEASES   0x80
 #define MSG_READDIR(F) \
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, cookie, 0) F(U32, max_bytes, 0) F(U8, plus, 0)
 #define MSG_DIRLIST(F) F(U32, count, 0) F(U8, eof, 0)
@@ -583,7 +588,9 @@ int proto_op_rep_type(uint16_t op);
 /* Directory entries in a READDIR reply's bulk: name (u16 len + bytes), ino, gen, type
  * (DT_*), cookie of the next entry, then a byte saying what follows: 0 nothing, 1 the
  * attr (readdirplus), 2 the attr, the file's layout and a read capability for it
- * (WEFT_READDIR_PLUS_CAP, regular files the caller may read). */
+ * (WEFT_READDIR_PLUS_CAP, regular files the caller may read); with bit 0x80 set (only
+ * with 1 or 2, only when asked: WEFT_READDIR_LEASES) a u32 lease in ms follows that
+ * byte. */
 struct weft_dirent {
 	struct weft_str name;
 	uint64_t ino;
@@ -591,6 +598,7 @@ struct weft_dirent {
 	uint8_t type;
 	bool has_attr;
 	bool has_cap;             /* layout and cap are set (implies has_attr) */
+	uint32_t lease;           /* ms the caller may cache attr and name; 0 none */
 	struct weft_attr attr;
 	struct weft_layout layout;
 	uint8_t cap[WEFT_CAP_LEN];
