@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -95,4 +96,64 @@ int store_crc_write(int fd, uint64_t first, size_t n, const uint32_t *in)
 	}
 	free(tmp);
 	return rc;
+}
+
+/* The attribute's entries, as many as it holds (<= STORE_CRC_INLINE); *n: that many. */
+static int xattr_get(int fd, uint8_t *raw, size_t *n)
+{
+	ssize_t r = fgetxattr(fd, STORE_CRC_XATTR, raw, 4 * STORE_CRC_INLINE);
+	if (r < 0 && errno == ENODATA)
+		r = 0;
+	else if (r < 0)
+		return -errno;
+	*n = (size_t)r / 4;
+	return 0;
+}
+
+int store_crc_xattr_read(int fd, uint64_t first, size_t n, uint32_t *out)
+{
+	uint8_t raw[4 * STORE_CRC_INLINE];
+	size_t have = 0;
+	int rc = xattr_get(fd, raw, &have);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		out[i] = first + i < have ? get_le32(raw + 4 * (first + i)) : 0;
+	return 0;
+}
+
+int store_crc_xattr_write(int fd, uint64_t first, size_t n, const uint32_t *in)
+{
+	uint8_t raw[4 * STORE_CRC_INLINE] = {0};
+	size_t have = 0;
+	int rc = xattr_get(fd, raw, &have);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		put_le32(raw + 4 * (first + i), in[i]);
+	size_t len = first + n > have ? first + n : have;
+	if (fsetxattr(fd, STORE_CRC_XATTR, raw, 4 * len, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int store_crc_xattr_truncate(int fd, uint64_t nentries)
+{
+	uint8_t raw[4 * STORE_CRC_INLINE];
+	size_t have = 0;
+	int rc = xattr_get(fd, raw, &have);
+	if (rc || have <= nentries)
+		return rc;
+	if (fsetxattr(fd, STORE_CRC_XATTR, raw, 4 * nentries, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int store_crc_xattr_present(int fd)
+{
+	if (fgetxattr(fd, STORE_CRC_XATTR, NULL, 0) >= 0)
+		return 1;
+	if (errno == ENODATA)
+		return 0;
+	return errno == ENOTSUP ? -EOPNOTSUPP : -errno;
 }

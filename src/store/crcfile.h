@@ -56,6 +56,27 @@ static inline uint32_t store_crc_from_entry(uint32_t entry, uint32_t len)
 /* Continues crc over n zero bytes. */
 uint32_t store_crc_extend_zeros(uint32_t crc, uint64_t n);
 
+/* Inline entries. The first STORE_CRC_INLINE entries of an object (its first 512 KiB)
+ * may live in an extended attribute of the data file instead, STORE_CRC_XATTR: the same
+ * little-endian u32 entries, as many as were ever written (absent entries read as 0).
+ * 32 bytes fit inside an ext4 inode (256-byte inodes), so a small object is one file
+ * and one inode, not two, and reading its entries costs no I/O once the data file is
+ * open. Entries from STORE_CRC_INLINE on stay in the sidecar at their usual offsets.
+ * An object uses the attribute only if it has no sidecar from before (object.c). */
+#define STORE_CRC_INLINE 8u
+#define STORE_CRC_XATTR "user.weft.crc"
+
+/* Reads inline entries [first, first+n) (first + n <= STORE_CRC_INLINE) of data file fd
+ * into out. 0 or -errno. */
+int store_crc_xattr_read(int fd, uint64_t first, size_t n, uint32_t *out);
+/* Writes inline entries [first, first+n) (first + n <= STORE_CRC_INLINE). 0 or -errno. */
+int store_crc_xattr_write(int fd, uint64_t first, size_t n, const uint32_t *in);
+/* Drops inline entries from nentries on (they read as 0 after). 0 or -errno. */
+int store_crc_xattr_truncate(int fd, uint64_t nentries);
+/* Whether fd has inline entries: 1 yes, 0 no, -errno (-EOPNOTSUPP: the file system
+ * has no user extended attributes). */
+int store_crc_xattr_present(int fd);
+
 /* Reads entries [first, first+n) of the sidecar fd into out (host order). Entries past
  * the end of the file read as 0. Returns 0 or -errno (pread). */
 int store_crc_read(int fd, uint64_t first, size_t n, uint32_t *out);

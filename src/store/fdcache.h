@@ -22,6 +22,10 @@ struct store_fdc_entry {
 	uint32_t stripe;
 	int fd;          /* data file, O_RDWR */
 	int crc_fd;      /* sidecar, O_RDWR, or -1 */
+	/* The first STORE_CRC_INLINE entries are in the data file's attribute (crcfile.h);
+	 * the sidecar, if any, holds the rest and is opened when the object is larger than
+	 * those entries cover or when one past them is written. Set at open. */
+	bool crc_inline;
 	_Atomic int dfd; /* data file again with O_DIRECT, opened on first use, or -1 */
 	uint64_t size;   /* object size in bytes; guarded by the object lock */
 	/* Files of the object's segments past the first (object_seg.c), guarded by the

@@ -279,15 +279,35 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 		log_error("objects/%s: finding its segments: %s", path, strerror(-src));
 		return src;
 	}
-	if (s->checksums) {
-		store_obj_path(cpath, e->ino, e->stripe, true);
-		e->crc_fd = openat(s->root_fd, cpath, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
-		if (e->crc_fd < 0) {
-			int rc = -errno;
-			log_error("open objects/%s: %s", cpath, strerror(errno));
-			return rc;
-		}
+	if (!s->checksums)
+		return 0;
+	/* Entries inline unless the object has a sidecar from before inline entries, or
+	 * the file system has no user attributes (crcfile.h). Inline, the sidecar is
+	 * needed only for entries past the inline ones: past them, an object never longer
+	 * has only zero entries, so it is not looked for. */
+	int inl = store_crc_xattr_present(e->fd);
+	if (inl < 0 && inl != -EOPNOTSUPP) {
+		log_error("objects/%s: reading its checksum attribute: %s", path, strerror(-inl));
+		return inl;
 	}
+	store_obj_path(cpath, e->ino, e->stripe, true);
+	bool wide = e->size > STORE_CRC_INLINE * STORE_CHUNK || e->segs;
+	if (inl == 1 && !wide) {
+		e->crc_inline = true;
+		return 0;
+	}
+	int flags2 = O_RDWR | O_CLOEXEC | (inl == -EOPNOTSUPP ? O_CREAT : 0);
+	e->crc_fd = openat(s->root_fd, cpath, flags2, 0640);
+	if (e->crc_fd < 0 && errno == ENOENT) {
+		e->crc_inline = true;
+		return 0;
+	}
+	if (e->crc_fd < 0) {
+		int rc = -errno;
+		log_error("open objects/%s: %s", cpath, strerror(errno));
+		return rc;
+	}
+	e->crc_inline = inl == 1;
 	return 0;
 }
 

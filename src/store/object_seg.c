@@ -289,6 +289,67 @@ int store_obj_seg_pread(struct store_objs *s, struct store_fdc_entry *e, void *b
 	return rc;
 }
 
+/* Segment 0's sidecar, opened (created) when an entry past the inline ones is written
+ * (object lock held exclusively). */
+static int seg0_sidecar(struct store_objs *s, struct store_fdc_entry *e)
+{
+	if (e->crc_fd >= 0)
+		return 0;
+	char p[OBJ_PATH_LEN];
+	store_obj_path(p, e->ino, e->stripe, true);
+	e->crc_fd = openat(s->root_fd, p, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
+	return e->crc_fd < 0 ? -errno : 0;
+}
+
+/* Entries [first, first+n) of segment 0: the inline ones from the data file's attribute,
+ * the rest from the sidecar (absent: zeros). */
+static int seg0_crc(struct store_objs *s, struct store_fdc_entry *e, bool write, uint64_t first,
+		    size_t n, uint32_t *p)
+{
+	if (!e->crc_inline) {
+		if (e->crc_fd < 0)
+			return -EBADF;
+		return write ? store_crc_write(e->crc_fd, first, n, p) :
+			       store_crc_read(e->crc_fd, first, n, p);
+	}
+	if (first < STORE_CRC_INLINE) {
+		size_t m = STORE_CRC_INLINE - first < n ? STORE_CRC_INLINE - first : n;
+		int rc = write ? store_crc_xattr_write(e->fd, first, m, p) :
+				 store_crc_xattr_read(e->fd, first, m, p);
+		if (rc)
+			return rc;
+		first += m;
+		p += m;
+		n -= m;
+	}
+	if (n == 0)
+		return 0;
+	if (!write && e->crc_fd < 0) {
+		memset(p, 0, n * sizeof(*p));
+		return 0;
+	}
+	int rc = write ? seg0_sidecar(s, e) : 0;
+	if (rc)
+		return rc;
+	return write ? store_crc_write(e->crc_fd, first, n, p) : store_crc_read(e->crc_fd, first, n, p);
+}
+
+/* Entries [rel, rel+m) of segment k >= 1's sidecar (absent: zeros). */
+static int segk_crc(struct store_objs *s, struct store_fdc_entry *e, uint32_t k, bool write,
+		    uint64_t rel, size_t m, uint32_t *p)
+{
+	int fd, cfd, rc = seg_get(s, e, k, write, &fd, &cfd);
+	if (rc)
+		return rc;
+	if (cfd < 0 && !write) {
+		memset(p, 0, m * sizeof(*p));
+		return 0;
+	}
+	if (cfd < 0)
+		return -EBADF;
+	return write ? store_crc_write(cfd, rel, m, p) : store_crc_read(cfd, rel, m, p);
+}
+
 static int crc_rw(struct store_objs *s, struct store_fdc_entry *e, bool write, uint64_t first,
 		  size_t n, uint32_t *p)
 {
@@ -298,15 +359,7 @@ static int crc_rw(struct store_objs *s, struct store_fdc_entry *e, bool write, u
 		size_t m = (size_t)(ENTRIES_PER_SEG - rel);
 		if (m > n)
 			m = n;
-		int fd, cfd, rc = seg_get(s, e, k, write, &fd, &cfd);
-		if (rc)
-			return rc;
-		if (cfd < 0 && !write)
-			memset(p, 0, m * sizeof(*p));
-		else if (cfd < 0)
-			return -EBADF;
-		else
-			rc = write ? store_crc_write(cfd, rel, m, p) : store_crc_read(cfd, rel, m, p);
+		int rc = k == 0 ? seg0_crc(s, e, write, rel, m, p) : segk_crc(s, e, k, write, rel, m, p);
 		if (rc)
 			return rc;
 		first += m;
@@ -320,7 +373,7 @@ int store_obj_crc_read(struct store_objs *s, struct store_fdc_entry *e, uint64_t
 		 uint32_t *out)
 {
 	if (first + n <= ENTRIES_PER_SEG)
-		return store_crc_read(e->crc_fd, first, n, out);
+		return seg0_crc(s, e, false, first, n, out);
 	return crc_rw(s, e, false, first, n, out);
 }
 
@@ -328,7 +381,7 @@ int store_obj_crc_write(struct store_objs *s, struct store_fdc_entry *e, uint64_
 		  const uint32_t *in)
 {
 	if (first + n <= ENTRIES_PER_SEG)
-		return store_crc_write(e->crc_fd, first, n, in);
+		return seg0_crc(s, e, true, first, n, (uint32_t *)in);
 	return crc_rw(s, e, true, first, n, (uint32_t *)in);
 }
 
@@ -353,6 +406,21 @@ static void cut_one(void *arg, uint32_t k, bool crc, const char *name)
 		seg_forget(a->e, k);
 }
 
+/* Segment 0's entries from nentries on are dropped: 0, or -1 with errno. */
+static int seg0_trunc_crc(struct store_fdc_entry *e, uint64_t nentries)
+{
+	if (e->crc_inline) {
+		int rc = store_crc_xattr_truncate(e->fd, nentries);
+		if (rc) {
+			errno = -rc;
+			return -1;
+		}
+	}
+	if (e->crc_fd < 0) /* inline only: nothing past the attribute */
+		return 0;
+	return ftruncate(e->crc_fd, (off_t)(nentries * 4));
+}
+
 /* Sets the length of a segmented file (data, or sidecar with `crc`) to `bytes` bytes,
  * where seg is the size of one segment of it; 0 or -1 with errno, like ftruncate. */
 static int seg_truncate(struct store_objs *s, struct store_fdc_entry *e, bool crc,
@@ -367,8 +435,10 @@ static int seg_truncate(struct store_objs *s, struct store_fdc_entry *e, bool cr
 			return -1;
 		}
 	}
+	if (K == 0 && crc)
+		return seg0_trunc_crc(e, bytes / 4);
 	if (K == 0)
-		return ftruncate(crc ? e->crc_fd : e->fd, (off_t)bytes);
+		return ftruncate(e->fd, (off_t)bytes);
 	int fd, cfd, rc = seg_get(s, e, K, !crc, &fd, &cfd);
 	if (rc) {
 		errno = -rc;
@@ -390,7 +460,7 @@ int store_obj_seg_trunc_data(struct store_objs *s, struct store_fdc_entry *e, ui
 int store_obj_seg_trunc_crc(struct store_objs *s, struct store_fdc_entry *e, uint64_t nentries)
 {
 	if (nentries <= ENTRIES_PER_SEG && !e->segs && e->size <= OBJ_SEG_SIZE)
-		return ftruncate(e->crc_fd, (off_t)(nentries * 4));
+		return seg0_trunc_crc(e, nentries);
 	return seg_truncate(s, e, true, nentries * 4, ENTRIES_PER_SEG * 4);
 }
 
@@ -420,7 +490,9 @@ static void each_one(void *arg, uint32_t k, bool crc, const char *name)
 
 int store_obj_seg_sync(struct store_objs *s, struct store_fdc_entry *e)
 {
-	if (fdatasync(e->fd) < 0 || (e->crc_fd >= 0 && fdatasync(e->crc_fd) < 0))
+	/* inline entries are inode metadata, which fdatasync need not write */
+	if ((e->crc_inline ? fsync(e->fd) : fdatasync(e->fd)) < 0 ||
+	    (e->crc_fd >= 0 && fdatasync(e->crc_fd) < 0))
 		return -errno;
 	if (!store_obj_seg_marked(s, e->ino, e->stripe))
 		return 0;

@@ -9,10 +9,13 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #include "common/crc.h"
+#include "store/crcfile.h"
 #include "store/index.h"
+#include "store/object_int.h"
 
 #define CH WEFT_CHUNK_SIZE
 
@@ -37,6 +40,54 @@ static char obj_file(struct tstore *ts, uint64_t ino, uint32_t stripe, char *out
 		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), (unsigned long long)ino,
 		 stripe, crc ? ".crc" : "");
 	return 0;
+}
+
+/* Checksum entry idx of an object, wherever the store keeps it (crcfile.h): the data
+ * file's attribute for the first STORE_CRC_INLINE entries of an object that has it, else
+ * the sidecar. entry_put writes it there. */
+static bool entry_inline(struct tstore *ts, uint64_t ino, uint32_t stripe, uint64_t idx)
+{
+	char d[512];
+	obj_file(ts, ino, stripe, d, false);
+	return idx < STORE_CRC_INLINE && getxattr(d, STORE_CRC_XATTR, NULL, 0) >= 0;
+}
+static uint32_t entry_get(struct tstore *ts, uint64_t ino, uint32_t stripe, uint64_t idx)
+{
+	char p[512];
+	uint8_t raw[4 * STORE_CRC_INLINE] = {0};
+	uint32_t v = 0;
+	if (entry_inline(ts, ino, stripe, idx)) {
+		obj_file(ts, ino, stripe, p, false);
+		CHECK(getxattr(p, STORE_CRC_XATTR, raw, sizeof(raw)) >= 0);
+		memcpy(&v, raw + 4 * idx, 4);
+		return v;
+	}
+	obj_file(ts, ino, stripe, p, true);
+	int fd = open(p, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK(pread(fd, &v, 4, (off_t)(4 * idx)) >= 0);
+	close(fd);
+	return v;
+}
+static void entry_put(struct tstore *ts, uint64_t ino, uint32_t stripe, uint64_t idx, uint32_t v)
+{
+	char p[512];
+	uint8_t raw[4 * STORE_CRC_INLINE] = {0};
+	if (entry_inline(ts, ino, stripe, idx)) {
+		obj_file(ts, ino, stripe, p, false);
+		ssize_t len = getxattr(p, STORE_CRC_XATTR, raw, sizeof(raw));
+		CHECK(len >= 0);
+		memcpy(raw + 4 * idx, &v, 4);
+		if ((size_t)len < 4 * idx + 4)
+			len = (ssize_t)(4 * idx + 4);
+		CHECK_OK(setxattr(p, STORE_CRC_XATTR, raw, (size_t)len, 0));
+		return;
+	}
+	obj_file(ts, ino, stripe, p, true);
+	int fd = open(p, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK_INT(pwrite(fd, &v, 4, (off_t)(4 * idx)), ==, 4);
+	close(fd);
 }
 
 static void test_basic_holes_short(void)
@@ -290,12 +341,28 @@ static void test_truncate(void)
 	CHECK_OK(store_obj_truncate(ts.s, 1, 2, 0, NULL));
 	CHECK_OK(ts_read(&ts, 1, 2, 0, b, 10, &n, NULL));
 	CHECK_INT(n, ==, 0);
-	/* the sidecar shrinks with the object */
+	/* the entries shrink with the object: none left in the attribute or the sidecar */
 	char p[512];
+	obj_file(&ts, 1, 2, p, false);
+	CHECK_INT(getxattr(p, STORE_CRC_XATTR, NULL, 0), ==, 0);
 	obj_file(&ts, 1, 2, p, true);
 	struct stat fst;
+	CHECK(stat(p, &fst) < 0 || fst.st_size == 0);
+	/* past the inline entries, the sidecar holds the rest; it shrinks as well */
+	CHECK_OK(ts_write(&ts, 1, 2, 0, a, 3 * CH));
+	CHECK_OK(store_obj_truncate(ts.s, 1, 2, 20 * CH, NULL));
+	CHECK_OK(ts_write(&ts, 1, 2, 12 * CH, a, CH));
+	CHECK(entry_get(&ts, 1, 2, 12) != 0 && entry_get(&ts, 1, 2, 1) != 0);
+	CHECK(entry_inline(&ts, 1, 2, 1));
+	CHECK_OK(ts_read(&ts, 1, 2, 12 * CH, b, CH, &n, NULL));
+	CHECK(n == CH && memcmp(a, b, CH) == 0);
+	CHECK_OK(store_obj_truncate(ts.s, 1, 2, 2 * CH, NULL));
 	CHECK_OK(stat(p, &fst));
-	CHECK_INT(fst.st_size, ==, 0);
+	CHECK_INT(fst.st_size, ==, 2 * 4);
+	obj_file(&ts, 1, 2, p, false);
+	CHECK_INT(getxattr(p, STORE_CRC_XATTR, NULL, 0), ==, 2 * 4);
+	CHECK_OK(ts_read(&ts, 1, 2, 0, b, 3 * CH, &n, NULL));
+	CHECK(n == 2 * CH && memcmp(a, b, 2 * CH) == 0);
 	ts_close(&ts);
 	rm_rf(ts.dir);
 	free(ts.dir);
@@ -349,8 +416,7 @@ static void test_corruption(void)
 	CHECK_OK(ts_read(&ts, 0x1234, 1, 0, b, 4 * CH, &n, NULL));
 	CHECK(memcmp(a, b, 4 * CH) == 0);
 	/* corrupting the sidecar is caught as well */
-	obj_file(&ts, 0x1234, 1, p, true);
-	flip_byte(p, 4 * 1 + 2);
+	entry_put(&ts, 0x1234, 1, 1, entry_get(&ts, 0x1234, 1, 1) ^ 0x400000);
 	CHECK_INT(ts_read(&ts, 0x1234, 1, CH, b, 1, &n, &r), ==, -WEFT_ECHECKSUM);
 	CHECK_INT(r.bad_chunk, ==, 1);
 	/* corruption in a hole: data appears where the sidecar says zeros */
@@ -361,6 +427,52 @@ static void test_corruption(void)
 	close(fd);
 	CHECK_INT(ts_read(&ts, 0x1234, 1, 6 * CH, b, 10, &n, &r), ==, -WEFT_ECHECKSUM);
 	CHECK_INT(r.bad_chunk, ==, 6);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
+	free(a);
+	free(b);
+}
+
+/* An object written before inline entries (a sidecar, no attribute) keeps its entries
+ * in the sidecar: read, corrupted and written as before, never split across both. */
+static void test_sidecar_from_before(void)
+{
+	struct tstore ts = {.dir = tmp_dir("before")};
+	ts_open(&ts);
+	uint8_t *a = malloc(3 * CH), *b = malloc(3 * CH);
+	fill(a, 3 * CH, 9);
+	size_t n;
+	struct store_obj_result r;
+	CHECK_OK(ts_write(&ts, 0x42, 0, 0, a, 2 * CH));
+	uint32_t e0 = entry_get(&ts, 0x42, 0, 0), e1 = entry_get(&ts, 0x42, 0, 1);
+	CHECK(e0 != 0 && e1 != 0);
+	ts_close(&ts);
+	/* rewrite it in the old form */
+	char d[512], c[512];
+	obj_file(&ts, 0x42, 0, d, false);
+	obj_file(&ts, 0x42, 0, c, true);
+	CHECK_OK(removexattr(d, STORE_CRC_XATTR));
+	int fd = open(c, O_RDWR | O_CREAT, 0640);
+	CHECK(fd >= 0);
+	uint32_t old[2] = {e0, e1};
+	CHECK_INT(pwrite(fd, old, 8, 0), ==, 8);
+	close(fd);
+	ts_open(&ts);
+	/* as written by the store: its stamp is the files' as they are now */
+	fd = open(d, O_RDONLY);
+	CHECK_OK(store_index_restamp(ts.s->idx, 0x42, 0, store_obj_stamp(fd)));
+	close(fd);
+	CHECK_OK(ts_read(&ts, 0x42, 0, 0, b, 2 * CH, &n, NULL));
+	CHECK(n == 2 * CH && memcmp(a, b, n) == 0);
+	CHECK_OK(ts_write(&ts, 0x42, 0, 2 * CH, a + 2 * CH, CH));
+	CHECK(!entry_inline(&ts, 0x42, 0, 0));
+	CHECK(entry_get(&ts, 0x42, 0, 2) != 0);
+	CHECK_OK(ts_read(&ts, 0x42, 0, 0, b, 3 * CH, &n, NULL));
+	CHECK(n == 3 * CH && memcmp(a, b, n) == 0);
+	entry_put(&ts, 0x42, 0, 1, e1 ^ 1);
+	CHECK_INT(ts_read(&ts, 0x42, 0, 0, b, 3 * CH, &n, &r), ==, -WEFT_ECHECKSUM);
+	CHECK_INT(r.bad_chunk, ==, 1);
 	ts_close(&ts);
 	rm_rf(ts.dir);
 	free(ts.dir);
@@ -452,10 +564,7 @@ static void test_torn(void)
 	torn_pwrite(&ts, 6, a + 500, CH + 10, 2 * CH);
 	torn_pwrite(&ts, 7, a + 2 * CH, CH, 2 * CH);
 	uint32_t e2 = store_crc_to_entry(crc32c(0, a + 2 * CH, CH), CH);
-	obj_file(&ts, 7, 0, p, true);
-	int fd = open(p, O_RDWR);
-	CHECK_INT(pwrite(fd, &e2, 4, 2 * 4), ==, 4);
-	close(fd);
+	entry_put(&ts, 7, 0, 2, e2);
 	ts_close(&ts); /* in-flight records stay pending, as after SIGKILL */
 
 	ts_open(&ts);
@@ -865,12 +974,20 @@ static void test_stale(void)
 	obj_file(&ts, 11, 0, dpath, false);
 	obj_file(&ts, 11, 0, cpath, true);
 	CHECK_OK(ts_write(&ts, 11, 0, 0, a, 2 * CH));
-	uint8_t *od = slurp(dpath, &nd), *oc = slurp(cpath, &nc);
+	/* its files: the data with its inline entries, and a sidecar if it has one */
+	uint8_t ox[4 * STORE_CRC_INLINE];
+	ssize_t nx = getxattr(dpath, STORE_CRC_XATTR, ox, sizeof(ox));
+	bool has_sidecar = access(cpath, F_OK) == 0;
+	CHECK(nx > 0 || has_sidecar);
+	uint8_t *od = slurp(dpath, &nd), *oc = has_sidecar ? slurp(cpath, &nc) : NULL;
 	CHECK_OK(ts_write(&ts, 11, 0, 0, b, 2 * CH));
 	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 0);
 	usleep(20000); /* past the file system's timestamp granularity */
 	put_back(dpath, od, nd);
-	put_back(cpath, oc, nc);
+	if (nx > 0)
+		CHECK_OK(setxattr(dpath, STORE_CRC_XATTR, ox, (size_t)nx, 0));
+	if (has_sidecar)
+		put_back(cpath, oc, nc);
 	CHECK_INT(store_obj_stale(ts.s, 11, 0), ==, 1);
 	CHECK_INT(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
 		  -WEFT_EMISSING);
@@ -894,7 +1011,10 @@ static void test_stale(void)
 	ts_close(&ts);
 	usleep(20000);
 	put_back(dpath, od, nd);
-	put_back(cpath, oc, nc);
+	if (nx > 0)
+		CHECK_OK(setxattr(dpath, STORE_CRC_XATTR, ox, (size_t)nx, 0));
+	if (has_sidecar)
+		put_back(cpath, oc, nc);
 	ts_open(&ts);
 	CHECK_INT(store_obj_readv_flags(ts.s, 11, 0, 0, &v, 1, crcs, 4, &n, NULL, 0), ==,
 		  -WEFT_EMISSING);
@@ -1076,6 +1196,7 @@ int main(void)
 	rmdir(rdir);
 	test_truncate();
 	test_corruption();
+	test_sidecar_from_before();
 	test_bad_incoming_crc();
 	test_torn();
 	test_delete_list();
