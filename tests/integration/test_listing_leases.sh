@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Leases from a listing (docs/ARCHITECTURE.md, "Coherence"): READDIRPLUS grants the
+# lister a lease on each entry, so the kernel keeps a listing's names and attributes as
+# it keeps a LOOKUP's. Mount B lists a directory mount A filled; B's stat and open of
+# every listed file then cost no LOOKUP or GETATTR at meta. And B's caches stay
+# coherent: A's chmod, rename, unlink and rewrite of listed files are seen by B's next
+# stat or read at once, through recalls of the leases the listing took.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+
+cluster_up --stores 1 --replicas 1 --metrics
+B=$T/mnt2
+mkdir -p "$B"
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" -o no_root_squash --key "$STATE/cluster.key" \
+	--pid-file "$T/mount2.pid" --log "$T/mount2.log"
+served() { # served OP: requests of OP meta has served
+	curl -s "http://$(cat "$STATE/meta.metrics.addr")/metrics" |
+		awk -v op="op=\"$1\"" '$0 !~ /^#/ && /weft_served_requests_total/ && index($0, op) {s += $NF}
+			END {print s + 0}'
+}
+
+mkdir "$MNT/L"
+for i in $(seq 0 59); do printf 'file %d\n' "$i" >"$MNT/L/f$i"; done
+"$WEFT" sync "$MNT" >/dev/null
+
+# 1. B's `ls -l` (a listing and an lstat of each entry), then stat and read of the 60
+# files, ask meta for no name or attr beyond the listing
+l0=$(served LOOKUP) g0=$(served GETATTR) o0=$(served OPEN) r0=$(served READDIR)
+ls -l "$B/L" >/dev/null
+for i in $(seq 0 59); do
+	stat -c %s "$B/L/f$i" >/dev/null
+	[ "$(cat "$B/L/f$i")" = "file $i" ] || fail "B read f$i wrong"
+done
+l1=$(served LOOKUP) g1=$(served GETATTR) o1=$(served OPEN) r1=$(served READDIR)
+[ $((o1 - o0)) -ge 60 ] || fail "the counters missed B's opens ($((o1 - o0)))"
+[ $((r1 - r0)) -ge 1 ] || fail "the counters missed B's listing"
+[ $((l1 - l0)) -le 3 ] || fail "ls -l, stat and read of 60 files sent $((l1 - l0)) LOOKUPs to meta"
+[ $((g1 - g0)) -le 3 ] || fail "ls -l, stat and read of 60 files sent $((g1 - g0)) GETATTRs to meta"
+ok "B's ls -l, stat and read of 60 files: $((r1 - r0)) READDIRs, $((l1 - l0)) LOOKUPs, $((g1 - g0)) GETATTRs at meta"
+
+# 2. what A changes in files B has only listed (never opened: no lease of an open), B
+# sees at once
+mkdir "$MNT/M"
+for i in $(seq 0 39); do printf 'file %d\n' "$i" >"$MNT/M/g$i"; done
+"$WEFT" sync "$MNT" >/dev/null
+python3 - "$MNT/M" "$B/M" <<'PY' || fail "coherence of a listing"
+import os, sys
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+def gone(p):
+    try: os.stat(p); return False
+    except FileNotFoundError: return True
+for r in range(5):
+    base = 8 * r
+    names = os.listdir(B)                            # READDIRPLUS: names and attributes
+    for n in range(base, base + 8):
+        check(os.stat(B + "/g%d" % n).st_size == len("file %d\n" % n), "B's stat of g%d" % n)
+    os.chmod(A + "/g%d" % base, 0o600)
+    check(os.stat(B + "/g%d" % base).st_mode & 0o777 == 0o600, "round %d: chmod on A seen by B" % r)
+    os.rename(A + "/g%d" % (base + 1), A + "/moved%d" % r)
+    check(gone(B + "/g%d" % (base + 1)), "round %d: rename on A: B's old name gone at once" % r)
+    check(not gone(B + "/moved%d" % r), "round %d: rename on A: B sees the new name" % r)
+    os.unlink(A + "/g%d" % (base + 2))
+    check(gone(B + "/g%d" % (base + 2)), "round %d: unlink on A seen by B at once" % r)
+    os.chmod(A + "/g%d" % (base + 4), 0o640)
+    check(os.stat(B + "/g%d" % (base + 4)).st_mode & 0o777 == 0o640,
+          "round %d: chmod on A seen by B (no other change in between)" % r)
+    want = "rewritten, longer than before %d\n" % r
+    with open(A + "/g%d" % (base + 3), "w") as f: f.write(want)
+    check(os.stat(B + "/g%d" % (base + 3)).st_size == len(want), "round %d: B's size of the rewrite" % r)
+    with open(B + "/g%d" % (base + 3)) as f: got = f.read()
+    check(got == want, "round %d: B reads A's rewrite at once (got %r)" % (r, got))
+print("ok: chmod, rename, unlink and rewrite on A of files B listed: seen by B at once (5 rounds)")
+PY
+ok "A's changes to files B listed are seen by B at once"
+
+umount "$B"
+cluster_down
