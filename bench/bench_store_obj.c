@@ -133,7 +133,7 @@ static struct result bench_store(const char *dir, uint64_t total, size_t req, ui
 			die("store_obj_read", rc ? rc : EIO);
 	}
 	r.read_cached = mbs(total, now() - t0);
-	snprintf(path, sizeof(path), "%s/objects/00/01/0000000000000001.0", tdir);
+	snprintf(path, sizeof(path), "%s/objects/00/00/0000000000000001.0", tdir);
 	drop_cache(path);
 	strcat(path, ".crc");
 	drop_cache(path);

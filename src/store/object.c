@@ -26,10 +26,20 @@ pthread_rwlock_t *store_obj_lock(struct store_objs *s, uint64_t ino, uint32_t st
 	return &s->locks[(h >> 32) % OBJ_NLOCKS];
 }
 
-void store_obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc)
+/* objects/XX/YY: in targets of format 2, XX and YY are bits 16-23 and 8-15 of the inode
+ * number, so the objects of 256 consecutive inodes (files made one after another) share
+ * a directory; format 1 used bits 8-15 and 0-7, one directory per inode of the last
+ * 65,536 (docs/on-disk-format.md). */
+static unsigned obj_xx(const struct store_objs *s, uint64_t ino)
 {
-	snprintf(buf, OBJ_PATH_LEN, "%02x/%02x/%016" PRIx64 ".%" PRIu32 "%s",
-		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), ino, stripe,
+	return (unsigned)((s->grouped ? ino >> 16 : ino >> 8) & 0xff);
+}
+
+void store_obj_path(const struct store_objs *s, char *buf, uint64_t ino, uint32_t stripe,
+		    bool crc)
+{
+	snprintf(buf, OBJ_PATH_LEN, "%02x/%02x/%016" PRIx64 ".%" PRIu32 "%s", obj_xx(s, ino),
+		 (unsigned)((s->grouped ? ino >> 8 : ino) & 0xff), ino, stripe,
 		 crc ? ".crc" : "");
 }
 
@@ -107,7 +117,7 @@ static int direct_fd(struct store_objs *s, struct store_fdc_entry *e)
 	if (fd >= 0)
 		return fd;
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(s, path, e->ino, e->stripe, false);
 	fd = openat(s->root_fd, path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EINVAL)
@@ -182,9 +192,9 @@ int store_obj_fsync_dirat(int dirfd, const char *rel)
 
 /* Creates objects/XX and objects/XX/YY as needed. Their entries in their parents are
  * made durable later, before anything below them is (store_obj_sync_dirs): an fsync of
- * the parent at every mkdir cost a fresh target one fsync per new file (inode numbers
- * are sequential and YY is the low byte, so each of the first 65,536 files makes a
- * directory), ~0.4 ms of a small file's ~2 ms write. Nothing is durable at a plain
+ * the parent at every mkdir cost a fresh format-1 target one fsync per new file (inode
+ * numbers are sequential and YY was the low byte, so each of the first 65,536 files
+ * made a directory), ~0.4 ms of a small file's ~2 ms write. Nothing is durable at a plain
  * write anyway (the data file is not fsynced either); an fsync of the object syncs the
  * path to it. */
 static int make_dirs(struct store_objs *s, const char *path)
@@ -242,7 +252,7 @@ int store_obj_sync_dirs(struct store_objs *s)
 
 int store_obj_sync_path(struct store_objs *s, uint64_t ino)
 {
-	return sync_dirs(s, (int)((ino >> 8) & 0xff));
+	return sync_dirs(s, (int)obj_xx(s, ino));
 }
 
 /* store_fdc_open_fn: opens the data file (and the sidecar with checksums on). */
@@ -250,7 +260,7 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 {
 	struct store_objs *s = arg;
 	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
-	store_obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(s, path, e->ino, e->stripe, false);
 	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
 	e->fd = openat(s->root_fd, path, flags, 0640);
 	if (e->fd < 0 && errno == ENOENT && create) {
@@ -290,7 +300,7 @@ static int open_object(void *arg, struct store_fdc_entry *e, bool create)
 		log_error("objects/%s: reading its checksum attribute: %s", path, strerror(-inl));
 		return inl;
 	}
-	store_obj_path(cpath, e->ino, e->stripe, true);
+	store_obj_path(s, cpath, e->ino, e->stripe, true);
 	bool wide = e->size > STORE_CRC_INLINE * STORE_CHUNK || e->segs;
 	if (inl == 1 && !wide) {
 		e->crc_inline = true;
@@ -327,6 +337,7 @@ int store_obj_open(struct store_target *t, const struct store_obj_opts *opts,
 	s->root_fd = -1;
 	pthread_mutex_init(&s->dirs_lock, NULL);
 	s->checksums = store_target_checksums(t);
+	s->grouped = store_target_version(t) >= 2;
 	atomic_init(&s->direct, !o.buffered);
 	pthread_rwlockattr_t la;
 	pthread_rwlockattr_init(&la);
@@ -411,7 +422,7 @@ bool store_obj_vouch(struct store_objs *s, char *why, size_t cap)
 	for (size_t i = 0; i < n; i++) {
 		char path[OBJ_PATH_LEN];
 		struct stat st;
-		store_obj_path(path, recs[i].ino, recs[i].stripe, false);
+		store_obj_path(s, path, recs[i].ino, recs[i].stripe, false);
 		if (fstatat(s->root_fd, path, &st, 0) < 0 && errno == ENOENT)
 			missing++;
 	}

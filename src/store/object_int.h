@@ -16,6 +16,7 @@ struct store_objs {
 	struct store_target *t;     /* borrowed */
 	int root_fd;                /* <target>/objects */
 	bool checksums;
+	bool grouped;        /* format 2 object paths (store_obj_path) */
 	struct store_index *idx;
 	struct store_fdc *fdc;
 	pthread_rwlock_t locks[OBJ_NLOCKS];
@@ -32,7 +33,8 @@ struct store_objs {
 /* The lock of (ino, stripe). */
 pthread_rwlock_t *store_obj_lock(struct store_objs *s, uint64_t ino, uint32_t stripe);
 /* Relative path of the data file (crc: of the sidecar) under objects/. */
-void store_obj_path(char *buf, uint64_t ino, uint32_t stripe, bool crc);
+void store_obj_path(const struct store_objs *s, char *buf, uint64_t ino, uint32_t stripe,
+		    bool crc);
 /* preadv/pwritev looping over short transfers and IOV_MAX. *done counts bytes moved.
  * A read stops early at end of file (returns 0 with *done short). 0 or -errno. */
 int store_obj_io(bool write, int fd, const struct iovec *iov, int cnt, uint64_t off, size_t *done);

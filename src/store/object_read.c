@@ -109,7 +109,7 @@ static int read_checked(struct store_objs *s, struct store_fdc_entry *e, uint64_
 				  : store_iov_crc(0, iov, iovcnt, (size_t)(cs - off), cov);
 		if (crc != store_crc_from_entry(ent[c - c0], (uint32_t)cov)) {
 			char path[OBJ_PATH_LEN];
-			store_obj_path(path, e->ino, e->stripe, false);
+			store_obj_path(s, path, e->ino, e->stripe, false);
 			log_warn("read objects/%s: chunk %" PRIu64 " fails its checksum", path, c);
 			r->bad_chunk = (int64_t)c;
 			rc = -WEFT_ECHECKSUM;
@@ -144,7 +144,7 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 	if (exists && (rec.committed != rec.pending || rec.length == size))
 		return false;
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, ino, stripe, false);
+	store_obj_path(s, path, ino, stripe, false);
 	if (exists)
 		log_warn("read objects/%s: %" PRIu64 " bytes, the index says %" PRIu64
 			 ": not served", path, size, rec.length);
@@ -156,7 +156,7 @@ static bool stale_object(struct store_objs *s, uint64_t ino, uint32_t stripe, bo
 int store_obj_stale(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, ino, stripe, false);
+	store_obj_path(s, path, ino, stripe, false);
 	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct stat st;
@@ -329,7 +329,7 @@ int store_obj_on_disk(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char path[OBJ_PATH_LEN];
 	struct stat st;
-	store_obj_path(path, ino, stripe, false);
+	store_obj_path(s, path, ino, stripe, false);
 	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	int rc = fstatat(s->root_fd, path, &st, 0) == 0 ? 0 : -errno;

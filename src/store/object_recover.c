@@ -161,7 +161,7 @@ bool store_obj_old_copy(struct store_objs *s, struct store_fdc_entry *e, uint64_
 		return false;
 	uint64_t nbad = 0, first = 0;
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(s, path, e->ino, e->stripe, false);
 	if (verify_entry(s, e, false, &nbad, &first, NULL) == 0 && nbad == 0) {
 		if (recorded)
 			*recorded = rec.stamp;
@@ -201,12 +201,12 @@ int store_obj_recover(struct store_objs *s)
 	for (size_t i = 0; i < n; i++) {
 		struct store_torn *t = &torn[i];
 		char path[OBJ_PATH_LEN];
-		store_obj_path(path, t->rec.ino, t->rec.stripe, false);
+		store_obj_path(s, path, t->rec.ino, t->rec.stripe, false);
 		struct store_fdc_entry *e;
 		int rc = store_fdc_get(s->fdc, t->rec.ino, t->rec.stripe, false, &e);
 		if (rc == -ENOENT) {
 			char cpath[OBJ_PATH_LEN];
-			store_obj_path(cpath, t->rec.ino, t->rec.stripe, true);
+			store_obj_path(s, cpath, t->rec.ino, t->rec.stripe, true);
 			unlinkat(s->root_fd, cpath, 0);
 			t->missing = true;
 			log_warn("torn object objects/%s (versions %" PRIu64 "->%" PRIu64

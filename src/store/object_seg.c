@@ -45,10 +45,11 @@ struct seg_set {
 	struct seg_file *v;
 };
 
-static void seg_path(char *buf, uint64_t ino, uint32_t stripe, uint32_t k, const char *suffix)
+static void seg_path(const struct store_objs *s, char *buf, uint64_t ino, uint32_t stripe,
+		     uint32_t k, const char *suffix)
 {
 	char base[OBJ_PATH_LEN];
-	store_obj_path(base, ino, stripe, false);
+	store_obj_path(s, base, ino, stripe, false);
 	if (k)
 		snprintf(buf, OBJ_PATH_LEN + 16, "%s.s%" PRIu32 "%s", base, k, suffix);
 	else
@@ -74,7 +75,7 @@ static void close_segs(struct store_fdc_entry *e)
 bool store_obj_seg_marked(struct store_objs *s, uint64_t ino, uint32_t stripe)
 {
 	char p[OBJ_PATH_LEN + 16];
-	seg_path(p, ino, stripe, 0, ".segs");
+	seg_path(s, p, ino, stripe, 0, ".segs");
 	return faccessat(s->root_fd, p, F_OK, 0) == 0;
 }
 
@@ -84,7 +85,7 @@ static int scan(struct store_objs *s, uint64_t ino, uint32_t stripe,
 		void (*fn)(void *arg, uint32_t k, bool crc, const char *name), void *arg)
 {
 	char base[OBJ_PATH_LEN], dir[8], prefix[OBJ_PATH_LEN];
-	store_obj_path(base, ino, stripe, false);
+	store_obj_path(s, base, ino, stripe, false);
 	memcpy(dir, base, 5);
 	dir[5] = 0;
 	snprintf(prefix, sizeof(prefix), "%s.s", base + 6);
@@ -134,7 +135,7 @@ int store_obj_seg_size(struct store_objs *s, struct store_fdc_entry *e)
 	if (rc || a.k == 0)
 		return rc;
 	char p[OBJ_PATH_LEN + 16];
-	seg_path(p, e->ino, e->stripe, a.k, "");
+	seg_path(s, p, e->ino, e->stripe, a.k, "");
 	struct stat st;
 	if (fstatat(s->root_fd, p, &st, 0) < 0)
 		return -errno;
@@ -163,19 +164,19 @@ static int seg_get(struct store_objs *s, struct store_fdc_entry *e, uint32_t k, 
 	*fd = *crc_fd = -1;
 	char p[OBJ_PATH_LEN + 16];
 	if (create) {
-		seg_path(p, e->ino, e->stripe, 0, ".segs");
+		seg_path(s, p, e->ino, e->stripe, 0, ".segs");
 		int m = openat(s->root_fd, p, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
 		if (m < 0)
 			return -errno;
 		close(m);
 	}
-	seg_path(p, e->ino, e->stripe, k, "");
+	seg_path(s, p, e->ino, e->stripe, k, "");
 	int f = openat(s->root_fd, p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0640);
 	if (f < 0)
 		return errno == ENOENT && !create ? 0 : -errno;
 	int cf = -1;
 	if (s->checksums) {
-		seg_path(p, e->ino, e->stripe, k, ".crc");
+		seg_path(s, p, e->ino, e->stripe, k, ".crc");
 		cf = openat(s->root_fd, p, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
 		if (cf < 0) {
 			int rc = -errno;
@@ -296,7 +297,7 @@ static int seg0_sidecar(struct store_objs *s, struct store_fdc_entry *e)
 	if (e->crc_fd >= 0)
 		return 0;
 	char p[OBJ_PATH_LEN];
-	store_obj_path(p, e->ino, e->stripe, true);
+	store_obj_path(s, p, e->ino, e->stripe, true);
 	e->crc_fd = openat(s->root_fd, p, O_RDWR | O_CLOEXEC | O_CREAT, 0640);
 	return e->crc_fd < 0 ? -errno : 0;
 }
@@ -399,7 +400,7 @@ static void cut_one(void *arg, uint32_t k, bool crc, const char *name)
 	if (crc != a->crc || k <= a->above)
 		return;
 	char p[OBJ_PATH_LEN + 16];
-	seg_path(p, a->e->ino, a->e->stripe, k, crc ? ".crc" : "");
+	seg_path(a->s, p, a->e->ino, a->e->stripe, k, crc ? ".crc" : "");
 	if (unlinkat(a->s->root_fd, p, 0) < 0 && errno != ENOENT && !a->err)
 		a->err = errno;
 	if (!crc)
@@ -523,7 +524,7 @@ static void unlink_one(void *arg, uint32_t k, bool crc, const char *name)
 {
 	struct unlink_arg *a = arg;
 	char p[OBJ_PATH_LEN + 16];
-	seg_path(p, a->ino, a->stripe, k, crc ? ".crc" : ""); /* from numbers, not the name */
+	seg_path(a->s, p, a->ino, a->stripe, k, crc ? ".crc" : ""); /* from numbers, not the name */
 	if (unlinkat(a->s->root_fd, p, 0) < 0 && errno != ENOENT && !a->err)
 		a->err = errno;
 }
@@ -535,7 +536,7 @@ int store_obj_seg_unlink(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	struct unlink_arg ua = {s, ino, stripe, 0};
 	int rc = scan(s, ino, stripe, unlink_one, &ua);
 	char p[OBJ_PATH_LEN + 16];
-	seg_path(p, ino, stripe, 0, ".segs");
+	seg_path(s, p, ino, stripe, 0, ".segs");
 	if (rc == 0 && !ua.err && unlinkat(s->root_fd, p, 0) < 0 && errno != ENOENT)
 		ua.err = errno;
 	return rc ? rc : -ua.err;

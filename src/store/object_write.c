@@ -69,7 +69,7 @@ static int chunk_entries(struct store_objs *s, struct store_fdc_entry *e, uint64
 				if (crc32c(0, scratch, olen) !=
 				    store_crc_from_entry(old, (uint32_t)olen)) {
 					char path[OBJ_PATH_LEN];
-					store_obj_path(path, e->ino, e->stripe, false);
+					store_obj_path(s, path, e->ino, e->stripe, false);
 					log_warn("write objects/%s: existing chunk %" PRIu64
 						 " fails its checksum; partial write refused", path, c);
 					r->bad_chunk = (int64_t)c;
@@ -90,10 +90,10 @@ out:
 	return rc;
 }
 
-static void log_damage(struct store_fdc_entry *e, const char *what, uint64_t a, uint64_t b, int err)
+static void log_damage(const struct store_objs *s, struct store_fdc_entry *e, const char *what, uint64_t a, uint64_t b, int err)
 {
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, e->ino, e->stripe, false);
+	store_obj_path(s, path, e->ino, e->stripe, false);
 	log_warn("write objects/%s: %s failed (%s); chunks %" PRIu64 "..%" PRIu64
 		 " may fail verification until rewritten", path, what, weft_strerror(err),
 		 a / STORE_CHUNK, (b - 1) / STORE_CHUNK);
@@ -200,7 +200,7 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 		if (end > S && off + done > S && store_obj_seg_trunc_data(s, e, S) < 0)
 			log_error("write rollback: ftruncate: %s", strerror(errno));
 		if (done > 0 && off < S) {
-			log_damage(e, "data write", off, min64(off + done, S), rc);
+			log_damage(s, e, "data write", off, min64(off + done, S), rc);
 			ok = false;
 		}
 		goto out;
@@ -221,7 +221,7 @@ static int obj_writev(struct store_objs *s, uint64_t ino, uint32_t stripe, uint6
 			if (ext && store_obj_crc_write(s, e, L, 1, &old_last) != 0)
 				log_error("write rollback: restore entry of chunk %" PRIu64, L);
 			if (off < S) {
-				log_damage(e, "checksum write", off, min64(end, S), rc);
+				log_damage(s, e, "checksum write", off, min64(end, S), rc);
 				ok = false;
 			}
 			goto out;
@@ -375,7 +375,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	if (store_obj_seg_trunc_data(s, e, size) < 0) {
 		rc = -errno;
 		char path[OBJ_PATH_LEN];
-		store_obj_path(path, ino, stripe, false);
+		store_obj_path(s, path, ino, stripe, false);
 		log_error("ftruncate objects/%s: %s", path, strerror(errno));
 		goto out;
 	}
@@ -387,7 +387,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 			rc = store_obj_crc_write(s, e, chunk, 1, &entry);
 		if (rc) {
 			ok = false;
-			log_damage(e, "truncate checksum update", size / STORE_CHUNK * STORE_CHUNK,
+			log_damage(s, e, "truncate checksum update", size / STORE_CHUNK * STORE_CHUNK,
 				   size + 1, rc);
 			goto out;
 		}
@@ -395,7 +395,7 @@ static int obj_truncate(struct store_objs *s, uint64_t ino, uint32_t stripe, uin
 	rc = bad;
 	if (bad) {
 		char path[OBJ_PATH_LEN];
-		store_obj_path(path, ino, stripe, false);
+		store_obj_path(s, path, ino, stripe, false);
 		log_warn("truncate objects/%s: chunk %" PRIu64 " was already bad and stays bad",
 			 path, size / STORE_CHUNK);
 	}
@@ -427,8 +427,8 @@ int store_obj_truncate_if(struct store_objs *s, uint64_t expect, uint64_t ino, u
 static int obj_delete(struct store_objs *s, uint64_t ino, uint32_t stripe, const uint64_t *expect)
 {
 	char path[OBJ_PATH_LEN], cpath[OBJ_PATH_LEN];
-	store_obj_path(path, ino, stripe, false);
-	store_obj_path(cpath, ino, stripe, true);
+	store_obj_path(s, path, ino, stripe, false);
+	store_obj_path(s, cpath, ino, stripe, true);
 	pthread_rwlock_t *lk = store_obj_lock(s, ino, stripe);
 	pthread_rwlock_wrlock(lk);
 	struct stat st;
@@ -510,7 +510,7 @@ int store_obj_fsync(struct store_objs *s, uint64_t ino, uint32_t stripe)
 	}
 	pthread_rwlock_unlock(lk);
 	char path[OBJ_PATH_LEN];
-	store_obj_path(path, ino, stripe, false);
+	store_obj_path(s, path, ino, stripe, false);
 	if (rc == 0)
 		rc = store_obj_sync_path(s, ino); /* objects/XX and objects/XX/YY in their parents */
 	if (rc == 0) {

@@ -5,7 +5,9 @@
  *    16  target UUID[16]      32  fs UUID[16]            48 u32 target id
  *    52  u64 incarnation (0 in targets formatted before it existed)
  *    60  u32 CRC32C of bytes 0..59
- * flags: bit 0 fs UUID set, bit 1 target id set, bit 2 checksums off. */
+ * flags: bit 0 fs UUID set, bit 1 target id set, bit 2 checksums off. Version 2 differs
+ * from 1 only in where objects live (object.c, store_obj_path); a target keeps the
+ * version it was formatted with. */
 #include "store/target.h"
 
 #include <errno.h>
@@ -35,6 +37,7 @@ struct store_target {
 	char *dir;
 	int lock_fd;                 /* weft-target, flock()ed */
 	uint32_t flags;
+	uint32_t version;
 	uint8_t uuid[STORE_UUID_LEN];
 	uint8_t fs_uuid[STORE_UUID_LEN];
 	uint32_t target_id;
@@ -46,7 +49,7 @@ static void encode(const struct store_target *t, uint8_t *b)
 {
 	memset(b, 0, FILE_LEN);
 	memcpy(b, STORE_TARGET_MAGIC, 8);
-	put_le32(b + 8, STORE_TARGET_VERSION);
+	put_le32(b + 8, t->version);
 	put_le32(b + 12, t->flags);
 	memcpy(b + 16, t->uuid, STORE_UUID_LEN);
 	memcpy(b + 32, t->fs_uuid, STORE_UUID_LEN);
@@ -66,11 +69,12 @@ static int decode(struct store_target *t, const uint8_t *b, size_t len, const ch
 		return -EINVAL;
 	}
 	uint32_t ver = get_le32(b + 8);
-	if (ver != STORE_TARGET_VERSION) {
-		log_error("%s: format version %u, this build knows %u", path, ver,
+	if (ver < 1 || ver > STORE_TARGET_VERSION) {
+		log_error("%s: format version %u, this build knows 1 to %u", path, ver,
 			  STORE_TARGET_VERSION);
 		return -ENOTSUP;
 	}
+	t->version = ver;
 	t->flags = get_le32(b + 12);
 	memcpy(t->uuid, b + 16, STORE_UUID_LEN);
 	memcpy(t->fs_uuid, b + 32, STORE_UUID_LEN);
@@ -167,6 +171,7 @@ static int format(struct store_target *t, const struct store_target_opts *opts)
 	else
 		randombytes_buf(t->uuid, STORE_UUID_LEN);
 	t->flags = opts && opts->no_checksums ? F_NO_CRC : 0;
+	t->version = STORE_TARGET_VERSION;
 	randombytes_buf(&t->incarnation, sizeof(t->incarnation));
 	t->incarnation |= 1; /* never 0 */
 	int rc = write_identity(t);
@@ -349,6 +354,7 @@ int64_t store_target_id(const struct store_target *t)
 }
 
 bool store_target_checksums(const struct store_target *t) { return !(t->flags & F_NO_CRC); }
+uint32_t store_target_version(const struct store_target *t) { return t->version; }
 
 int store_target_space(const struct store_target *t, uint64_t *capacity, uint64_t *avail)
 {

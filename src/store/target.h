@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define STORE_TARGET_MAGIC   "WEFTTGT1"
-#define STORE_TARGET_VERSION 1u
+#define STORE_TARGET_VERSION 2u     /* what a new target gets; 1 is still opened */
 #define STORE_TARGET_FILE    "weft-target"
 #define STORE_UUID_LEN       16
 
@@ -82,6 +82,8 @@ bool store_target_fs_uuid(const struct store_target *t, uint8_t out[STORE_UUID_L
 /* Target id from meta, or -1 if not assigned yet. */
 int64_t store_target_id(const struct store_target *t);
 bool store_target_checksums(const struct store_target *t);
+/* The target's format version: 1 or 2 (object paths, docs/on-disk-format.md). */
+uint32_t store_target_version(const struct store_target *t);
 
 /* Capacity and free bytes (available to unprivileged users) of the file system holding
  * the target, from statvfs. Returns 0 or -errno. */

@@ -16,6 +16,7 @@
 #include "store/crcfile.h"
 #include "store/index.h"
 #include "store/object_int.h"
+#include "store/target.h"
 
 #define CH WEFT_CHUNK_SIZE
 
@@ -36,8 +37,9 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 
 static char obj_file(struct tstore *ts, uint64_t ino, uint32_t stripe, char *out, bool crc)
 {
+	/* format 2: objects/XX/YY from bits 16-23 and 8-15 of the inode number */
 	snprintf(out, 512, "%s/objects/%02x/%02x/%016llx.%u%s", ts->dir,
-		 (unsigned)((ino >> 8) & 0xff), (unsigned)(ino & 0xff), (unsigned long long)ino,
+		 (unsigned)((ino >> 16) & 0xff), (unsigned)((ino >> 8) & 0xff), (unsigned long long)ino,
 		 stripe, crc ? ".crc" : "");
 	return 0;
 }
@@ -478,6 +480,46 @@ static void test_sidecar_from_before(void)
 	free(ts.dir);
 	free(a);
 	free(b);
+}
+
+/* A target of format 1 (made before format 2) keeps its objects where format 1 put
+ * them, objects/<bits 8-15>/<bits 0-7>/, across writes, reopens and deletes; a new
+ * target is format 2 (obj_file above). */
+static void test_format1_paths(void)
+{
+	struct tstore ts = {.dir = tmp_dir("fmt1")};
+	ts_open(&ts);
+	CHECK_INT(store_target_version(ts.t), ==, 2);
+	ts_close(&ts);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/weft-target", ts.dir);
+	int fd = open(path, O_RDWR);
+	uint8_t id[64];
+	CHECK_INT(pread(fd, id, 64, 0), ==, 64);
+	id[8] = 1; /* version 1, with a valid CRC */
+	uint32_t crc = crc32c(0, id, 60);
+	memcpy(id + 60, &crc, 4);
+	CHECK_INT(pwrite(fd, id, 64, 0), ==, 64);
+	close(fd);
+	ts_open(&ts);
+	CHECK_INT(store_target_version(ts.t), ==, 1);
+	uint8_t a[3000], b[3000];
+	size_t n;
+	fill(a, sizeof(a), 11);
+	CHECK_OK(ts_write(&ts, 0x123456, 0, 0, a, sizeof(a)));
+	snprintf(path, sizeof(path), "%s/objects/34/56/0000000000123456.0", ts.dir);
+	CHECK_OK(access(path, F_OK));
+	CHECK_OK(store_target_new_incarnation(ts.t)); /* rewrites the identity file */
+	ts_close(&ts);
+	ts_open(&ts); /* still format 1: the rewrite kept the version */
+	CHECK_INT(store_target_version(ts.t), ==, 1);
+	CHECK_OK(ts_read(&ts, 0x123456, 0, 0, b, sizeof(b), &n, NULL));
+	CHECK(n == sizeof(a) && memcmp(a, b, n) == 0);
+	CHECK_OK(store_obj_delete(ts.s, 0x123456, 0));
+	CHECK(access(path, F_OK) < 0);
+	ts_close(&ts);
+	rm_rf(ts.dir);
+	free(ts.dir);
 }
 
 static void test_bad_incoming_crc(void)
@@ -1197,6 +1239,7 @@ int main(void)
 	test_truncate();
 	test_corruption();
 	test_sidecar_from_before();
+	test_format1_paths();
 	test_bad_incoming_crc();
 	test_torn();
 	test_delete_list();

@@ -73,7 +73,7 @@ int main(void)
 	CHECK_OK(ts_read(&ts, 7, 0, big, buf, 10, &n, &r));
 	CHECK_INT(n, ==, 0);
 	char objdir[600];
-	snprintf(objdir, sizeof(objdir), "%s/objects/00/07", ts.dir);
+	snprintf(objdir, sizeof(objdir), "%s/objects/00/00", ts.dir);
 	CHECK_INT(count_files(objdir, "0000000000000007.0.s"), ==, 3); /* s1, s1.crc, segs */
 	CHECK_OK(store_obj_truncate(ts.s, 7, 0, (uint64_t)1 << 62, &r));
 	CHECK_OK(ts_read(&ts, 7, 0, ((uint64_t)1 << 62) - 5, buf, 10, &n, &r));
