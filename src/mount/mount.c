@@ -808,19 +808,27 @@ static int collect(void *arg, const struct weft_dirent_out *o)
 	return d->n >= 512; /* one batch */
 }
 
+/* The kernel sends OPENDIR only for a directory, after checking the caller's read
+ * permission itself (default_permissions, on attributes valid under a lease or fetched
+ * first), and meta checks read permission again at every READDIR: asking meta here too
+ * cost two round trips per directory (du, find). Only a root this mount squashes has
+ * more rights in the kernel than at meta: its open is checked with meta, so that it
+ * fails at opendir as it would on a local file system. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct weft_cred cr;
-	struct weft_attr a;
-	cred_of(req, &cr);
-	int err = weft_getattr(wc, &cr, ino, &a);
-	if (!err && !S_ISDIR(a.mode))
-		err = -ENOTDIR;
-	if (!err)
-		ASK(req, cr, err, weft_access(wc, &cr, ino, R_OK));
-	if (err) {
-		fuse_reply_err(req, sys_err(err));
-		return;
+	if (root_squash && fuse_req_ctx(req)->uid == 0) {
+		struct weft_cred cr;
+		struct weft_attr a;
+		cred_of(req, &cr);
+		int err = weft_getattr(wc, &cr, ino, &a);
+		if (!err && !S_ISDIR(a.mode))
+			err = -ENOTDIR;
+		if (!err)
+			ASK(req, cr, err, weft_access(wc, &cr, ino, R_OK));
+		if (err) {
+			fuse_reply_err(req, sys_err(err));
+			return;
+		}
 	}
 	struct dirh *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -850,7 +858,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	for (;;) {
 		/* find cookie in the cached batch: at its start or after one of its entries */
 		size_t i = SIZE_MAX;
-		if (d->plus == plus && d->from != UINT64_MAX) {
+		/* a batch with attributes also serves a listing without (the kernel asks
+		 * READDIRPLUS first and plain READDIR to go on) */
+		if ((d->plus == plus || d->plus) && d->from != UINT64_MAX) {
 			if (cookie == d->from)
 				i = 0;
 			for (size_t k = 0; k < d->n && i == SIZE_MAX; k++)

@@ -78,6 +78,23 @@ touch "$T/mnt2/two/o/bynobody" || fail "root_squash: root of a second mount cann
 	|| fail "root_squash: a file root made is owned by $(stat -c %u:%g "$MNT/two/o/bynobody"), not nobody"
 [ "$(cat "$MNT/rootonly")" = secret ] || fail "weft up's mount lost root"
 grep -q 'root_squash' "$T/mount2.log" || fail "the second mount does not say it squashes root"
+# listing a directory: the mount leaves the open to the kernel's check, and meta checks
+# every READDIR; a squashed root is checked with meta at the open (opendir fails, as on
+# a local file system), as is a user whose view of the mode is old
+mkdir -m 700 "$MNT/two/private"
+touch "$MNT/two/private/x"
+asB ls "$T/mnt2/two/private" >/dev/null 2>&1 && fail "a user listed a 0700 directory of root's"
+python3 -c 'import os,sys; os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)' \
+	"$T/mnt2/two/private" 2>/dev/null \
+	&& fail "root_squash: root of a second mount opened a 0700 directory of root's"
+python3 -c 'import os,sys; os.listdir(sys.argv[1])' "$T/mnt2/two/private" 2>/dev/null \
+	&& fail "root_squash: root of a second mount listed a 0700 directory of root's"
+mkdir -m 755 "$MNT/two/shut"
+touch "$MNT/two/shut/x"
+asB ls "$T/mnt2/two/shut" >/dev/null || fail "a user cannot list a 0755 directory"
+chmod 700 "$MNT/two/shut"
+asB ls "$T/mnt2/two/shut" >/dev/null 2>&1 && fail "a user listed a directory made 0700 since its last listing"
+ok "listing: 0700 directories refused to a user and to a squashed root, also right after a chmod"
 umount "$T/mnt2"
 ok "root_squash: root of a second mount is nobody; weft up's mount keeps root"
 
