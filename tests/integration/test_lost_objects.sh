@@ -41,7 +41,7 @@ member_state() { # member_state R CHAIN TARGET
 }
 chain_of() { "$WEFT" getstripe "$1" --dir "$STATE" | awk '/first_chain/ { print $2 }'; }
 obj_file() { # obj_file STORE INO: stripe 0 of INO on STORE
-	printf '%s/%s/objects/%02x/%02x/%016x.0' "$STATE" "$1" $(( ($2 >> 8) & 255 )) $(( $2 & 255 )) "$2"
+	printf '%s/%s/objects/%02x/%02x/%016x.0' "$STATE" "$1" $(( ($2 >> 16) & 255 )) $(( ($2 >> 8) & 255 )) "$2"
 }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 kill_store() { # kill_store STORE: SIGKILL, wait until gone

@@ -69,7 +69,7 @@ expect '^ok n=5000$' sc "$S" read 12 0 0 5000 "$G"
 ok "bad CRC refused with nothing written"
 # corruption on disk: flip a byte in chunk 1 of an object
 expect '^ok size=262144$' sc "$S" write 13 0 0 262144 4 sync
-OBJ="$T/s1/objects/00/0d/000000000000000d.0"
+OBJ="$T/s1/objects/00/00/000000000000000d.0" # format 2: objects/<ino bits 16-23>/<bits 8-15>/
 [ -f "$OBJ" ] || fail "object file $OBJ missing"
 b=$(dd if="$OBJ" bs=1 skip=$((65536 + 777)) count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
 printf "$(printf '\\%03o' $(( (b ^ 255) & 255 )))" | dd of="$OBJ" bs=1 seek=$((65536 + 777)) conv=notrunc 2>/dev/null
