@@ -60,6 +60,8 @@ struct weft_client_opts {
 	bool sync_close;           /* weft_file_close always flushes; else a file created
 				    * here with wb_attrs is flushed behind the close
 				    * (closebehind.c) */
+	bool dir_ahead_off;        /* do not read subdirectories' listings ahead (dirahead.c;
+				    * for comparison) */
 	bool complete_dirs_off;    /* do not answer lookups of absent names in directories
 				    * this client created and holds a lease on (lease.c; for
 				    * comparison) */

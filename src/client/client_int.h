@@ -50,6 +50,7 @@ struct weft_client {
 	bool checksums;
 	bool wb_attrs;                /* attribute write-back (wbattr.c) */
 	bool complete_dirs;           /* lookups answered in complete directories (lease.c) */
+	struct client_dirahead *dirahead; /* subdirectories' listings read ahead, or NULL */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
 	/* Bumped by every change this client sends meta that may alter attributes of an
@@ -387,6 +388,18 @@ int client_close_flush_all(struct weft_client *c, bool take_err);
  * ACCESS, LINK, a setattr it sends): what a close left behind and what wbattr.c
  * buffers for ino go to meta first, so meta judges by what this client has shown. */
 void client_settle_ino(struct weft_client *c, uint64_t ino);
+
+/* dirahead.c: listings of subdirectories fetched before they are asked */
+int client_dirahead_start(struct weft_client *c);
+void client_dirahead_stop(struct weft_client *c);
+/* Queues dirs (subdirectories a listing showed) to be read ahead for cr. */
+void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
+			   const uint64_t *dirs, size_t n);
+/* Lists ino from cookie 0 for cr from a listing read ahead, if one is kept and still
+ * valid: calls fn per entry as weft_readdir does; returns 0 (or what fn stopped with),
+ * 1 when there is none (ask meta), -EIO. */
+int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg);
 
 /* lease.c */
 int client_lease_start(struct weft_client *c);

@@ -1,4 +1,5 @@
 /* libweft namespace calls: each encodes one request to meta and decodes its reply. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,10 +216,21 @@ int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 	return err;
 }
 
+#define DIRAHEAD_PER_LISTING 16
+
 int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 uint64_t cookie, bool plus, size_t max_bytes,
 		 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
 {
+	if (cookie == 0 && plus) {
+		int rc = client_dirahead_take(c, cr, ino, fn, arg);
+		if (rc <= 0)
+			return rc;
+	}
+	/* subdirectories of a listing from its start, to read ahead (dirahead.c) */
+	uint64_t subs[DIRAHEAD_PER_LISTING];
+	size_t nsubs = 0;
+	bool from_start = cookie == 0 && plus && c->dirahead;
 	for (;;) {
 		struct wbuf w;
 		wbuf_init(&w);
@@ -260,14 +272,19 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 						    .type = d.type, .next_cookie = d.next_cookie,
 						    .attr = d.has_attr ? &d.attr : NULL};
 			cookie = d.next_cookie;
+			if (from_start && d.type == DT_DIR && nsubs < DIRAHEAD_PER_LISTING &&
+			    strcmp(name, ".") && strcmp(name, ".."))
+				subs[nsubs++] = d.ino;
 			stop = fn(arg, &o);
 			n++;
 		}
 		frame_free(f);
 		if (rc < 0)
 			return -EIO;
-		if (stop || dl.eof || n == 0)
+		if (stop || dl.eof || n == 0) {
+			client_dirahead_queue(c, cr, subs, nsubs);
 			return 0;
+		}
 	}
 }
 

@@ -658,6 +658,11 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		snprintf(errbuf, errlen, "cannot start the recall threads");
 		goto fail_rpc;
 	}
+	/* listings read ahead are kept under leases: only with recalls */
+	if (c->recall && !o->dir_ahead_off && (err = client_dirahead_start(c))) {
+		snprintf(errbuf, errlen, "cannot start the directory read-ahead threads");
+		goto fail_rpc;
+	}
 	err = open_session(c);
 	if (err) {
 		snprintf(errbuf, errlen, "meta %s: %s", o->meta_addr, weft_strerror(err));
@@ -683,6 +688,7 @@ fail_rpc:
 	pthread_mutex_lock(&c->beat_lock);
 	c->stopping = true;
 	pthread_mutex_unlock(&c->beat_lock);
+	client_dirahead_stop(c);
 	client_lease_stop(c);
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
@@ -727,6 +733,7 @@ void weft_client_close(struct weft_client *c)
 	wbuf_init(&w);
 	struct weft_msg_session_id m = {.session = c->session};
 	proto_session_id_encode(&w, &m);
+	client_dirahead_stop(c);
 	client_meta_call(c, WEFT_OP_SESSION_CLOSE, &w, NULL, 0, NULL);
 	client_lease_stop(c);
 	chaincache_free(c->cc);

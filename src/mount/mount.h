@@ -22,6 +22,7 @@ struct mount_opts {
 	uint32_t readahead_units; /* libweft readahead in stripe units (WEFT_READAHEAD_OFF: none) */
 	bool open_prefetch_off;   /* no first stripe unit read with the OPEN */
 	bool complete_dirs_off;   /* no lookups answered in directories this mount created */
+	bool dir_ahead_off;       /* no listings of subdirectories read ahead */
 	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
 	const char *metrics;      /* HOST:PORT of a Prometheus endpoint, or NULL */
 };

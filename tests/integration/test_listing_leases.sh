@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 
+export WEFT_RUN_DIR=$T/run # the mounts' stats files
+
 cluster_up --stores 1 --replicas 1 --metrics
 B=$T/mnt2
 mkdir -p "$B"
@@ -75,6 +77,41 @@ for r in range(5):
 print("ok: chmod, rename, unlink and rewrite on A of files B listed: seen by B at once (5 rounds)")
 PY
 ok "A's changes to files B listed are seen by B at once"
+
+# 3. directory read-ahead: B's traversal is answered in part from listings of
+# subdirectories fetched ahead; what A changes in them afterwards, B's next listing shows
+mkdir "$MNT/T"
+for d in $(seq 0 9); do
+	mkdir "$MNT/T/d$d"
+	for i in $(seq 0 4); do echo "$d $i" >"$MNT/T/d$d/f$i"; done
+done
+"$WEFT" sync "$MNT" >/dev/null
+hits() { # the dir_ahead_hits counter of B's stats file (-1: none found)
+	sleep 1.2 # the file is rewritten once a second
+	python3 -c 'import glob, json, sys
+p = glob.glob(sys.argv[1] + "/mounts/*mnt2.json")
+print(json.load(open(p[0]))["counters"].get("dir_ahead_hits", 0) if p else -1)' "$WEFT_RUN_DIR"
+}
+h0=$(hits)
+find "$B/T" >"$T/find1"
+h1=$(hits)
+[ "$h0" -ge 0 ] || fail "no stats file of B's mount found"
+[ "$((h1 - h0))" -ge 3 ] || fail "B's traversal of 10 directories took $((h1 - h0)) listings from read-ahead"
+[ "$(grep -c /f "$T/find1")" = 50 ] || fail "B's find saw $(grep -c /f "$T/find1") files, not 50"
+ls "$B/T" >/dev/null # listings of d0..d9 read ahead again, kept: B has not listed them
+sleep 0.5
+echo new >"$MNT/T/d3/new"
+rm "$MNT/T/d5/f0"
+mv "$MNT/T/d7/f1" "$MNT/T/d8/moved"
+[ -e "$B/T/d3/new" ] || fail "B does not see a file A created in a directory B listed"
+ls "$B/T/d3" | grep -qx new || fail "B's listing misses a file A created: $(ls "$B/T/d3")"
+ls "$B/T/d5" | grep -qx f0 && fail "B's listing still shows a file A removed"
+ls "$B/T/d7" | grep -qx f1 && fail "B's listing still shows a file A moved away"
+ls "$B/T/d8" | grep -qx moved || fail "B's listing misses a file A moved in"
+find "$B/T" -type f | sort >"$T/find2"
+find "$MNT/T" -type f | sed "s|^$MNT|$B|" | sort >"$T/find3"
+cmp -s "$T/find2" "$T/find3" || fail "B's traversal differs from A's: $(diff "$T/find2" "$T/find3" | head -5)"
+ok "B's traversal took $((h1 - h0)) of 11 listings from read-ahead; A's changes after it are seen at once"
 
 umount "$B"
 cluster_down

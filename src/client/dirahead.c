@@ -1,0 +1,321 @@
+/* Directory read-ahead: the listings of subdirectories, fetched before they are asked.
+ *
+ * DESIGN: a traversal (du, find, rm -rf, ls -R, tar c) lists each directory in turn and
+ * waits for one READDIRPLUS round trip per directory, with the machine otherwise idle
+ * (docs/PERFORMANCE.md). When a listing starting at cookie 0 shows subdirectories,
+ * up to DA_PER_LISTING of them are queued, and DA_THREADS threads fetch their first
+ * batch of entries (READDIRPLUS with leases, DA_MAX_BYTES) for the same credential; a
+ * listing that ended in that batch is kept. The next weft_readdir of such a directory
+ * at cookie 0, by the same credential, is answered from it once (and queues its own
+ * subdirectories in turn) instead of asking meta.
+ *
+ * A kept listing is what meta showed under a lease: meta granted the session a lease
+ * on the directory (its names) and on each entry, and recalls them before any other
+ * session changes them. So it is used only while nothing could have changed it unseen:
+ * no recall reached this client since the fetch (recall generation), this client made
+ * no namespace change since (attr_gen, dir_gen), and the shortest lease the listing
+ * carried has not run out (less the margin client_lease_note takes). A listing whose
+ * entries came without leases (meta found the directory busy, or this session gets
+ * none) is not kept, nor is an empty one (no entry to show that the directory's lease
+ * was granted).
+ *
+ * Threads: weft_readdir's callers and the DA_THREADS fetchers; everything under da->lock
+ * but the fetch itself. */
+#include "client/client_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "net/stats.h"
+
+#define DA_SLOTS 128
+#define DA_QUEUE 64
+#define DA_PER_LISTING 16
+#define DA_THREADS 2
+#define DA_MAX_BYTES 65536
+
+struct da_listing {
+	uint64_t ino;             /* 0: free */
+	struct weft_cred cred;
+	uint64_t rgen, agen, dgen;
+	uint64_t until_ms;        /* CLOCK_MONOTONIC: the shortest lease, less a margin */
+	uint64_t stamp;           /* insertion order, for eviction */
+	uint8_t *bulk;
+	size_t len;
+};
+
+struct da_job {
+	uint64_t ino;
+	struct weft_cred cred;
+};
+
+struct client_dirahead {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct da_job q[DA_QUEUE];
+	size_t qhead, qn;
+	uint64_t busy[DA_THREADS]; /* directories being fetched */
+	struct da_listing slots[DA_SLOTS];
+	uint64_t stamp;
+	bool stopping;
+	pthread_t th[DA_THREADS];
+	struct da_arg {
+		struct weft_client *c;
+		int me;
+	} args[DA_THREADS];
+	int nth;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool same_cred(const struct weft_cred *a, const struct weft_cred *b)
+{
+	if (a->uid != b->uid || a->gid != b->gid || a->ngroups != b->ngroups ||
+	    a->more_groups != b->more_groups)
+		return false;
+	for (uint32_t i = 0; i < a->ngroups && i < WEFT_GROUPS_MAX; i++)
+		if (a->groups[i] != b->groups[i])
+			return false;
+	return true;
+}
+
+static void slot_free(struct da_listing *l)
+{
+	free(l->bulk);
+	memset(l, 0, sizeof(*l));
+}
+
+/* The kept listing of ino, or NULL (da->lock held). */
+static struct da_listing *find(struct client_dirahead *da, uint64_t ino)
+{
+	for (size_t i = 0; i < DA_SLOTS; i++)
+		if (da->slots[i].ino == ino)
+			return &da->slots[i];
+	return NULL;
+}
+
+static bool listing_valid(struct weft_client *c, const struct da_listing *l)
+{
+	return l->rgen == client_recall_gen(c) && l->agen == atomic_load(&c->attr_gen) &&
+	       l->dgen == atomic_load(&c->dir_gen) && mono_ms() < l->until_ms;
+}
+
+void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
+			   const uint64_t *dirs, size_t n)
+{
+	struct client_dirahead *da = c->dirahead;
+	if (!da || n == 0)
+		return;
+	pthread_mutex_lock(&da->lock);
+	for (size_t i = 0; i < n && da->qn < DA_QUEUE; i++) {
+		struct da_listing *l = find(da, dirs[i]);
+		if (l && listing_valid(c, l))
+			continue;
+		struct da_job *j = &da->q[(da->qhead + da->qn++) % DA_QUEUE];
+		j->ino = dirs[i];
+		j->cred = *cr;
+	}
+	pthread_cond_broadcast(&da->cond);
+	pthread_mutex_unlock(&da->lock);
+}
+
+/* Scans a listing's entries: calls fn for each (when fn), collects subdirectories
+ * into subs (at most DA_PER_LISTING). Returns what fn returned to stop, 0 at the end, or
+ * -EIO for a malformed listing. */
+static int walk(struct weft_client *c, const uint8_t *bulk, size_t len,
+		int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg,
+		uint64_t *subs, size_t *nsubs, uint32_t *min_lease)
+{
+	struct rbuf r;
+	rbuf_init(&r, bulk, len);
+	struct weft_dirent d;
+	int rc, stop = 0;
+	while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
+		bool dots = (d.name.len == 1 && d.name.p[0] == '.') ||
+			    (d.name.len == 2 && d.name.p[0] == '.' && d.name.p[1] == '.');
+		if (!dots && d.type == DT_DIR && *nsubs < DA_PER_LISTING)
+			subs[(*nsubs)++] = d.ino;
+		if (min_lease && !dots && (!d.has_attr || d.lease < *min_lease))
+			*min_lease = d.has_attr ? d.lease : 0;
+		if (!fn)
+			continue;
+		char name[WEFT_NAME_MAX + 1];
+		proto_str_copy(name, sizeof(name), d.name);
+		if (d.has_attr)
+			client_fix_size(c, &d.attr);
+		struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
+					    .type = d.type, .next_cookie = d.next_cookie,
+					    .attr = d.has_attr ? &d.attr : NULL};
+		stop = fn(arg, &o);
+	}
+	return stop ? stop : rc < 0 ? -EIO : 0;
+}
+
+int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
+{
+	struct client_dirahead *da = c->dirahead;
+	if (!da)
+		return 1;
+	pthread_mutex_lock(&da->lock);
+	struct da_listing *l = find(da, ino);
+	if (!l || !same_cred(&l->cred, cr) || !listing_valid(c, l)) {
+		if (l && !listing_valid(c, l))
+			slot_free(l);
+		pthread_mutex_unlock(&da->lock);
+		return 1;
+	}
+	uint8_t *bulk = l->bulk;
+	size_t len = l->len;
+	l->bulk = NULL;
+	slot_free(l); /* once: the kernel keeps what it was given */
+	pthread_mutex_unlock(&da->lock);
+	stats_add(STATS_DIR_AHEAD_HITS, 1);
+	uint64_t subs[DA_PER_LISTING];
+	size_t nsubs = 0;
+	int rc = walk(c, bulk, len, fn, arg, subs, &nsubs, NULL);
+	free(bulk);
+	if (rc >= 0)
+		client_dirahead_queue(c, cr, subs, nsubs);
+	return rc < 0 ? rc : 0;
+}
+
+/* Fetches the first batch of ino's listing for cred and keeps it if it ended there and
+ * came with leases. */
+static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *cr)
+{
+	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
+	struct wbuf w;
+	wbuf_init(&w);
+	uint8_t level = (c->pf ? WEFT_READDIR_PLUS_CAP : WEFT_READDIR_PLUS) | WEFT_READDIR_LEASES;
+	struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = 0,
+				     .max_bytes = DA_MAX_BYTES, .plus = level};
+	proto_readdir_encode(&w, &m);
+	struct frame *f = NULL;
+	int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
+	struct weft_msg_dirlist dl;
+	if (err || proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0 || !dl.eof) {
+		frame_free(f);
+		return;
+	}
+	/* the entries' leases and prefetch capabilities, as weft_readdir notes them */
+	struct rbuf r;
+	rbuf_init(&r, f->bulk, f->h.bulk_len);
+	struct weft_dirent d;
+	while (proto_dirent_next(&r, &d) == 0) {
+		if (d.has_cap)
+			client_pf_note(c, &d);
+		if (d.lease)
+			client_lease_note(c, d.ino, d.lease, rgen);
+	}
+	uint64_t subs[DA_PER_LISTING];
+	size_t nsubs = 0;
+	uint32_t min_lease = UINT32_MAX;
+	int rc = walk(c, f->bulk, f->h.bulk_len, NULL, NULL, subs, &nsubs, &min_lease);
+	uint8_t *bulk = NULL;
+	if (rc == 0 && min_lease != UINT32_MAX && min_lease > 0 && (bulk = malloc(f->h.bulk_len + 1)))
+		memcpy(bulk, f->bulk, f->h.bulk_len);
+	size_t len = f->h.bulk_len;
+	frame_free(f);
+	if (!bulk)
+		return;
+	stats_add(STATS_DIR_AHEAD_FETCHED, 1);
+	struct client_dirahead *da = c->dirahead;
+	pthread_mutex_lock(&da->lock);
+	struct da_listing *l = find(da, ino);
+	if (!l)
+		l = find(da, 0); /* a free slot */
+	if (!l) { /* else the oldest */
+		l = &da->slots[0];
+		for (size_t i = 1; i < DA_SLOTS; i++)
+			if (da->slots[i].stamp < l->stamp)
+				l = &da->slots[i];
+	}
+	slot_free(l);
+	*l = (struct da_listing){.ino = ino, .cred = *cr, .rgen = rgen, .agen = agen,
+				 .dgen = dgen, .stamp = ++da->stamp, .bulk = bulk, .len = len,
+				 .until_ms = mono_ms() + min_lease - min_lease / 10};
+	pthread_mutex_unlock(&da->lock);
+}
+
+static void *fetcher(void *arg)
+{
+	struct da_arg *a = arg;
+	struct weft_client *c = a->c;
+	struct client_dirahead *da = c->dirahead;
+	int me = a->me;
+	pthread_mutex_lock(&da->lock);
+	for (;;) {
+		while (!da->stopping && da->qn == 0)
+			pthread_cond_wait(&da->cond, &da->lock);
+		if (da->stopping)
+			break;
+		struct da_job j = da->q[da->qhead];
+		da->qhead = (da->qhead + 1) % DA_QUEUE;
+		da->qn--;
+		bool dup = false;
+		for (int i = 0; i < DA_THREADS; i++)
+			dup |= da->busy[i] == j.ino;
+		struct da_listing *l = find(da, j.ino);
+		if (dup || (l && listing_valid(c, l)))
+			continue;
+		da->busy[me] = j.ino;
+		pthread_mutex_unlock(&da->lock);
+		fetch(c, j.ino, &j.cred);
+		pthread_mutex_lock(&da->lock);
+		da->busy[me] = 0;
+	}
+	pthread_mutex_unlock(&da->lock);
+	return NULL;
+}
+
+int client_dirahead_start(struct weft_client *c)
+{
+	struct client_dirahead *da = calloc(1, sizeof(*da));
+	if (!da)
+		return -ENOMEM;
+	pthread_mutex_init(&da->lock, NULL);
+	pthread_cond_init(&da->cond, NULL);
+	c->dirahead = da;
+	for (int i = 0; i < DA_THREADS; i++) {
+		da->args[i] = (struct da_arg){c, i};
+		int err = pthread_create(&da->th[i], NULL, fetcher, &da->args[i]);
+		if (err) {
+			client_dirahead_stop(c);
+			return -err;
+		}
+		da->nth++;
+	}
+	return 0;
+}
+
+void client_dirahead_stop(struct weft_client *c)
+{
+	struct client_dirahead *da = c->dirahead;
+	if (!da)
+		return;
+	pthread_mutex_lock(&da->lock);
+	da->stopping = true;
+	int n = da->nth;
+	pthread_cond_broadcast(&da->cond);
+	pthread_mutex_unlock(&da->lock);
+	for (int i = 0; i < n; i++)
+		pthread_join(da->th[i], NULL);
+	for (size_t i = 0; i < DA_SLOTS; i++)
+		slot_free(&da->slots[i]);
+	pthread_cond_destroy(&da->cond);
+	pthread_mutex_destroy(&da->lock);
+	free(da);
+	c->dirahead = NULL;
+}
