@@ -117,10 +117,16 @@ void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
 	if (!da || n == 0)
 		return;
 	pthread_mutex_lock(&da->lock);
-	for (size_t i = 0; i < n && da->qn < DA_QUEUE; i++) {
+	/* pushed in reverse, taken newest first: a depth-first traversal lists the first
+	 * subdirectory of what it just listed next; when full, the oldest is dropped */
+	for (size_t i = n; i-- > 0;) {
 		struct da_listing *l = find(da, dirs[i]);
 		if (l && listing_valid(c, l))
 			continue;
+		if (da->qn == DA_QUEUE) {
+			da->qhead = (da->qhead + 1) % DA_QUEUE;
+			da->qn--;
+		}
 		struct da_job *j = &da->q[(da->qhead + da->qn++) % DA_QUEUE];
 		j->ino = dirs[i];
 		j->cred = *cr;
@@ -261,9 +267,7 @@ static void *fetcher(void *arg)
 			pthread_cond_wait(&da->cond, &da->lock);
 		if (da->stopping)
 			break;
-		struct da_job j = da->q[da->qhead];
-		da->qhead = (da->qhead + 1) % DA_QUEUE;
-		da->qn--;
+		struct da_job j = da->q[(da->qhead + --da->qn) % DA_QUEUE]; /* the newest */
 		bool dup = false;
 		for (int i = 0; i < DA_THREADS; i++)
 			dup |= da->busy[i] == j.ino;
