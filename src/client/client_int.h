@@ -389,6 +389,29 @@ int client_close_flush_all(struct weft_client *c, bool take_err);
  * buffers for ino go to meta first, so meta judges by what this client has shown. */
 void client_settle_ino(struct weft_client *c, uint64_t ino);
 
+/* ns.c: READDIR for cr from cookie (plus: attributes, with capabilities and leases as
+ * this client takes them); on success *f holds the entries (frame_free it). */
+int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			uint64_t cookie, bool plus, uint32_t max_bytes, struct frame **f,
+			struct weft_msg_dirlist *dl);
+/* Walks the entries of one READDIR reply: with note, notes their leases (gen: the recall
+ * generation before the request) and prefetch capabilities; collects subdirectories
+ * (other than . and ..), the shortest lease, the last cookie and the count into dw;
+ * calls fn for each entry when fn is set. Returns what fn stopped with, 0, or -EIO. */
+#define CLIENT_DIRWALK_SUBS 16
+struct client_dirwalk {
+	bool note;
+	uint64_t gen;
+	uint64_t subs[CLIENT_DIRWALK_SUBS];
+	size_t nsubs;
+	uint32_t min_lease;  /* of entries other than . and ..: 0 if one had none; start high */
+	uint64_t cookie;
+	uint32_t n;
+};
+int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
+			struct client_dirwalk *dw,
+			int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg);
+
 /* dirahead.c: listings of subdirectories fetched before they are asked */
 int client_dirahead_start(struct weft_client *c);
 void client_dirahead_stop(struct weft_client *c);

@@ -3,7 +3,7 @@
  * DESIGN: a traversal (du, find, rm -rf, ls -R, tar c) lists each directory in turn and
  * waits for one READDIRPLUS round trip per directory, with the machine otherwise idle
  * (docs/PERFORMANCE.md). When a listing starting at cookie 0 shows subdirectories,
- * up to DA_PER_LISTING of them are queued, and DA_THREADS threads fetch their first
+ * up to CLIENT_DIRWALK_SUBS of them are queued, and DA_THREADS threads fetch their first
  * batch of entries (READDIRPLUS with leases, DA_MAX_BYTES) for the same credential; a
  * listing that ended in that batch is kept. The next weft_readdir of such a directory
  * at cookie 0, by the same credential, is answered from it once (and queues its own
@@ -23,7 +23,6 @@
  * but the fetch itself. */
 #include "client/client_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,11 +30,11 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/loop.h"
 #include "net/stats.h"
 
 #define DA_SLOTS 128
 #define DA_QUEUE 64
-#define DA_PER_LISTING 16
 #define DA_THREADS 2
 #define DA_MAX_BYTES 65536
 
@@ -71,13 +70,6 @@ struct client_dirahead {
 	int nth;
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool same_cred(const struct weft_cred *a, const struct weft_cred *b)
 {
 	if (a->uid != b->uid || a->gid != b->gid || a->ngroups != b->ngroups ||
@@ -107,7 +99,7 @@ static struct da_listing *find(struct client_dirahead *da, uint64_t ino)
 static bool listing_valid(struct weft_client *c, const struct da_listing *l)
 {
 	return l->rgen == client_recall_gen(c) && l->agen == atomic_load(&c->attr_gen) &&
-	       l->dgen == atomic_load(&c->dir_gen) && mono_ms() < l->until_ms;
+	       l->dgen == atomic_load(&c->dir_gen) && loop_now_ms() < l->until_ms;
 }
 
 void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
@@ -135,38 +127,6 @@ void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
 	pthread_mutex_unlock(&da->lock);
 }
 
-/* Scans a listing's entries: calls fn for each (when fn), collects subdirectories
- * into subs (at most DA_PER_LISTING). Returns what fn returned to stop, 0 at the end, or
- * -EIO for a malformed listing. */
-static int walk(struct weft_client *c, const uint8_t *bulk, size_t len,
-		int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg,
-		uint64_t *subs, size_t *nsubs, uint32_t *min_lease)
-{
-	struct rbuf r;
-	rbuf_init(&r, bulk, len);
-	struct weft_dirent d;
-	int rc, stop = 0;
-	while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
-		bool dots = (d.name.len == 1 && d.name.p[0] == '.') ||
-			    (d.name.len == 2 && d.name.p[0] == '.' && d.name.p[1] == '.');
-		if (!dots && d.type == DT_DIR && *nsubs < DA_PER_LISTING)
-			subs[(*nsubs)++] = d.ino;
-		if (min_lease && !dots && (!d.has_attr || d.lease < *min_lease))
-			*min_lease = d.has_attr ? d.lease : 0;
-		if (!fn)
-			continue;
-		char name[WEFT_NAME_MAX + 1];
-		proto_str_copy(name, sizeof(name), d.name);
-		if (d.has_attr)
-			client_fix_size(c, &d.attr);
-		struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
-					    .type = d.type, .next_cookie = d.next_cookie,
-					    .attr = d.has_attr ? &d.attr : NULL};
-		stop = fn(arg, &o);
-	}
-	return stop ? stop : rc < 0 ? -EIO : 0;
-}
-
 int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 			 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
 {
@@ -187,12 +147,11 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	slot_free(l); /* once: the kernel keeps what it was given */
 	pthread_mutex_unlock(&da->lock);
 	stats_add(STATS_DIR_AHEAD_HITS, 1);
-	uint64_t subs[DA_PER_LISTING];
-	size_t nsubs = 0;
-	int rc = walk(c, bulk, len, fn, arg, subs, &nsubs, NULL);
+	struct client_dirwalk dw = {0}; /* noted when fetched */
+	int rc = client_dirents_walk(c, bulk, len, &dw, fn, arg);
 	free(bulk);
 	if (rc >= 0)
-		client_dirahead_queue(c, cr, subs, nsubs);
+		client_dirahead_queue(c, cr, dw.subs, dw.nsubs);
 	return rc < 0 ? rc : 0;
 }
 
@@ -202,40 +161,22 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 {
 	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 		 dgen = atomic_load(&c->dir_gen);
-	struct wbuf w;
-	wbuf_init(&w);
-	uint8_t level = (c->pf ? WEFT_READDIR_PLUS_CAP : WEFT_READDIR_PLUS) | WEFT_READDIR_LEASES;
-	struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = 0,
-				     .max_bytes = DA_MAX_BYTES, .plus = level};
-	proto_readdir_encode(&w, &m);
-	struct frame *f = NULL;
-	int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
+	struct frame *f;
 	struct weft_msg_dirlist dl;
-	if (err || proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0 || !dl.eof) {
-		frame_free(f);
+	if (client_readdir_call(c, cr, ino, 0, true, DA_MAX_BYTES, &f, &dl))
 		return;
-	}
-	/* the entries' leases and prefetch capabilities, as weft_readdir notes them */
-	struct rbuf r;
-	rbuf_init(&r, f->bulk, f->h.bulk_len);
-	struct weft_dirent d;
-	while (proto_dirent_next(&r, &d) == 0) {
-		if (d.has_cap)
-			client_pf_note(c, &d);
-		if (d.lease)
-			client_lease_note(c, d.ino, d.lease, rgen);
-	}
-	uint64_t subs[DA_PER_LISTING];
-	size_t nsubs = 0;
-	uint32_t min_lease = UINT32_MAX;
-	int rc = walk(c, f->bulk, f->h.bulk_len, NULL, NULL, subs, &nsubs, &min_lease);
+	/* the entries' leases and prefetch capabilities noted, as for any listing */
+	struct client_dirwalk dw = {.note = true, .gen = rgen, .min_lease = UINT32_MAX};
+	int rc = client_dirents_walk(c, f->bulk, f->h.bulk_len, &dw, NULL, NULL);
 	uint8_t *bulk = NULL;
-	if (rc == 0 && min_lease != UINT32_MAX && min_lease > 0 && (bulk = malloc(f->h.bulk_len + 1)))
-		memcpy(bulk, f->bulk, f->h.bulk_len);
 	size_t len = f->h.bulk_len;
+	if (rc == 0 && dl.eof && dw.min_lease != UINT32_MAX && dw.min_lease > 0 &&
+	    (bulk = malloc(len + 1)))
+		memcpy(bulk, f->bulk, len);
 	frame_free(f);
 	if (!bulk)
 		return;
+	uint32_t min_lease = dw.min_lease;
 	stats_add(STATS_DIR_AHEAD_FETCHED, 1);
 	struct client_dirahead *da = c->dirahead;
 	pthread_mutex_lock(&da->lock);
@@ -251,7 +192,7 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 	slot_free(l);
 	*l = (struct da_listing){.ino = ino, .cred = *cr, .rgen = rgen, .agen = agen,
 				 .dgen = dgen, .stamp = ++da->stamp, .bulk = bulk, .len = len,
-				 .until_ms = mono_ms() + min_lease - min_lease / 10};
+				 .until_ms = loop_now_ms() + min_lease - min_lease / 10};
 	pthread_mutex_unlock(&da->lock);
 }
 

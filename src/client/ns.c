@@ -216,7 +216,63 @@ int weft_readlink(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 	return err;
 }
 
-#define DIRAHEAD_PER_LISTING 16
+int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
+			struct client_dirwalk *dw,
+			int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
+{
+	struct rbuf r;
+	rbuf_init(&r, bulk, len);
+	struct weft_dirent d;
+	int rc, stop = 0;
+	while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
+		bool dots = (d.name.len == 1 && d.name.p[0] == '.') ||
+			    (d.name.len == 2 && d.name.p[0] == '.' && d.name.p[1] == '.');
+		if (dw->note && d.has_cap)
+			client_pf_note(c, &d); /* meta's attributes, as the open will see them */
+		if (dw->note && d.lease)
+			client_lease_note(c, d.ino, d.lease, dw->gen);
+		if (!dots && d.type == DT_DIR && dw->nsubs < CLIENT_DIRWALK_SUBS)
+			dw->subs[dw->nsubs++] = d.ino;
+		if (!dots && (!d.has_attr || d.lease < dw->min_lease))
+			dw->min_lease = d.has_attr ? d.lease : 0;
+		dw->cookie = d.next_cookie;
+		dw->n++;
+		if (!fn)
+			continue;
+		char name[WEFT_NAME_MAX + 1];
+		proto_str_copy(name, sizeof(name), d.name);
+		if (d.has_attr)
+			client_fix_size(c, &d.attr);
+		struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
+					    .type = d.type, .next_cookie = d.next_cookie,
+					    .attr = d.has_attr ? &d.attr : NULL};
+		stop = fn(arg, &o);
+	}
+	return stop ? stop : rc < 0 ? -EIO : 0;
+}
+
+int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			uint64_t cookie, bool plus, uint32_t max_bytes, struct frame **f,
+			struct weft_msg_dirlist *dl)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	/* with leases, the listing's entries are cached as LOOKUP's are */
+	uint8_t level = plus ? (c->pf ? WEFT_READDIR_PLUS_CAP : WEFT_READDIR_PLUS) : 0;
+	if (level && c->recall)
+		level |= WEFT_READDIR_LEASES;
+	struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
+				     .max_bytes = max_bytes, .plus = level};
+	proto_readdir_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, f);
+	if (!err && proto_dirlist_decode((*f)->payload, (*f)->h.payload_len, dl, NULL) < 0)
+		err = -EIO;
+	if (err) {
+		frame_free(*f);
+		*f = NULL;
+	}
+	return err;
+}
 
 int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 uint64_t cookie, bool plus, size_t max_bytes,
@@ -227,62 +283,25 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		if (rc <= 0)
 			return rc;
 	}
-	/* subdirectories of a listing from its start, to read ahead (dirahead.c) */
-	uint64_t subs[DIRAHEAD_PER_LISTING];
-	size_t nsubs = 0;
-	bool from_start = cookie == 0 && plus && c->dirahead;
+	/* a listing from its start: its subdirectories are read ahead (dirahead.c) */
+	bool from_start = cookie == 0 && plus;
+	struct client_dirwalk dw = {.note = true, .cookie = cookie};
 	for (;;) {
-		struct wbuf w;
-		wbuf_init(&w);
-		/* with leases, the listing's entries are cached as LOOKUP's are */
-		uint8_t level = plus ? (c->pf ? WEFT_READDIR_PLUS_CAP : WEFT_READDIR_PLUS) : 0;
-		if (level && c->recall)
-			level |= WEFT_READDIR_LEASES;
-		uint64_t gen = client_recall_gen(c);
-		struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
-					     .max_bytes = (uint32_t)(max_bytes ? max_bytes : 65536),
-					     .plus = level};
-		proto_readdir_encode(&w, &m);
+		dw.gen = client_recall_gen(c);
+		dw.n = 0;
 		struct frame *f;
-		int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, &f);
-		if (err) {
-			frame_free(f);
-			return err;
-		}
 		struct weft_msg_dirlist dl;
-		if (proto_dirlist_decode(f->payload, f->h.payload_len, &dl, NULL) < 0) {
-			frame_free(f);
-			return -EIO;
-		}
-		struct rbuf r;
-		rbuf_init(&r, f->bulk, f->h.bulk_len);
-		struct weft_dirent d;
-		int rc, stop = 0;
-		uint32_t n = 0;
-		while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
-			char name[WEFT_NAME_MAX + 1];
-			proto_str_copy(name, sizeof(name), d.name);
-			if (d.has_cap)
-				client_pf_note(c, &d); /* meta's attributes, as the open will see them */
-			if (d.has_attr)
-				client_fix_size(c, &d.attr);
-			if (d.lease)
-				client_lease_note(c, d.ino, d.lease, gen);
-			struct weft_dirent_out o = {.name = name, .namelen = d.name.len, .ino = d.ino,
-						    .type = d.type, .next_cookie = d.next_cookie,
-						    .attr = d.has_attr ? &d.attr : NULL};
-			cookie = d.next_cookie;
-			if (from_start && d.type == DT_DIR && nsubs < DIRAHEAD_PER_LISTING &&
-			    strcmp(name, ".") && strcmp(name, ".."))
-				subs[nsubs++] = d.ino;
-			stop = fn(arg, &o);
-			n++;
-		}
+		int err = client_readdir_call(c, cr, ino, dw.cookie, plus,
+					      (uint32_t)(max_bytes ? max_bytes : 65536), &f, &dl);
+		if (err)
+			return err;
+		int rc = client_dirents_walk(c, f->bulk, f->h.bulk_len, &dw, fn, arg);
 		frame_free(f);
 		if (rc < 0)
-			return -EIO;
-		if (stop || dl.eof || n == 0) {
-			client_dirahead_queue(c, cr, subs, nsubs);
+			return rc;
+		if (rc || dl.eof || dw.n == 0) {
+			if (from_start)
+				client_dirahead_queue(c, cr, dw.subs, dw.nsubs);
 			return 0;
 		}
 	}
