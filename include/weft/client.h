@@ -65,6 +65,9 @@ struct weft_client_opts {
 	bool complete_dirs_off;    /* do not answer lookups of absent names in directories
 				    * this client created and holds a lease on (lease.c; for
 				    * comparison) */
+	bool async_create_off;     /* creates always wait for meta (else a new file in a
+				    * directory this client made and claimed is answered
+				    * here and sent behind: acreate.c) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 

@@ -13,6 +13,13 @@
 #define WEFT_NODE_MAX      63           /* bytes in a node name */
 #define WEFT_ADDR_MAX      63           /* bytes in "host:port" */
 #define WEFT_ROOT_INO      1ULL
+/* Inode numbers a client gives the files it creates asynchronously: bit 62, its session
+ * id above bit 24 (session ids are never reused) and its own count below. Meta hands
+ * out numbers below bit 62. */
+#define WEFT_INO_CLIENT         (1ULL << 62)
+#define WEFT_INO_SESSION_SHIFT  24
+#define WEFT_INO_SESSION_MAX    ((1ULL << (62 - WEFT_INO_SESSION_SHIFT)) - 1)
+#define WEFT_INO_COUNT_MAX      ((1ULL << WEFT_INO_SESSION_SHIFT) - 1)
 #define WEFT_NOBODY        65534u       /* uid and gid of a squashed root */
 /* Largest file size: 4 EiB (2^62 bytes). off_t could name up to 2^63 - 1, but the
  * kernel refuses an offset at that edge with EINVAL before weft sees it; a cap one bit
@@ -110,5 +117,8 @@ enum weft_member_state { WEFT_MEMBER_SERVING = 0, WEFT_MEMBER_SYNCING = 1, WEFT_
 /* the file's layout is being migrated: flush its writes, then hold its I/O until meta
  * says the migration is over (GETSTRIPE's migrating 0) and take the layout it gives */
 #define WEFT_RECALL_LAYOUT 0x8u
+/* the claim on directory ino (WEFT_CREATE_CLAIM) ends: answer once the creates sent in
+ * it are answered, and create there through meta from now on */
+#define WEFT_RECALL_CLAIM 0x10u
 
 #endif

@@ -48,6 +48,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			if (strcmp(val, "on") && strcmp(val, "off"))
 				return cli_usage_error("mount", "complete_dirs=%s: on or off", val);
 			o->complete_dirs_off = strcmp(val, "off") == 0;
+		} else if (strcmp(opt, "async_create") == 0 && val) {
+			if (strcmp(val, "on") && strcmp(val, "off"))
+				return cli_usage_error("mount", "async_create=%s: on or off", val);
+			o->async_create_off = strcmp(val, "off") == 0;
 		} else if (strcmp(opt, "dir_ahead") == 0 && val) {
 			if (strcmp(val, "on") && strcmp(val, "off"))
 				return cli_usage_error("mount", "dir_ahead=%s: on or off", val);
@@ -168,6 +172,8 @@ const struct cli_verb cmd_mount = {
 		 "                     (default on; off with readahead=0)\n"
 		 "  complete_dirs=on|off  answer lookups of absent names in directories this\n"
 		 "                     mount created, under their lease, without meta (default on)\n"
+		 "  async_create=on|off  create files in directories this mount made without\n"
+		 "                     waiting for meta (default on; needs complete_dirs)\n"
 		 "  dir_ahead=on|off   list subdirectories of a listed directory before they are\n"
 		 "                     asked, under leases (default on)\n"
 		 "  readahead_kb=N     kernel read-ahead of the mount (default 4096; root only)\n"

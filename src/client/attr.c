@@ -66,7 +66,13 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		return 0; /* a file created here that nobody else has seen (wbattr.c) */
 	if (client_dirattr_get(c, ino, attr))
 		return 0; /* a directory as this client's creates left it (dirattr.c) */
-	return getattr_layout(c, cr, ino, attr, NULL);
+	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
+	int err = getattr_layout(c, cr, ino, attr, NULL);
+	/* kept for the kernel's next GETATTR of it after a create there (dirattr.c) */
+	if (err == 0 && S_ISDIR(attr->mode))
+		client_dirattr_note(c, attr, rgen, agen, dgen);
+	return err;
 }
 
 /* A truncate meta refused while the file's layout is being migrated waits this long
@@ -81,6 +87,8 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		return 0; /* buffered (wbattr.c) */
 	client_settle_ino(c, ino);
 	client_attrs_changed(c);
+	if (valid & (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID))
+		client_cdir_unclaim(c, ino); /* its creates' owners followed the old ones */
 again:
 	if (valid & WEFT_SET_SIZE) {
 		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)

@@ -19,6 +19,8 @@ struct centry {
 	uint64_t ino;
 	uint64_t until_ms;            /* the lease it is complete under (the caller's clock) */
 	int pending;                  /* mutations of this client in flight in it */
+	bool claimed;                 /* claimed at meta for asynchronous creates */
+	uint32_t mode;                /* its mode when claimed */
 	size_t n, nb;                 /* names, name buckets (a power of two) */
 	struct cname **b;
 };
@@ -258,4 +260,22 @@ enum cdir_answer cdir_lookup(const struct cdir *t, uint64_t dir, const char *nam
 	if (!e || e->pending)
 		return CDIR_UNKNOWN;
 	return *name_slot(e, hash_name(name, len), name, len) ? CDIR_PRESENT : CDIR_ABSENT;
+}
+
+void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode)
+{
+	struct centry *e = find(t, dir);
+	if (e) {
+		e->claimed = true;
+		e->mode = mode;
+	}
+}
+
+bool cdir_claimed(const struct cdir *t, uint64_t dir, uint32_t *mode)
+{
+	const struct centry *e = find(t, dir);
+	if (!e || !e->claimed || e->pending)
+		return false;
+	*mode = e->mode;
+	return true;
 }

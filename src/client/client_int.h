@@ -51,6 +51,7 @@ struct weft_client {
 	bool wb_attrs;                /* attribute write-back (wbattr.c) */
 	bool complete_dirs;           /* lookups answered in complete directories (lease.c) */
 	struct client_dirahead *dirahead; /* subdirectories' listings read ahead, or NULL */
+	struct client_acreate *acreate;   /* asynchronous creates (acreate.c), or NULL */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
 	/* Bumped by every change this client sends meta that may alter attributes of an
@@ -207,6 +208,10 @@ struct winode {
 	 * went to the stores, and reads and writes wait in client_winode_lock_ready until
 	 * meta says the migration is over, then go on with the layout meta gives. */
 	bool frozen;
+	/* Created asynchronously (acreate.c): until meta answered, no layout nor capability
+	 * (client_acreate_settle waits on cond); acreate_err: meta refused it. */
+	bool acreate_pending;
+	int acreate_err;
 
 	uint64_t wgen;            /* bumped by every write and truncate */
 	uint64_t ra_next;         /* where a sequential reader is expected next */
@@ -318,6 +323,9 @@ void client_dirattr_note(struct weft_client *c, const struct weft_attr *pa, uint
 			 uint64_t agen, uint64_t dgen);
 /* True with *a when this client knows directory ino's attributes as meta has them. */
 bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a);
+/* An asynchronous create in directory ino at time_ns (acreate.c): meta will stamp it as
+ * the directory's mtime and ctime, which a valid slot takes now. */
+void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {
@@ -362,6 +370,27 @@ struct weft_file {
 	bool blocks_reported;     /* a flush sent meta a new st_blocks (weft_file_blocks_changed) */
 	uint64_t session;         /* the session it was opened in (fencing) */
 };
+
+/* acreate.c: asynchronous creates in directories this client claimed at meta.
+ * client_acreate_try answers weft_create here when it may: 0 (*out, *attr), 1 when it
+ * may not (the caller asks meta), or -errno. */
+int client_acreate_start(struct weft_client *c);
+void client_acreate_stop(struct weft_client *c);
+int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		       const char *name, uint32_t mode, int flags, struct weft_file **out,
+		       struct weft_attr *attr);
+/* Waits until every create posted before this call was answered (client_meta_call does,
+ * so that this client's own requests see its creates). */
+void client_acreate_barrier(struct weft_client *c);
+/* Waits (bounded) for the creates posted in dir (a recall of it). */
+void client_acreate_drain(struct weft_client *c, uint64_t dir);
+/* Waits until wi's own create was answered; returns its error (0: none, or not one). */
+int client_acreate_settle(struct weft_client *c, struct winode *wi);
+/* file.c: sends OPEN or CREATE_OPEN (msg) and decodes the OPENED reply into *o, with
+ * its written mask copied to written (*wlen bytes). On success returns 0 with sess_lock
+ * held for reading and *sid the session the request named; else -errno, not held. */
+int client_open_rpc(struct weft_client *c, uint16_t op, void *msg, struct weft_msg_opened *o,
+		    uint8_t written[WEFT_WRITTEN_MAX], uint32_t *wlen, uint64_t *sid);
 
 /* file.c: flushes wi's write-behind, size report and buffered attributes with cred in
  * session (fencing); wi->flush_lock held (one flush at a time); *blocks (may be NULL)
@@ -436,7 +465,19 @@ void client_lease_drop_all(struct weft_client *c);
 /* Complete directories (lease.c, cdir.h; off with complete_dirs false). dir was made by
  * this client's MKDIR, whose reply granted lease_ms on it (gen: client_recall_gen before
  * the request): it starts complete and empty. */
-void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen);
+void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen,
+			 const struct weft_attr *claimed);
+/* Asynchronous creates (acreate.c): dir is complete and claimed, without S_ISGID, and
+ * name is not in it: name is added, and true returned. */
+bool client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name);
+/* dir is no longer complete (nor claimed). */
+void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
+/* A reply renewed the lease on dir (dir_lease ms; gen: the recall generation when the
+ * request went). */
+void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease, uint64_t gen);
+/* name in dir (inode ino) is not what the kernel was told: its entry is invalidated by
+ * the notifier thread. */
+void client_lease_invalidate(struct weft_client *c, uint64_t dir, uint64_t ino, const char *name);
 /* A mutation of this client that may change names in dir starts: until its
  * client_cdir_end, lookups in dir ask meta. */
 void client_cdir_begin(struct weft_client *c, uint64_t dir);

@@ -65,3 +65,17 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 	pthread_mutex_unlock(&c->dirattr_lock);
 	return ok;
 }
+
+void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
+{
+	if (!c->dirattr)
+		return;
+	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
+	pthread_mutex_lock(&c->dirattr_lock);
+	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
+	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen &&
+	    s->a.ctime_ns < time_ns)
+		s->a.mtime_ns = s->a.ctime_ns = time_ns;
+	pthread_mutex_unlock(&c->dirattr_lock);
+}

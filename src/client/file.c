@@ -193,8 +193,10 @@ static bool read_begin(struct weft_client *c, struct winode *wi, uint64_t off, s
 	size_t want = *len;
 again:
 	client_winode_lock_ready(c, wi);
+	while (wi->acreate_pending) /* no layout until meta answered the create (acreate.c) */
+		pthread_cond_wait(&wi->cond, &wi->lock);
 	*len = want;
-	if (off >= wi->size || *len == 0) {
+	if (off >= wi->size || *len == 0 || wi->acreate_err) {
 		pthread_mutex_unlock(&wi->lock);
 		return false;
 	}
@@ -314,6 +316,18 @@ int client_winode_flush_locked(struct weft_client *c, struct winode *wi,
 			       const struct weft_cred *cred, uint64_t session, bool *blocks_out)
 {
 	bool behind = client_close_begin(c, wi); /* a close left this flush behind */
+	/* created asynchronously: the stores and meta know the file once meta answered */
+	int cerr = client_acreate_settle(c, wi);
+	if (cerr) {
+		pthread_mutex_lock(&wi->lock);
+		wi->size_dirty = wi->blocks_dirty = false;
+		pthread_mutex_unlock(&wi->lock);
+		client_wbattr_flush(c, wi, true, behind); /* dropped: nothing to apply it to */
+		client_wbattr_take_err(wi);
+		if (behind)
+			client_close_settled(c, cerr);
+		return cerr;
+	}
 	/* the data goes to the stores and the new size to meta at the same time: both are
 	 * done before this returns, which is what another client's open relies on (a close
 	 * waits for it, or another client's open waits through a recall: closebehind.c) */
@@ -436,7 +450,8 @@ int weft_file_release(struct weft_file *f)
 	 * with the connection to a restarting meta is not needed: the renewed session
 	 * reclaims only the opens still counted here. */
 	pthread_rwlock_rdlock(&c->sess_lock);
-	if (f->session > atomic_load(&c->fenced_upto)) { /* else the open went with it */
+	/* else the open went with it, or (an asynchronous create meta refused) never was */
+	if (f->session > atomic_load(&c->fenced_upto) && !f->wi->acreate_err) {
 		pthread_mutex_lock(&c->inodes_lock);
 		f->wi->opens--;
 		pthread_mutex_unlock(&c->inodes_lock);
@@ -492,18 +507,13 @@ static void enc_create_open(struct wbuf *w, void *msg, uint64_t sid)
 	proto_create_open_encode(w, m);
 }
 
-/* Sends OPEN or CREATE_OPEN (msg, encoded by enc) and makes the open file from the OPENED
- * reply. The open is counted at meta in our session and in the winode (sess_lock held
- * for reading across both, so that a session renewal reclaims exactly what meta
- * counted). ENOENT from a session meta no longer knows (a restart): renew and retry. */
-static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t op,
-		     open_enc_fn enc, void *msg, int flags, struct weft_file **out,
-		     struct weft_msg_opened *o)
+int client_open_rpc(struct weft_client *c, uint16_t op, void *msg, struct weft_msg_opened *o,
+		    uint8_t written[WEFT_WRITTEN_MAX], uint32_t *wlen, uint64_t *sidp)
 {
+	open_enc_fn enc = op == WEFT_OP_OPEN ? enc_open : enc_create_open;
 	struct frame *fr;
 	int err;
-	uint64_t gen = client_recall_gen(c), sid = 0;
-	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
+	uint64_t sid = 0;
 	for (int attempt = 0;; attempt++) {
 		pthread_rwlock_rdlock(&c->sess_lock);
 		sid = c->session;
@@ -532,22 +542,39 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 	}
 	if (!err && proto_opened_decode(fr->payload, fr->h.payload_len, o, NULL) < 0)
 		err = -EIO;
-	if (!err) {
-		client_lease_note(c, o->attr.ino, o->lease, gen);
-		client_dirattr_note(c, &o->pattr, gen, agen, dgen); /* CREATE_OPEN's parent */
-	}
 	/* o->written borrows from the frame: keep a copy */
-	uint8_t written[WEFT_WRITTEN_MAX];
-	uint32_t wlen = err ? 0 : o->written.len;
-	if (wlen)
-		memcpy(written, o->written.p, wlen);
+	*wlen = err ? 0 : o->written.len;
+	if (*wlen)
+		memcpy(written, o->written.p, *wlen);
 	o->written = (struct weft_str){NULL, 0};
 	frame_free(fr);
-	struct weft_file *f = NULL;
-	if (!err && !(f = calloc(1, sizeof(*f))))
-		err = -ENOMEM;
 	if (!err && o->layout.stripe_unit == 0)
 		o->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	if (err)
+		pthread_rwlock_unlock(&c->sess_lock);
+	*sidp = sid;
+	return err;
+}
+
+/* Sends OPEN or CREATE_OPEN (msg) and makes the open file from the OPENED reply. The
+ * open is counted at meta in our session and in the winode (sess_lock held for reading
+ * across both, so that a session renewal reclaims exactly what meta counted). ENOENT
+ * from a session meta no longer knows (a restart): renew and retry. */
+static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t op,
+		     void *msg, int flags, struct weft_file **out, struct weft_msg_opened *o)
+{
+	uint64_t gen = client_recall_gen(c), sid = 0;
+	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
+	uint8_t written[WEFT_WRITTEN_MAX];
+	uint32_t wlen = 0;
+	int err = client_open_rpc(c, op, msg, o, written, &wlen, &sid);
+	if (err)
+		return err;
+	client_lease_note(c, o->attr.ino, o->lease, gen);
+	client_dirattr_note(c, &o->pattr, gen, agen, dgen); /* CREATE_OPEN's parent */
+	struct weft_file *f = NULL;
+	if (!(f = calloc(1, sizeof(*f))))
+		err = -ENOMEM;
 	if (!err && !(f->wi = client_winode_get(c, &o->attr, &o->layout)))
 		err = -ENOMEM;
 	if (err) {
@@ -590,6 +617,10 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		struct weft_attr *attr)
 {
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
+	/* a claimed directory's new name: answered here, sent behind (acreate.c) */
+	int rc = c->acreate ? client_acreate_try(c, cr, parent, name, mode, flags, out, attr) : 1;
+	if (rc <= 0)
+		return rc;
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,
 					 .name = proto_str_of(name, strlen(name)),
 					 .mode = (mode & 07777) | S_IFREG,
@@ -599,7 +630,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_opened o;
 	uint64_t gen = client_recall_gen(c);
 	client_cdir_begin(c, parent); /* the name is kept if parent is complete (lease.c) */
-	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, enc_create_open, &m, flags, out, &o);
+	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, &m, flags, out, &o);
 	/* an existing file's open in a directory thought complete would be a name it did
 	 * not know: not complete after all */
 	client_cdir_end(c, parent, name, 1, err ? err : o.created || excl ? 0 : -EEXIST,
@@ -627,7 +658,7 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	/* a small file's data is read with the OPEN, not after it (prefetch.c) */
 	struct client_pf pf;
 	struct winode *pwi = client_pf_start(c, ino, flags, &pf);
-	int err = open_call(c, cr, WEFT_OP_OPEN, enc_open, &m, flags, &f, &o);
+	int err = open_call(c, cr, WEFT_OP_OPEN, &m, flags, &f, &o);
 	if (pwi)
 		client_pf_finish(c, pwi, &pf, err, &o.attr, &o.layout);
 	if (err)

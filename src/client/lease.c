@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "client/cdir.h"
@@ -153,7 +154,8 @@ uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino)
 
 /* ---- complete directories ---- */
 
-void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen)
+void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen,
+			 const struct weft_attr *claimed)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs || !lease_ms)
@@ -162,8 +164,51 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
 	pthread_mutex_lock(&cr->slot_lock);
 	/* a recall since the request went may have named it (the recall thread bumps the
 	 * generation before it drops directories under this lock) */
+	if (atomic_load(&cr->gen) == gen &&
+	    cdir_add_dir(cr->cdirs, dir, now + lease_ms - lease_ms / 10) == 0 && claimed)
+		cdir_claim(cr->cdirs, dir, claimed->mode);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+bool client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return false;
+	bool ok = false;
+	uint32_t mode;
+	size_t len = strlen(name);
+	uint64_t now = mono_ms(), until;
+	pthread_mutex_lock(&cr->slot_lock);
+	/* a setgid directory gives its group, which meta checks against the caller's */
+	if ((until = cdir_until(cr->cdirs, dir)) > now && cdir_claimed(cr->cdirs, dir, &mode) &&
+	    !(mode & S_ISGID) && cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
+		cdir_name_add(cr->cdirs, dir, name, len);
+		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT;
+	}
+	pthread_mutex_unlock(&cr->slot_lock);
+	return ok;
+}
+
+void client_cdir_unclaim(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return;
+	pthread_mutex_lock(&cr->slot_lock);
+	cdir_drop(cr->cdirs, dir);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs || !dir_lease)
+		return;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
 	if (atomic_load(&cr->gen) == gen)
-		cdir_add_dir(cr->cdirs, dir, now + lease_ms - lease_ms / 10);
+		cdir_extend(cr, dir, dir_lease, now);
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -315,6 +360,31 @@ static void drop_data(struct weft_client *c, uint64_t ino)
 	client_winode_put(c, wi);
 }
 
+void client_lease_invalidate(struct weft_client *c, uint64_t dir, uint64_t ino, const char *name)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return;
+	atomic_fetch_add(&cr->gen, 1);
+	lease_forget(cr, ino);
+	lease_forget(cr, dir);
+	struct recall_item *it = calloc(1, sizeof(*it));
+	if (!it)
+		return;
+	it->ino = dir;
+	it->what = WEFT_RECALL_NAME;
+	it->namelen = strlen(name);
+	memcpy(it->name, name, it->namelen);
+	it->refs = 1;
+	/* the notifier's alone: it may wait for the directory's lock in the kernel, which
+	 * a create there holds while it waits for room among the posted creates */
+	pthread_mutex_lock(&cr->lock);
+	*cr->nqtail = it;
+	cr->nqtail = &it->next;
+	pthread_cond_broadcast(&cr->cond);
+	pthread_mutex_unlock(&cr->lock);
+}
+
 static void *notify_main(void *arg)
 {
 	struct client_recall *cr = arg;
@@ -361,6 +431,8 @@ static void *recall_main(void *arg)
 		/* whatever it recalls, a directory named is no longer known complete (after
 		 * the generation: client_cdir_created) */
 		cdir_forget(cr, it->ino);
+		/* creates sent there and not answered yet reach meta first (acreate.c) */
+		client_acreate_drain(c, it->ino);
 		/* buffered attributes go to meta before the answer (wbattr.c): the recalled
 		 * request then sees them */
 		if (it->what & (WEFT_RECALL_ATTR | WEFT_RECALL_DATA | WEFT_RECALL_LAYOUT)) {

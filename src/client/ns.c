@@ -56,11 +56,16 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 {
 	struct client_entry_lease l;
 	struct weft_attr a;
+	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
 	client_cdir_begin(c, parent);
 	int err = client_call_entry_lease(c, op, w, &a, NULL, &l);
 	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
-	if (err == 0 && op == WEFT_OP_MKDIR)
-		client_cdir_created(c, a.ino, l.lease, l.gen); /* empty, and ours */
+	if (err == 0 && op == WEFT_OP_MKDIR) {
+		client_cdir_created(c, a.ino, l.lease, l.gen, /* empty, and ours */
+				    c->acreate ? &a : NULL);
+		/* the kernel asks for them after the first create in it (dirattr.c) */
+		client_dirattr_note(c, &a, l.gen, agen, dgen);
+	}
 	if (err == 0 && attr)
 		*attr = a;
 	return err;
@@ -92,8 +97,9 @@ int weft_mknod(struct weft_client *c, const struct weft_cred *cr, uint64_t paren
 int weft_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name, uint32_t mode, struct weft_attr *attr)
 {
+	/* claimed for asynchronous creates (acreate.c) */
 	return create_like(c, WEFT_OP_MKDIR, cr, parent, name, (mode & 07777) | S_IFDIR, 0,
-			   WEFT_CREATE_EXCL, attr);
+			   WEFT_CREATE_EXCL | (c->acreate ? WEFT_CREATE_CLAIM : 0), attr);
 }
 
 /* UNLINK or RMDIR: meta answers with the parent's attributes after it (dirattr.c). */

@@ -71,9 +71,34 @@ static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
 		  (void *)(uintptr_t)WEFT_OP_SESSION_BEAT);
 }
 
+/* Requests that need not wait for this client's asynchronous creates (acreate.c): the
+ * creates themselves, what a worker sending one may need (sessions), requests about a
+ * file that waited for its own create (EXTEND, RELEASE), and what concerns no name. */
+static bool acreate_exempt(uint16_t op)
+{
+	switch (op) {
+	case WEFT_OP_CREATE_OPEN:
+	case WEFT_OP_SESSION_OPEN:
+	case WEFT_OP_SESSION_BEAT:
+	case WEFT_OP_REOPEN:
+	case WEFT_OP_REPLAY:
+	case WEFT_OP_TAGGED:
+	case WEFT_OP_EXTEND:
+	case WEFT_OP_RELEASE:
+	case WEFT_OP_CAP_GET:
+	case WEFT_OP_CHAINS_GET:
+	case WEFT_OP_TARGET_FAILED:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int client_meta_call(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		     const struct iovec *bulk, int nbulk, struct frame **reply)
 {
+	if (c->acreate && !acreate_exempt(op))
+		client_acreate_barrier(c); /* this client's own creates come first */
 	int64_t give_up = mono_ms() + CLIENT_META_WAIT_MS;
 	unsigned pause_ms = 20;
 	bool waited = false, may_wait = atomic_load(&c->meta_wait);
@@ -658,6 +683,12 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 		snprintf(errbuf, errlen, "cannot start the recall threads");
 		goto fail_rpc;
 	}
+	/* creates answered here need claims, which recalls take back */
+	if (c->recall && c->complete_dirs && !o->async_create_off &&
+	    (err = client_acreate_start(c))) {
+		snprintf(errbuf, errlen, "cannot start the asynchronous create threads");
+		goto fail_rpc;
+	}
 	/* listings read ahead are kept under leases: only with recalls */
 	if (c->recall && !o->dir_ahead_off && (err = client_dirahead_start(c))) {
 		snprintf(errbuf, errlen, "cannot start the directory read-ahead threads");
@@ -689,6 +720,7 @@ fail_rpc:
 	c->stopping = true;
 	pthread_mutex_unlock(&c->beat_lock);
 	client_dirahead_stop(c);
+	client_acreate_stop(c);
 	client_lease_stop(c);
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
@@ -722,6 +754,7 @@ void weft_client_close(struct weft_client *c)
 	pthread_cond_signal(&c->beat_cond);
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
+	client_acreate_stop(c); /* what it posted, answered */
 	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
 	/* an unmount is durable: what meta answered lazily (EXTEND at close, buffered
 	 * attributes) is synced before the session ends */

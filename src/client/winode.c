@@ -268,6 +268,8 @@ static void block_sent(struct wblock *b)
  * that overlapping writes reach the store in order. */
 void client_wb_submit(struct weft_client *c, struct winode *wi, struct wblock *b)
 {
+	while (wi->acreate_pending) /* no layout until meta answered the create (acreate.c) */
+		pthread_cond_wait(&wi->cond, &wi->lock);
 	for (;;) {
 		bool busy = false;
 		for (struct wblock *x = wi->inflight; x; x = x->next)
@@ -288,8 +290,9 @@ void client_wb_submit(struct weft_client *c, struct winode *wi, struct wblock *b
 		__atomic_fetch_or(&wi->sent[s / 8], (uint8_t)(1u << (s % 8)), __ATOMIC_RELAXED);
 		wi->size_dirty = true; /* EXTEND carries the new bit to meta */
 	}
+	int cerr = wi->acreate_err;
 	pthread_mutex_unlock(&wi->lock);
-	int err = client_data_write_block(c, &wi->layout, b, block_sent);
+	int err = cerr ? cerr : client_data_write_block(c, &wi->layout, b, block_sent);
 	if (err) {
 		b->status = err;
 		block_sent(b);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -64,6 +65,7 @@ struct meta_commit {
 	uint64_t transno;
 	_Atomic uint64_t committed, synced;
 	FILE *synclog; /* test hook (WEFT_META_TEST_SYNCLOG), written by whoever syncs */
+	unsigned test_delay_ms; /* test hook (WEFT_META_TEST_COMMIT_DELAY_MS): a slow disk */
 };
 
 static int64_t now_ms(void)
@@ -305,6 +307,8 @@ static int commit_txn(struct meta_commit *gc, struct batch *b)
 		return rc;
 	}
 	bool wrote = meta_mdb_writes != writes || b->wrote;
+	if (gc->test_delay_ms)
+		usleep(gc->test_delay_ms * 1000);
 	rc = meta_mdb_err(mdb_txn_commit(b->txn));
 	if (rc == -EIO && meta_space_disk_full(gc->sp))
 		rc = -ENOSPC;
@@ -586,6 +590,8 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 		destroy(gc);
 		return rc;
 	}
+	const char *delay = getenv("WEFT_META_TEST_COMMIT_DELAY_MS");
+	gc->test_delay_ms = delay ? (unsigned)atoi(delay) : 0;
 	const char *log = getenv("WEFT_META_TEST_SYNCLOG");
 	if (log && *log && !(gc->synclog = fopen(log, "a")))
 		log_warn("WEFT_META_TEST_SYNCLOG %s: %s", log, strerror(errno));

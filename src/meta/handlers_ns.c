@@ -121,7 +121,12 @@ static int h_create(struct mreq *r, const struct meta_ctx *c)
 static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_create *m = MSG(create);
-	return meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
+	int rc = meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
+	/* claimed before it is committed: nobody sees the directory unclaimed (lease.h) */
+	if (rc == 0 && (m->flags & WEFT_CREATE_CLAIM))
+		meta_leases_claim(r->s->leases, meta_conn_session(r->s, r->c), r->attr.ino,
+				  loop_now_ms());
+	return rc;
 }
 
 /* UNLINK {cred, parent, name} -> ATTR (the parent's, after: a client with a lease on
@@ -452,6 +457,22 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 	int mask = open_mask(m->open_flags);
 	if (mask < 0)
 		return mask;
+	/* an asynchronous create names a number of its session's (types.h), or of an
+	 * earlier session of the client's, lost to a meta restart before it was sent again
+	 * (a number already used gets EEXIST) */
+	uint64_t num_sess = (m->ino & ~WEFT_INO_CLIENT) >> WEFT_INO_SESSION_SHIFT;
+	if (m->ino && (!(m->ino & WEFT_INO_CLIENT) || num_sess == 0 || num_sess > m->session ||
+		       !(m->flags & WEFT_CREATE_EXCL))) {
+		snprintf(r->detail, sizeof(r->detail),
+			 "CREATE_OPEN: inode %llx is not one of session %llu's", (unsigned long long)m->ino,
+			 (unsigned long long)m->session);
+		return -EINVAL;
+	}
+	/* test hook: creates of names with this prefix are refused as on a full disk */
+	const char *refuse = getenv("WEFT_META_TEST_REFUSE_CREATE");
+	if (refuse && *refuse && m->name.len >= strlen(refuse) &&
+	    memcmp(m->name.p, refuse, strlen(refuse)) == 0)
+		return -ENOSPC;
 	int rc = meta_ns_create(c, ref_of(m->parent, 0), NAME(m->name), m->mode,
 				(m->flags & WEFT_CREATE_EXCL) ? META_CREATE_EXCL : 0, &r->attr,
 				&r->layout, &r->flag);

@@ -21,6 +21,8 @@ struct lnode {
 	struct lnode *next;
 	uint64_t ino;
 	int busy;        /* mutations parked or committing */
+	/* a directory claimed for asynchronous creates (meta_leases_claim) until claim_until */
+	uint64_t claim_session, claim_until;
 	uint32_t n, cap;
 	struct holder *h;
 };
@@ -167,6 +169,17 @@ static bool live(const struct holder *h, uint64_t now_ms)
 	return h->pins || h->expiry_ms > now_ms;
 }
 
+/* Nothing keeps n: no holder, no mutation, no claim (by now_ms; 0: any claim keeps it). */
+static bool idle(const struct lnode *n, uint64_t now_ms)
+{
+	return n->n == 0 && n->busy == 0 && n->claim_until <= now_ms;
+}
+
+static bool claimed_by_other(const struct lnode *n, uint64_t session, uint64_t now_ms)
+{
+	return n->claim_session && n->claim_session != session && n->claim_until > now_ms;
+}
+
 /* Drops dead holders of *p and the node itself when nothing is left. */
 static void prune(struct meta_leases *l, struct lnode **p, uint64_t now_ms)
 {
@@ -177,7 +190,7 @@ static void prune(struct meta_leases *l, struct lnode **p, uint64_t now_ms)
 			n->h[k++] = n->h[i];
 	l->count -= n->n - k;
 	n->n = k;
-	if (n->n == 0 && n->busy == 0) {
+	if (idle(n, now_ms)) {
 		*p = n->next;
 		free(n->h);
 		free(n);
@@ -229,7 +242,9 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 	for (uint32_t i = 0; i < n->n && !h; i++)
 		if (n->h[i].session == session)
 			h = &n->h[i];
-	if (!h && (pin || n->busy == 0)) {
+	/* a directory another session claimed: its names may be about to change unseen */
+	bool blocked = n->busy || claimed_by_other(n, session, now_ms);
+	if (!h && (pin || !blocked)) {
 		if (n->n == n->cap) {
 			uint32_t nc = n->cap ? n->cap * 2 : 2;
 			struct holder *v = realloc(n->h, nc * sizeof(*v));
@@ -247,9 +262,11 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 	if (pin)
 		h->pins++;
 	/* a busy inode's reply may show what a mutation is about to change: no caching */
-	if (n->busy == 0) {
+	if (!blocked) {
 		h->expiry_ms = now_ms + l->lease_ms;
 		granted = l->lease_ms;
+		if (n->claim_session == session && n->claim_until > now_ms)
+			n->claim_until = h->expiry_ms; /* the claim lives as long as the lease */
 	}
 out_prune:
 	prune(l, p, now_ms);
@@ -283,6 +300,8 @@ uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino
 	if (h && (*p)->busy == 0 && h->expiry_ms > now_ms && is_recaller(l, session)) {
 		h->expiry_ms = now_ms + l->lease_ms;
 		granted = l->lease_ms;
+		if ((*p)->claim_session == session && (*p)->claim_until > now_ms)
+			(*p)->claim_until = h->expiry_ms;
 	}
 	pthread_mutex_unlock(&l->lock);
 	return granted;
@@ -309,6 +328,38 @@ uint64_t meta_leases_wb_take(struct meta_leases *l, uint64_t ino, uint64_t excep
 			h->wb = false;
 			who = h->pins ? h->session : 0;
 		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	return who;
+}
+
+void meta_leases_claim(struct meta_leases *l, uint64_t session, uint64_t ino, uint64_t now_ms)
+{
+	pthread_mutex_lock(&l->lock);
+	struct lnode **p = slot_of(l, ino);
+	struct lnode *n = *p;
+	if (!n && is_recaller(l, session) && (n = calloc(1, sizeof(*n)))) {
+		n->ino = ino;
+		*p = n;
+	}
+	if (n && is_recaller(l, session) && !claimed_by_other(n, session, now_ms)) {
+		n->claim_session = session;
+		n->claim_until = now_ms + l->lease_ms;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+uint64_t meta_leases_claim_take(struct meta_leases *l, uint64_t ino, uint64_t except,
+				uint64_t now_ms)
+{
+	uint64_t who = 0;
+	pthread_mutex_lock(&l->lock);
+	struct lnode **p = slot_of(l, ino);
+	if (*p && claimed_by_other(*p, except, now_ms)) {
+		who = (*p)->claim_session;
+		(*p)->claim_session = 0;
+		(*p)->claim_until = 0;
+		prune(l, p, now_ms);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return who;
@@ -355,7 +406,7 @@ void meta_leases_busy(struct meta_leases *l, uint64_t ino, int delta)
 		n->busy += delta;
 		if (n->busy < 0)
 			n->busy = 0;
-		if (n->n == 0 && n->busy == 0) {
+		if (idle(n, 0)) {
 			*p = n->next;
 			free(n->h);
 			free(n);
@@ -393,6 +444,8 @@ void meta_leases_forget(struct meta_leases *l, uint64_t session, bool evicted)
 			for (uint32_t j = 0; j < n->n; j++)
 				if (n->h[j].session == session)
 					n->h[j].pins = 0, n->h[j].expiry_ms = 0;
+			if (n->claim_session == session)
+				n->claim_session = 0, n->claim_until = 0;
 			prune(l, p, 0);
 			if (*p == n)
 				p = &n->next;

@@ -59,6 +59,16 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino,
 			   uint64_t now_ms);
 void meta_leases_unpin(struct meta_leases *l, uint64_t session, uint64_t ino);
+/* session made directory ino (MKDIR with WEFT_CREATE_CLAIM) and may create files in it
+ * without waiting for meta (libweft's acreate.c): until the claim ends, no other session
+ * is granted a lease on ino, and another session's read of ino or of a name in it, or
+ * mutation in it, takes the claim back first (meta_leases_claim_take, then a RECALL the
+ * claimant answers once its creates there are answered: recall.c). The claim lasts as
+ * long as session's lease on ino (renewals extend it), at least lease_ms from now. */
+void meta_leases_claim(struct meta_leases *l, uint64_t session, uint64_t ino, uint64_t now_ms);
+/* The session other than except holding a live claim on ino, which ends; 0 if none. */
+uint64_t meta_leases_claim_take(struct meta_leases *l, uint64_t ino, uint64_t except,
+				uint64_t now_ms);
 /* session created ino with WEFT_CREATE_WB and holds it open (pinned): it may keep the
  * file's chmod/chown/utimes until its close. Until then (the last unpin), another
  * session's GETATTR or LOOKUP of ino recalls it first (recall.c, meta_recall_read).

@@ -240,7 +240,7 @@ static int make_node(const struct meta_ctx *c, struct meta_ref dref, const char 
 			return -EEXIST; /* that number was given again: the replay cannot apply */
 		a->ino = c->impose_ino;
 		a->gen = c->impose_gen;
-		if (sb.next_ino <= a->ino)
+		if (sb.next_ino <= a->ino && !(a->ino & WEFT_INO_CLIENT))
 			sb.next_ino = a->ino + 1;
 	} else {
 		meta_inode_alloc(&sb, &a->ino, &a->gen);

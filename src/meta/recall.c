@@ -14,7 +14,10 @@
  * A read (GETATTR, LOOKUP) of a file another session created with WEFT_CREATE_WB and
  * holds open (it may keep the file's chmod/chown/utimes: lease.h) is parked the same
  * way: RECALL {ino, ATTR} goes to that session, which sends what it buffered before it
- * answers; then the read runs again and is answered (meta_recall_read).
+ * answers; then the read runs again and is answered (meta_recall_read). So is a read of a
+ * directory another session claimed for asynchronous creates, or of a name in it:
+ * RECALL {dir, CLAIM} goes to the claimant, which answers once its creates there are
+ * answered (meta_recall_claimed), and a mutation there recalls the claimant as a holder.
  *
  * After a restart meta has no leases in memory while clients may still cache under the
  * old ones: mutations are parked until one lease + grace after the start (if the
@@ -280,6 +283,13 @@ int meta_recall_submit(struct meta_server *s, struct mreq *r)
 		uint64_t who[PARK_MAX_HOLDERS];
 		size_t nw = meta_leases_holders(s->leases, it[i].ino, self, now, who,
 						PARK_MAX_HOLDERS);
+		/* a claimant of the directory may have creates in it not seen here yet */
+		uint64_t cl = meta_leases_claim_take(s->leases, it[i].ino, self, now);
+		for (size_t j = 0; j < nw && cl; j++)
+			if (who[j] == cl)
+				cl = 0;
+		if (cl && nw < PARK_MAX_HOLDERS)
+			who[nw++] = cl;
 		for (size_t j = 0; j < nw; j++) {
 			if (!k && (k = calloc(1, sizeof(*k)))) {
 				k->r = r;
@@ -304,24 +314,49 @@ int meta_recall_submit(struct meta_server *s, struct mreq *r)
 	return 0;
 }
 
-bool meta_recall_read(struct meta_server *s, struct mreq *r)
+/* Parks read r behind RECALL {ino, what} to session who; it runs again once answered. */
+static bool park_read(struct meta_server *s, struct mreq *r, uint64_t who, uint64_t ino,
+		      uint32_t what)
 {
-	uint64_t ino = r->attr.ino;
-	uint64_t who = meta_leases_wb_take(s->leases, ino, meta_conn_session(s, r->c));
-	if (!who)
-		return false;
 	struct meta_park *k = calloc(1, sizeof(*k));
 	if (!k)
 		return false;
 	k->r = r;
 	k->read = true;
 	k->id = ++s->next_park;
-	struct item it = {ino, WEFT_RECALL_ATTR, {0}};
+	struct item it = {ino, what, {0}};
 	send_recall(s, k, who, &it);
 	k->deadline_ms = loop_now_ms() + meta_leases_ms(s->leases) + RECALL_GRACE_MS;
 	k->next = s->parks;
 	s->parks = k;
 	return true;
+}
+
+bool meta_recall_read(struct meta_server *s, struct mreq *r)
+{
+	uint64_t ino = r->attr.ino, self = meta_conn_session(s, r->c);
+	uint64_t who = meta_leases_wb_take(s->leases, ino, self);
+	if (who)
+		return park_read(s, r, who, ino, WEFT_RECALL_ATTR);
+	/* a directory looked up by name: its attributes move with creates not seen yet */
+	if (r->h->op == WEFT_OP_LOOKUP &&
+	    (who = meta_leases_claim_take(s->leases, ino, self, loop_now_ms())))
+		return park_read(s, r, who, ino, WEFT_RECALL_CLAIM);
+	return false;
+}
+
+bool meta_recall_claimed(struct meta_server *s, struct mreq *r)
+{
+	uint64_t dir;
+	switch (r->h->op) {
+	case WEFT_OP_LOOKUP: dir = MSGP(lookup)->parent; break;
+	case WEFT_OP_GETATTR: dir = MSGP(ino)->ino; break;
+	case WEFT_OP_READDIR: dir = MSGP(readdir)->ino; break;
+	default: return false;
+	}
+	uint64_t who = meta_leases_claim_take(s->leases, dir, meta_conn_session(s, r->c),
+					      loop_now_ms());
+	return who && park_read(s, r, who, dir, WEFT_RECALL_CLAIM);
 }
 
 void meta_recall_done(struct meta_server *s, struct mreq *r)

@@ -140,6 +140,20 @@ static void mreq_finish(struct mreq *r, int rc)
 
 /* ---- mutations ---- */
 
+/* An asynchronous create (CREATE_OPEN with ino, checked by its handler) takes the number
+ * and the time the client gave the file; a time far from meta's clock is not taken. */
+static void async_create_ctx(const struct mreq *r, struct meta_ctx *ctx)
+{
+	const struct weft_msg_create_open *m = (const void *)r->msg;
+	if (!m->ino)
+		return;
+	ctx->impose_ino = m->ino;
+	ctx->impose_gen = 1;
+	int64_t now = meta_now_ns(), d = m->time_ns - now;
+	if (d < 60 * 1000000000LL && d > -60 * 1000000000LL)
+		ctx->now_ns = m->time_ns;
+}
+
 static int mut_apply(MDB_txn *txn, void *arg)
 {
 	struct mreq *r = arg;
@@ -148,6 +162,8 @@ static int mut_apply(MDB_txn *txn, void *arg)
 		ctx.impose_ino = r->replay_ino;
 		ctx.impose_gen = r->replay_gen;
 	}
+	if (r->h->op == WEFT_OP_CREATE_OPEN)
+		async_create_ctx(r, &ctx);
 	int rc = r->h->apply(r, &ctx);
 	if (rc == 0 && r->tagged) {
 		/* the reply a copy of this request will get (replies.h): no lease, no
@@ -529,6 +545,8 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	conn_get(c);
 	if (!h->write) {
+		if (meta_recall_claimed(s, r))
+			return; /* another mount's creates there come first */
 		int rc = run_read(r);
 		if (rc == 0 && (op == WEFT_OP_GETATTR || op == WEFT_OP_LOOKUP) &&
 		    meta_recall_read(s, r))

@@ -187,6 +187,10 @@ int meta_recall_submit(struct meta_server *s, struct mreq *r);
  * hold buffered attributes of (lease.h, meta_leases_wb_take): recalls them and parks r,
  * which meta_read_resume runs again once answered. True if parked. Loop thread. */
 bool meta_recall_read(struct meta_server *s, struct mreq *r);
+/* Before read r (LOOKUP, GETATTR, READDIR) runs: the directory it reads is claimed by
+ * another session for asynchronous creates (lease.h, meta_leases_claim): takes the claim
+ * back and parks r until the claimant answered. True if parked. Loop thread. */
+bool meta_recall_claimed(struct meta_server *s, struct mreq *r);
 /* Runs read r again and answers it (server.c). Loop thread. */
 void meta_read_resume(struct meta_server *s, struct mreq *r);
 /* The mutation is done: its inodes are no longer busy. Any thread. */

@@ -23,6 +23,7 @@ struct mount_opts {
 	bool open_prefetch_off;   /* no first stripe unit read with the OPEN */
 	bool complete_dirs_off;   /* no lookups answered in directories this mount created */
 	bool dir_ahead_off;       /* no listings of subdirectories read ahead */
+	bool async_create_off;    /* every create waits for meta */
 	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
 	const char *metrics;      /* HOST:PORT of a Prometheus endpoint, or NULL */
 };

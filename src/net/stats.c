@@ -179,6 +179,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_OPEN_PREFETCH_DROPPED] = "open_prefetch_dropped",
 		[STATS_DIR_AHEAD_FETCHED] = "dir_ahead_fetched",
 		[STATS_DIR_AHEAD_HITS] = "dir_ahead_hits",
+		[STATS_ASYNC_CREATES] = "async_creates",
+		[STATS_ASYNC_CREATES_FAILED] = "async_creates_failed",
 	};
 	return names[c];
 }

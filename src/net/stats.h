@@ -50,6 +50,8 @@ enum stats_counter {
 	STATS_OPEN_PREFETCH_DROPPED, /* ... dropped unseen (open refused, or file changed) */
 	STATS_DIR_AHEAD_FETCHED,     /* subdirectory listings read ahead and kept */
 	STATS_DIR_AHEAD_HITS,        /* listings answered from them */
+	STATS_ASYNC_CREATES,         /* creates answered by the mount, sent behind (acreate.c) */
+	STATS_ASYNC_CREATES_FAILED,  /* ... that meta refused after all */
 	STATS_COUNTERS
 };
 

@@ -180,10 +180,13 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_REOPEN(F) F(U64, ino, 0) F(U32, count, 0) F(U64, session, 0)
 /* create_open: create a regular file (flags: WEFT_CREATE_EXCL) and open it (open_flags as
  * open(2)) in one op; reply MSG_OPENED. As open(2) with O_CREAT: a file this op created
- * is opened whatever its new mode allows; an existing one is checked as OPEN checks. */
+ * is opened whatever its new mode allows; an existing one is checked as OPEN checks.
+ * ino: 0, or the number the client gave the file itself (an asynchronous create: one
+ * of its session's, WEFT_INO_CLIENT), with time_ns the time it stamped on it. */
 #define MSG_CREATE_OPEN(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
-	F(U32, flags, 0) F(U32, open_flags, 0) F(U64, session, 0)
+	F(U32, flags, 0) F(U32, open_flags, 0) F(U64, session, 0) F(U64, ino, 0) \
+	F(I64, time_ns, 0)
 /* writer reports size = max(size, new size) and mtime after data is on the stores, and
  * the stripe objects it wrote (written: bit s of byte s/8 = stripe s; meta ORs it in).
  * has_blocks: blocks (512-byte units) is what the stores hold for the file, one copy,
@@ -422,6 +425,11 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
  * open (libweft's wbattr.c): meta recalls it before another session's GETATTR or LOOKUP
  * of the file is answered (lease.h, meta_leases_wb_claim) */
 #define WEFT_CREATE_WB 0x2u
+/* mkdir: the caller will create files in the new directory without waiting for meta
+ * (asynchronous creates): until its lease on the directory ends or a RECALL with
+ * WEFT_RECALL_CLAIM takes the claim back, another session's read of the directory
+ * recalls it first (lease.h, meta_leases_claim) */
+#define WEFT_CREATE_CLAIM 0x4u
 
 /* ---- every message type ---- */
 

@@ -1,0 +1,384 @@
+/* Asynchronous creates: a file created in a directory this client claimed is answered
+ * here, and its CREATE_OPEN goes to meta behind the application's back.
+ *
+ * DESIGN: tar, cp -r and unpackers create files one at a time, each waiting for meta's
+ * commit (a data sync) of its CREATE_OPEN. A directory this client made with MKDIR
+ * WEFT_CREATE_CLAIM is claimed at meta (meta/lease.h, meta_leases_claim): while the claim
+ * lasts, no other session caches the directory, and another session's read of it, or
+ * change in it, first takes the claim back with a RECALL that this client answers once
+ * its creates there are answered. In such a directory, while it is also complete here
+ * (cdir.h: every name in it is known), the create of a name it does not hold is
+ * certain to succeed at meta but for a full metadata disk: weft_create gives the file
+ * an inode number of its own session's (types.h, WEFT_INO_CLIENT), the attributes meta
+ * would give it, and returns; a worker thread sends the CREATE_OPEN with that number
+ * and time, and meta imposes both.
+ *
+ * Until the reply the winode is "pending" (no layout, no capability): whatever needs the
+ * stores or meta's view of the file waits for it (client_acreate_settle: a flush,
+ * which a close or fsync makes, a read, a block of writes sent). Every other request to
+ * meta first waits for the creates posted before it (client_acreate_barrier, from
+ * client_meta_call), so that this client's own later requests see them. Meta's reply
+ * arrives later as the same reply a synchronous create gets: lease, capability, layout.
+ * A create meta refuses (ENOSPC, or a claim lost to a restart) is reported by the
+ * file's next flush, write or fsync, and the kernel's entry is invalidated; the name is
+ * gone. A close that returned before that (close-behind) does not see it: as on a local
+ * file system whose write-back fails after close, weft_sync then reports it.
+ *
+ * Threads: ACREATE_THREADS workers; lock guards the queue and the list of posted jobs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "client/client_int.h"
+#include "common/log.h"
+#include "net/stats.h"
+#include "weft/err.h"
+
+/* creates in flight at once: enough to fill a group commit at meta */
+#define ACREATE_THREADS 8
+/* posted and not answered: a creator past it waits (memory, and what a recall drains) */
+#define ACREATE_MAX_POSTED 512
+/* how long a recall waits for the creates in a directory before it answers anyway */
+#define ACREATE_DRAIN_MS 3000
+
+struct acreate_job {
+	struct acreate_job *next_q;     /* the send queue */
+	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
+	uint64_t seq, dir;
+	struct winode *wi;              /* a reference */
+	struct weft_cred cred;
+	char name[WEFT_NAME_MAX + 1];
+	uint32_t mode, open_flags;
+	int64_t time_ns;
+	uint64_t gen, agen, dgen;       /* the recall and attribute generations when posted */
+};
+
+struct client_acreate {
+	pthread_mutex_t lock;
+	pthread_cond_t work, done;
+	struct acreate_job *q, **qtail;
+	struct acreate_job *oldest, *newest;
+	size_t posted;
+	uint64_t next_seq;
+	uint64_t count_session, count; /* the session whose numbers are given, the last one */
+	bool stopping;
+	pthread_t threads[ACREATE_THREADS];
+	int nthreads;
+};
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The job was answered: off the posted list, freed; waiters woken. */
+static void job_finish(struct client_acreate *a, struct acreate_job *j)
+{
+	pthread_mutex_lock(&a->lock);
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		a->oldest = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	else
+		a->newest = j->prev;
+	a->posted--;
+	pthread_cond_broadcast(&a->done);
+	pthread_mutex_unlock(&a->lock);
+	free(j);
+}
+
+/* The oldest posted job's sequence number, or UINT64_MAX (lock held). */
+static uint64_t oldest_seq(const struct client_acreate *a)
+{
+	return a->oldest ? a->oldest->seq : UINT64_MAX;
+}
+
+void client_acreate_barrier(struct weft_client *c)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	uint64_t upto = a->next_seq;
+	while (oldest_seq(a) <= upto)
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void client_acreate_drain(struct weft_client *c, uint64_t dir)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a)
+		return;
+	struct timespec until = loop_deadline_ms(ACREATE_DRAIN_MS);
+	pthread_mutex_lock(&a->lock);
+	uint64_t upto = a->next_seq;
+	for (;;) {
+		bool any = false;
+		for (struct acreate_job *j = a->oldest; j && j->seq <= upto && !any; j = j->next)
+			any = j->dir == dir;
+		if (!any)
+			break;
+		if (pthread_cond_timedwait(&a->done, &a->lock, &until) != 0) {
+			log_warn("recall of directory %llu: creates sent in it not answered after "
+				 "%d ms; answered anyway", (unsigned long long)dir, ACREATE_DRAIN_MS);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+int client_acreate_settle(struct weft_client *c, struct winode *wi)
+{
+	(void)c;
+	pthread_mutex_lock(&wi->lock);
+	while (wi->acreate_pending)
+		pthread_cond_wait(&wi->cond, &wi->lock);
+	int err = wi->acreate_err;
+	pthread_mutex_unlock(&wi->lock);
+	return err;
+}
+
+/* The attributes meta will give the file (meta's make_node and meta_perm_new_owner for
+ * a directory without S_ISGID, which client_cdir_claim_name checked). */
+static void fill_attr(const struct acreate_job *j, uint64_t ino, struct weft_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = ino;
+	a->gen = 1;
+	a->mode = S_IFREG | (j->mode & 07777 & ~j->cred.umask);
+	a->uid = j->cred.uid;
+	a->gid = j->cred.gid;
+	a->nlink = 1;
+	a->atime_ns = a->mtime_ns = a->ctime_ns = j->time_ns;
+	a->blksize = WEFT_STRIPE_UNIT_DEFAULT;
+}
+
+int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+		       const char *name, uint32_t mode, int flags, struct weft_file **out,
+		       struct weft_attr *attr)
+{
+	struct client_acreate *a = c->acreate;
+	size_t len = strlen(name);
+	/* a setgid file would need the caller's groups checked as meta checks them */
+	if (!a || len > WEFT_NAME_MAX || (mode & S_ISGID))
+		return 1;
+	struct acreate_job *j = calloc(1, sizeof(*j));
+	struct weft_file *f = calloc(1, sizeof(*f));
+	if (!j || !f) {
+		free(j);
+		free(f);
+		return 1;
+	}
+	j->dir = parent;
+	j->cred = *cr;
+	memcpy(j->name, name, len + 1);
+	j->mode = mode;
+	j->open_flags = (uint32_t)flags;
+	j->time_ns = realtime_ns();
+	j->gen = client_recall_gen(c);
+	j->agen = atomic_load(&c->attr_gen);
+	j->dgen = atomic_load(&c->dir_gen);
+
+	/* bounded, before sess_lock: a worker may need it for writing (a session renewal) */
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+	pthread_rwlock_rdlock(&c->sess_lock);
+	uint64_t sid = c->session;
+	pthread_mutex_lock(&a->lock);
+	if (a->count_session != sid) {
+		a->count_session = sid;
+		a->count = 0;
+	}
+	bool ok = !a->stopping && sid && sid <= WEFT_INO_SESSION_MAX && a->count < WEFT_INO_COUNT_MAX;
+	uint64_t ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | (a->count + 1);
+	/* the name goes into the directory's known names with the check, so that a recall
+	 * after it waits for this create (client_acreate_drain) */
+	if (ok && !client_cdir_claim_name(c, parent, name))
+		ok = false;
+	if (ok) {
+		a->count++;
+		j->seq = ++a->next_seq;
+		j->prev = a->newest;
+		if (a->newest)
+			a->newest->next = j;
+		else
+			a->oldest = j;
+		a->newest = j;
+		a->posted++;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (!ok) {
+		pthread_rwlock_unlock(&c->sess_lock);
+		free(j);
+		free(f);
+		return 1;
+	}
+	struct weft_attr at;
+	fill_attr(j, ino, &at);
+	struct weft_layout none = {.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT};
+	struct winode *wi = client_winode_get(c, &at, &none);
+	if (!wi) {
+		pthread_rwlock_unlock(&c->sess_lock);
+		client_cdir_unclaim(c, parent); /* the name was noted: not certain now */
+		job_finish(a, j);
+		free(f);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&wi->lock);
+	wi->acreate_pending = true;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		wi->writers++;
+	pthread_mutex_unlock(&wi->lock);
+	pthread_rwlock_unlock(&c->sess_lock);
+	client_winode_hold(c, wi); /* the job's */
+	j->wi = wi;
+	f->c = c;
+	f->wi = wi;
+	f->cred = *cr;
+	f->flags = flags;
+	f->session = sid;
+	client_winode_mark_nocap(c, wi, true); /* a new inode has no xattrs */
+	client_wbattr_created(c, wi, &at);
+	/* nobody else can see the file before meta has it, and meta's lease on it runs
+	 * from then: the kernel may cache it as long */
+	client_lease_note(c, ino, c->lease_ms, j->gen);
+	client_dirattr_touch(c, parent, j->time_ns); /* as meta will stamp the parent */
+	stats_add(STATS_ASYNC_CREATES, 1);
+	pthread_mutex_lock(&a->lock);
+	j->next_q = NULL;
+	*a->qtail = j;
+	a->qtail = &j->next_q;
+	pthread_cond_signal(&a->work);
+	pthread_mutex_unlock(&a->lock);
+	*out = f;
+	*attr = at;
+	return 0;
+}
+
+/* Sends j's CREATE_OPEN and completes its winode with the reply. */
+static void run_job(struct weft_client *c, struct acreate_job *j)
+{
+	struct client_acreate *a = c->acreate;
+	struct winode *wi = j->wi;
+	struct weft_msg_create_open m = {.cred = j->cred, .parent = j->dir,
+					 .name = proto_str_of(j->name, strlen(j->name)),
+					 .mode = (j->mode & 07777) | S_IFREG,
+					 .flags = WEFT_CREATE_EXCL | (c->wb_attrs ? WEFT_CREATE_WB : 0),
+					 .open_flags = j->open_flags, .ino = wi->ino,
+					 .time_ns = j->time_ns};
+	struct weft_msg_opened o;
+	uint8_t written[WEFT_WRITTEN_MAX];
+	uint32_t wlen = 0;
+	uint64_t sid;
+	int err = client_open_rpc(c, WEFT_OP_CREATE_OPEN, &m, &o, written, &wlen, &sid);
+	if (err == 0) {
+		if (!o.created || o.attr.ino != wi->ino) {
+			/* meta opened something else: not ours to keep open */
+			struct wbuf w;
+			wbuf_init(&w);
+			struct weft_msg_release r = {.ino = o.attr.ino, .session = sid};
+			proto_release_encode(&w, &r);
+			client_meta_post(c, WEFT_OP_RELEASE, &w);
+			err = -EEXIST;
+		} else {
+			client_lease_note(c, wi->ino, o.lease, j->gen);
+			client_cdir_renewed(c, j->dir, o.dir_lease, j->gen);
+			client_cap_note(wi, o.cap);
+			pthread_mutex_lock(&c->inodes_lock);
+			wi->opens++;
+			pthread_mutex_unlock(&c->inodes_lock);
+		}
+		pthread_rwlock_unlock(&c->sess_lock);
+	}
+	pthread_mutex_lock(&wi->lock);
+	if (err == 0)
+		wi->layout = o.layout;
+	wi->acreate_err = err;
+	wi->acreate_pending = false;
+	pthread_cond_broadcast(&wi->cond);
+	pthread_mutex_unlock(&wi->lock);
+	if (err) {
+		stats_add(STATS_ASYNC_CREATES_FAILED, 1);
+		log_warn("create of %s in directory %llu (inode %llx), answered before meta had it: "
+			 "%s; the file is gone", j->name, (unsigned long long)j->dir,
+			 (unsigned long long)wi->ino, weft_strerror(err));
+		client_cdir_unclaim(c, j->dir);
+		client_lease_invalidate(c, j->dir, wi->ino, j->name);
+	}
+	client_winode_put(c, wi);
+	job_finish(a, j);
+}
+
+static void *worker_main(void *arg)
+{
+	struct weft_client *c = arg;
+	struct client_acreate *a = c->acreate;
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		while (!a->q && !a->stopping)
+			pthread_cond_wait(&a->work, &a->lock);
+		struct acreate_job *j = a->q;
+		if (!j)
+			break;
+		if (!(a->q = j->next_q))
+			a->qtail = &a->q;
+		pthread_mutex_unlock(&a->lock);
+		run_job(c, j);
+		pthread_mutex_lock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int client_acreate_start(struct weft_client *c)
+{
+	struct client_acreate *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->done, NULL);
+	a->qtail = &a->q;
+	c->acreate = a;
+	for (int i = 0; i < ACREATE_THREADS; i++) {
+		int err = pthread_create(&a->threads[i], NULL, worker_main, c);
+		if (err) {
+			client_acreate_stop(c);
+			return -err;
+		}
+		a->nthreads++;
+	}
+	return 0;
+}
+
+void client_acreate_stop(struct weft_client *c)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a)
+		return;
+	/* what was posted goes first (the workers take the queue before they stop) */
+	client_acreate_barrier(c);
+	pthread_mutex_lock(&a->lock);
+	a->stopping = true;
+	pthread_cond_broadcast(&a->work);
+	pthread_cond_broadcast(&a->done);
+	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < a->nthreads; i++)
+		pthread_join(a->threads[i], NULL);
+	c->acreate = NULL;
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->work);
+	pthread_cond_destroy(&a->done);
+	free(a);
+}

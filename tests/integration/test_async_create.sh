@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Asynchronous creates (docs/ARCHITECTURE.md, "Asynchronous creates"): mount A answers
+# the create of a file in a directory it made (and claimed) without waiting for meta;
+# mount B sees every such file, its bytes, owner and mode at once all the same (its
+# read takes A's claim back first); a create meta refuses after A answered it is
+# reported and the name is gone; after unmount and weft down/up everything is there.
+#
+#   mount A (async_create=on) ----\
+#                                  meta (WEFT_META_LEASE_MS=3000) -- 2 stores
+#   mount B (async_create=off) ---/
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster.sh"
+
+export WEFT_META_LEASE_MS=3000
+export WEFT_RUN_DIR=$T/run # the mounts' stats files
+export WEFT_META_TEST_REFUSE_CREATE=refused-
+export WEFT_META_TEST_COMMIT_DELAY_MS=20 # a slow disk: creates stay in flight a while
+ALLOWED_ERRORS='refused-'
+cluster_up --stores 2 --replicas 2 --metrics
+B=$T/mnt2
+mkdir -p "$B"
+mount_b() {
+	"$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" -o async_create=off,no_root_squash \
+		--key "$STATE/cluster.key" --pid-file "$T/mount2.pid" --log "$T/mount2.log"
+}
+mount_b
+
+counter() { # counter NAME: mount A's counter (its stats file, rewritten once a second)
+	sleep 1.2
+	python3 -c 'import glob, json, sys
+p = glob.glob(sys.argv[1] + "/mounts/*-mnt.json")
+print(json.load(open(p[0]))["counters"].get(sys.argv[2], 0) if p else -1)' "$WEFT_RUN_DIR" "$1"
+}
+a0=$(counter async_creates)
+
+# --- 1. files created on A in a directory A made: at once on B, bytes and attributes
+python3 - "$MNT" "$B" <<'PY' || fail "A's asynchronous creates as B sees them"
+import os, sys
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+N = 300
+# d0: empty files as fast as they can be made, then B lists them at once (READDIR takes
+# the claim back; A answers it after its creates there)
+os.mkdir(os.path.join(A, "d0"))
+for i in range(N):
+    os.close(os.open(os.path.join(A, "d0", "e%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+names = sorted(os.listdir(os.path.join(B, "d0")))
+check(len(names) == N, "B lists %d of the %d files A just made in d0" % (len(names), N))
+for d in ("d1", "d2"):
+    os.mkdir(os.path.join(A, d))
+    for i in range(N):
+        p = os.path.join(A, d, "f%d" % i)
+        with open(p, "w") as f:
+            f.write("%s %d\n" % (d, i) * (i % 7))
+        os.chmod(p, 0o600 + (i % 8))
+names = sorted(os.listdir(os.path.join(B, "d1")))
+check(names == sorted("f%d" % i for i in range(N)), "B lists %d of %d names in d1" % (len(names), N))
+for i in range(N):
+    p = os.path.join(B, "d1", "f%d" % i)
+    st = os.stat(p)
+    check(st.st_size == len(("d1 %d\n" % i) * (i % 7)), "size of d1/f%d on B: %d" % (i, st.st_size))
+    check(st.st_mode & 0o7777 == 0o600 + (i % 8), "mode of d1/f%d on B: %o" % (i, st.st_mode))
+    check(open(p).read() == ("d1 %d\n" % i) * (i % 7), "bytes of d1/f%d on B" % i)
+# d2: B looks up the last name first (LOOKUP takes the claim back), then stats the rest
+st = os.stat(os.path.join(B, "d2", "f%d" % (N - 1)))
+check(st.st_ino == os.stat(os.path.join(A, "d2", "f%d" % (N - 1))).st_ino, "inode of d2's last file")
+for i in range(N):
+    check(os.path.exists(os.path.join(B, "d2", "f%d" % i)), "d2/f%d on B" % i)
+# the directory's times as A and B see them
+sa, sb = os.stat(os.path.join(A, "d2")), os.stat(os.path.join(B, "d2"))
+check(sa.st_mtime_ns == sb.st_mtime_ns, "d2's mtime: A %d, B %d" % (sa.st_mtime_ns, sb.st_mtime_ns))
+# B creates in A's directory (a mutation takes the claim back too), A sees it
+with open(os.path.join(B, "d2", "fromB"), "w") as f:
+    f.write("b")
+check(open(os.path.join(A, "d2", "fromB")).read() == "b", "B's file in A's directory, on A")
+PY
+a1=$(counter async_creates)
+echo "creates answered by mount A without meta: $((a1 - a0)) of 900"
+[ $((a1 - a0)) -ge 890 ] || fail "mount A answered only $((a1 - a0)) of 900 creates itself"
+ok "900 creates answered by A alone; B saw every file, its bytes, mode and the directory's mtime at once"
+
+# --- 2. a create meta refuses after A answered it: reported, and the name is gone
+f0=$(counter async_creates_failed)
+python3 - "$MNT" <<'PY' || fail "a refused asynchronous create"
+import errno, os, sys, time
+A = sys.argv[1]
+os.mkdir(os.path.join(A, "r"))
+fd = os.open(os.path.join(A, "r", "refused-1"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+try:
+    os.write(fd, b"x" * 100)
+    os.fsync(fd)
+    print("FAIL: fsync of a file meta refused to create succeeded"); sys.exit(1)
+except OSError as e:
+    if e.errno != errno.ENOSPC:
+        print("FAIL: fsync of a refused create: %s" % e); sys.exit(1)
+os.close(fd)
+for _ in range(50):
+    if not os.path.exists(os.path.join(A, "r", "refused-1")):
+        break
+    time.sleep(0.1)
+else:
+    print("FAIL: the refused name is still there"); sys.exit(1)
+with open(os.path.join(A, "r", "after"), "w") as f: # the directory goes on working
+    f.write("y")
+if os.listdir(os.path.join(A, "r")) != ["after"]:
+    print("FAIL: r holds %s" % os.listdir(os.path.join(A, "r"))); sys.exit(1)
+PY
+f1=$(counter async_creates_failed)
+[ $((f1 - f0)) -eq 1 ] || fail "async_creates_failed rose by $((f1 - f0)), not 1"
+ok "a create meta refused after A answered it: fsync says ENOSPC, the name is gone"
+
+# --- 3. unmount, weft down / up: every file as it was
+(cd "$MNT" && find d1 d2 r -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
+umount "$B"
+cluster_down
+"$WEFT" up --dir "$STATE" --mount "$MNT" >"$T/up2.out" 2>&1 || { cat "$T/up2.out"; fail "weft up again"; }
+(cd "$MNT" && find d1 d2 r -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/after"
+cmp -s "$T/before" "$T/after" || { diff "$T/before" "$T/after" | head; fail "files changed across weft down / up"; }
+[ "$(wc -l <"$T/before")" -eq 603 ] || fail "$(wc -l <"$T/before") lines listed, not 603"
+ok "after weft down / up: 602 files with their modes, sizes and bytes"
+check_logs
