@@ -101,10 +101,19 @@ static uint64_t oldest_seq(const struct client_acreate *a)
 	return a->oldest ? a->oldest->seq : UINT64_MAX;
 }
 
+/* Set in the workers and around a replay: what they send may be what the creates wait
+ * for (a replay after a meta restart), so they never wait for the creates. */
+static __thread int no_barrier;
+
+void client_acreate_no_barrier(int delta)
+{
+	no_barrier += delta;
+}
+
 void client_acreate_barrier(struct weft_client *c)
 {
 	struct client_acreate *a = c->acreate;
-	if (!a)
+	if (!a || no_barrier)
 		return;
 	pthread_mutex_lock(&a->lock);
 	uint64_t upto = a->next_seq;
@@ -251,8 +260,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	client_winode_mark_nocap(c, wi, true); /* a new inode has no xattrs */
 	client_wbattr_created(c, wi, &at);
 	/* nobody else can see the file before meta has it, and meta's lease on it runs
-	 * from then: the kernel may cache it as long */
-	client_lease_note(c, ino, c->lease_ms, j->gen);
+	 * from then: the kernel may cache it as long as a lease lasts */
+	client_lease_note(c, ino, c->lease_ms_seen, j->gen);
 	client_dirattr_touch(c, parent, j->time_ns); /* as meta will stamp the parent */
 	stats_add(STATS_ASYNC_CREATES, 1);
 	pthread_mutex_lock(&a->lock);
@@ -324,6 +333,7 @@ static void *worker_main(void *arg)
 {
 	struct weft_client *c = arg;
 	struct client_acreate *a = c->acreate;
+	no_barrier = 1;
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		while (!a->q && !a->stopping)

@@ -382,6 +382,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 /* Waits until every create posted before this call was answered (client_meta_call does,
  * so that this client's own requests see its creates). */
 void client_acreate_barrier(struct weft_client *c);
+/* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
+void client_acreate_no_barrier(int delta);
 /* Waits (bounded) for the creates posted in dir (a recall of it). */
 void client_acreate_drain(struct weft_client *c, uint64_t dir);
 /* Waits until wi's own create was answered; returns its error (0: none, or not one). */

@@ -283,12 +283,14 @@ void client_replay_recovering(struct weft_client *c)
 {
 	if (atomic_exchange(&c->recovering, true))
 		return;
+	client_acreate_no_barrier(+1); /* the creates in flight wait for this replay */
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.ino = 1};
 	proto_ino_encode(&w, &m);
 	if (client_meta_call(c, WEFT_OP_FSYNC, &w, NULL, 0, NULL) == 0)
 		client_replay_run(c);
+	client_acreate_no_barrier(-1);
 	atomic_store(&c->recovering, false);
 }
 

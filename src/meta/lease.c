@@ -242,8 +242,12 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 	for (uint32_t i = 0; i < n->n && !h; i++)
 		if (n->h[i].session == session)
 			h = &n->h[i];
-	/* a directory another session claimed: its names may be about to change unseen */
+	/* a directory another session claimed: its names may be about to change unseen;
+	 * a file another session buffers attributes of: they may differ from the reply's
+	 * (a READDIRPLUS entry; GETATTR and LOOKUP recall them first) */
 	bool blocked = n->busy || claimed_by_other(n, session, now_ms);
+	for (uint32_t i = 0; i < n->n && !blocked; i++)
+		blocked = n->h[i].wb && n->h[i].pins && n->h[i].session != session;
 	if (!h && (pin || !blocked)) {
 		if (n->n == n->cap) {
 			uint32_t nc = n->cap ? n->cap * 2 : 2;

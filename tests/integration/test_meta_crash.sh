@@ -36,10 +36,10 @@ python3 - "$T/src" <<'PY'
 import os, random, sys
 random.seed(8)
 root = sys.argv[1]
-for d in range(30):
+for d in range(40):
     p = os.path.join(root, "d%02d" % d, "sub%d" % (d % 4))
     os.makedirs(p)
-    for f in range(50):
+    for f in range(100):
         q = os.path.join(p, "f%03d" % f)
         with open(q, "wb") as fh:
             fh.write(os.urandom(random.randrange(0, 6000)))
@@ -55,7 +55,7 @@ mkdir "$MNT/x"
 tar xf "$T/src.tar" -C "$MNT/x" 2>"$T/tar.err" &
 TARPID=$!
 for k in 1 2; do
-	sleep 1.5
+	sleep 0.8
 	kill -0 "$TARPID" 2>/dev/null || fail "tar ended before kill $k (make the tree bigger)"
 	kill -9 "$(cat "$STATE/meta.pid")"
 	sleep 0.3
