@@ -46,15 +46,17 @@
 #define ACREATE_DRAIN_MS 3000
 
 struct acreate_job {
+	uint16_t op;                    /* CREATE_OPEN or UNLINK */
 	struct acreate_job *next_q;     /* the send queue */
 	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
 	uint64_t seq, dir;
-	struct winode *wi;              /* a reference */
+	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
 	char name[WEFT_NAME_MAX + 1];
 	uint32_t mode, open_flags;
 	int64_t time_ns;
-	uint64_t gen, agen, dgen;       /* the recall and attribute generations when posted */
+	uint64_t gen;                   /* the recall generation when posted */
+	struct weft_attr attr;          /* what the kernel was told (CREATE_OPEN) */
 };
 
 struct client_acreate {
@@ -93,6 +95,37 @@ static void job_finish(struct client_acreate *a, struct acreate_job *j)
 	pthread_cond_broadcast(&a->done);
 	pthread_mutex_unlock(&a->lock);
 	free(j);
+}
+
+/* A job on name in dir is posted and not answered (lock held): a create and an unlink of
+ * one name must reach meta in order, which the workers do not keep. */
+static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name)
+{
+	for (const struct acreate_job *j = a->oldest; j; j = j->next)
+		if (j->dir == dir && strcmp(j->name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Appends j to the posted list and the send queue (lock held). */
+static void post_locked(struct client_acreate *a, struct acreate_job *j)
+{
+	j->seq = ++a->next_seq;
+	j->prev = a->newest;
+	if (a->newest)
+		a->newest->next = j;
+	else
+		a->oldest = j;
+	a->newest = j;
+	a->posted++;
+}
+
+static void queue_locked(struct client_acreate *a, struct acreate_job *j)
+{
+	j->next_q = NULL;
+	*a->qtail = j;
+	a->qtail = &j->next_q;
+	pthread_cond_signal(&a->work);
 }
 
 /* The oldest posted job's sequence number, or UINT64_MAX (lock held). */
@@ -168,7 +201,6 @@ static void fill_attr(const struct acreate_job *j, uint64_t ino, struct weft_att
 	a->gid = j->cred.gid;
 	a->nlink = 1;
 	a->atime_ns = a->mtime_ns = a->ctime_ns = j->time_ns;
-	a->blksize = WEFT_STRIPE_UNIT_DEFAULT;
 }
 
 int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -177,8 +209,9 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 {
 	struct client_acreate *a = c->acreate;
 	size_t len = strlen(name);
-	/* a setgid file would need the caller's groups checked as meta checks them */
-	if (!a || len > WEFT_NAME_MAX || (mode & S_ISGID))
+	/* a setgid file would need the caller's groups checked as meta checks them; a
+	 * metadata disk (nearly) full refuses creates, which must then be seen at once */
+	if (!a || len > WEFT_NAME_MAX || (mode & S_ISGID) || !client_space_to_spare(c, true))
 		return 1;
 	struct acreate_job *j = calloc(1, sizeof(*j));
 	struct weft_file *f = calloc(1, sizeof(*f));
@@ -194,8 +227,6 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	j->open_flags = (uint32_t)flags;
 	j->time_ns = realtime_ns();
 	j->gen = client_recall_gen(c);
-	j->agen = atomic_load(&c->attr_gen);
-	j->dgen = atomic_load(&c->dir_gen);
 
 	/* bounded, before sess_lock: a worker may need it for writing (a session renewal) */
 	pthread_mutex_lock(&a->lock);
@@ -213,18 +244,13 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	uint64_t ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | (a->count + 1);
 	/* the name goes into the directory's known names with the check, so that a recall
 	 * after it waits for this create (client_acreate_drain) */
-	if (ok && !client_cdir_claim_name(c, parent, name))
+	uint32_t su = 0;
+	if (ok && (name_busy(a, parent, name) || !(su = client_cdir_claim_name(c, parent, name))))
 		ok = false;
 	if (ok) {
 		a->count++;
-		j->seq = ++a->next_seq;
-		j->prev = a->newest;
-		if (a->newest)
-			a->newest->next = j;
-		else
-			a->oldest = j;
-		a->newest = j;
-		a->posted++;
+		j->op = WEFT_OP_CREATE_OPEN;
+		post_locked(a, j);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (!ok) {
@@ -235,7 +261,10 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	}
 	struct weft_attr at;
 	fill_attr(j, ino, &at);
-	struct weft_layout none = {.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT};
+	at.blksize = su;
+	j->attr = at;
+	/* writes are gathered by stripe unit before the layout comes: the directory's */
+	struct weft_layout none = {.stripe_unit = su};
 	struct winode *wi = client_winode_get(c, &at, &none);
 	if (!wi) {
 		pthread_rwlock_unlock(&c->sess_lock);
@@ -265,14 +294,25 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	client_dirattr_touch(c, parent, j->time_ns); /* as meta will stamp the parent */
 	stats_add(STATS_ASYNC_CREATES, 1);
 	pthread_mutex_lock(&a->lock);
-	j->next_q = NULL;
-	*a->qtail = j;
-	a->qtail = &j->next_q;
-	pthread_cond_signal(&a->work);
+	queue_locked(a, j);
 	pthread_mutex_unlock(&a->lock);
 	*out = f;
 	*attr = at;
 	return 0;
+}
+
+/* Meta gave the file another owner or mode than this client told the kernel (meta
+ * squashes root for an untrusted node): meta's are taken, the kernel's copy dropped. */
+static void owner_differs(struct weft_client *c, struct winode *wi, const struct weft_attr *a)
+{
+	pthread_mutex_lock(&wi->wb_lock);
+	pthread_mutex_lock(&wi->lock);
+	wi->wb_base.uid = a->uid;
+	wi->wb_base.gid = a->gid;
+	wi->wb_base.mode = a->mode;
+	pthread_mutex_unlock(&wi->lock);
+	pthread_mutex_unlock(&wi->wb_lock);
+	client_lease_invalidate(c, wi->ino, WEFT_RECALL_ATTR, NULL);
 }
 
 /* Sends j's CREATE_OPEN and completes its winode with the reply. */
@@ -303,6 +343,9 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 		} else {
 			client_lease_note(c, wi->ino, o.lease, j->gen);
 			client_cdir_renewed(c, j->dir, o.dir_lease, j->gen);
+			if (o.attr.uid != j->attr.uid || o.attr.gid != j->attr.gid ||
+			    o.attr.mode != j->attr.mode)
+				owner_differs(c, wi, &o.attr);
 			client_cap_note(wi, o.cap);
 			pthread_mutex_lock(&c->inodes_lock);
 			wi->opens++;
@@ -311,9 +354,18 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 		pthread_rwlock_unlock(&c->sess_lock);
 	}
 	pthread_mutex_lock(&wi->lock);
+	if (err == 0 && o.layout.stripe_unit != wi->layout.stripe_unit && wi->dirty) {
+		/* writes were gathered by another stripe unit (the directory's layout changed
+		 * unseen: a SETSTRIPE recalls the claim, so it should not) */
+		log_error("create of %s in directory %llu: stripe unit %u, not the directory's %u; "
+			  "its writes so far are refused", j->name, (unsigned long long)j->dir,
+			  o.layout.stripe_unit, wi->layout.stripe_unit);
+		wi->acreate_err = -EIO; /* set below only on an error */
+	}
 	if (err == 0)
 		wi->layout = o.layout;
-	wi->acreate_err = err;
+	if (err)
+		wi->acreate_err = err;
 	wi->acreate_pending = false;
 	pthread_cond_broadcast(&wi->cond);
 	pthread_mutex_unlock(&wi->lock);
@@ -323,10 +375,96 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 			 "%s; the file is gone", j->name, (unsigned long long)j->dir,
 			 (unsigned long long)wi->ino, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
-		client_lease_invalidate(c, j->dir, wi->ino, j->name);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
+		client_lease_invalidate(c, wi->ino, WEFT_RECALL_ATTR, NULL);
 	}
 	client_winode_put(c, wi);
 	job_finish(a, j);
+}
+
+/* Sends j's UNLINK; a refusal puts the name back in the kernel's sight. */
+static void run_unlink(struct weft_client *c, struct acreate_job *j)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_name m = {.cred = j->cred, .parent = j->dir,
+				  .name = proto_str_of(j->name, strlen(j->name)),
+				  .time_ns = j->time_ns};
+	proto_name_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_UNLINK, &w, NULL, 0, NULL);
+	if (err) {
+		stats_add(STATS_ASYNC_UNLINKS_FAILED, 1);
+		log_warn("unlink of %s in directory %llu, answered before meta had it: %s; the "
+			 "name is back", j->name, (unsigned long long)j->dir, weft_strerror(err));
+		client_cdir_unclaim(c, j->dir);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
+	}
+	job_finish(c->acreate, j);
+}
+
+int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			  const char *name)
+{
+	struct client_acreate *a = c->acreate;
+	size_t len = strlen(name);
+	if (!a || len > WEFT_NAME_MAX)
+		return 1;
+	/* what this client buffers goes to meta before an unlink (remove_op): not here */
+	pthread_mutex_lock(&c->cb_lock);
+	bool buffered = c->cb_list != NULL;
+	pthread_mutex_unlock(&c->cb_lock);
+	pthread_mutex_lock(&c->wb_list_lock);
+	buffered = buffered || c->wb_list != NULL;
+	pthread_mutex_unlock(&c->wb_list_lock);
+	if (buffered)
+		return 1;
+	int held = client_uclaim_held(c, dir);
+	if (held < 0)
+		return 1;
+	if (held == 0) { /* ask for the claim: one round trip per directory */
+		uint64_t gen = client_recall_gen(c);
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_ino m = {.cred = *cr, .ino = dir};
+		proto_ino_encode(&w, &m);
+		struct frame *f = NULL;
+		uint32_t lease = 0;
+		struct weft_msg_entry e;
+		if (client_meta_call(c, WEFT_OP_DIR_CLAIM, &w, NULL, 0, &f) == 0 &&
+		    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
+			lease = e.lease;
+		frame_free(f);
+		client_uclaim_note(c, dir, lease, gen);
+		if (!lease)
+			return 1;
+	}
+	struct acreate_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return 1;
+	j->op = WEFT_OP_UNLINK;
+	j->dir = dir;
+	j->cred = *cr;
+	memcpy(j->name, name, len + 1);
+	j->time_ns = realtime_ns();
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	/* checked with the job's registration: a recall after this waits for it */
+	bool ok = !a->stopping && !name_busy(a, dir, name) && client_uclaim_held(c, dir) == 1;
+	if (ok)
+		post_locked(a, j);
+	pthread_mutex_unlock(&a->lock);
+	if (!ok) {
+		free(j);
+		return 1;
+	}
+	client_cdir_unlinked(c, dir, name); /* a complete directory's names */
+	client_dirattr_unlinked(c, dir, j->time_ns); /* as meta will stamp it */
+	stats_add(STATS_ASYNC_UNLINKS, 1);
+	pthread_mutex_lock(&a->lock);
+	queue_locked(a, j);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
 }
 
 static void *worker_main(void *arg)
@@ -344,7 +482,10 @@ static void *worker_main(void *arg)
 		if (!(a->q = j->next_q))
 			a->qtail = &a->q;
 		pthread_mutex_unlock(&a->lock);
-		run_job(c, j);
+		if (j->op == WEFT_OP_UNLINK)
+			run_unlink(c, j);
+		else
+			run_job(c, j);
 		pthread_mutex_lock(&a->lock);
 	}
 	pthread_mutex_unlock(&a->lock);

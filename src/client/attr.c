@@ -85,6 +85,15 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	int err;
 	if (client_wbattr_try(c, cr, ino, valid, in, out))
 		return 0; /* buffered (wbattr.c) */
+	/* a file created here and sent behind (acreate.c): meta's answer to its create
+	 * first (the request below would wait for it anyway), and its error */
+	struct winode *cw = client_winode_find(c, ino);
+	if (cw) {
+		err = client_acreate_settle(c, cw);
+		client_winode_put(c, cw);
+		if (err)
+			return err;
+	}
 	client_settle_ino(c, ino);
 	client_attrs_changed(c);
 	if (valid & (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID))

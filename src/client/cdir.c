@@ -21,6 +21,7 @@ struct centry {
 	int pending;                  /* mutations of this client in flight in it */
 	bool claimed;                 /* claimed at meta for asynchronous creates */
 	uint32_t mode;                /* its mode when claimed */
+	uint32_t stripe_unit;         /* its files' stripe unit (its default layout's) */
 	size_t n, nb;                 /* names, name buckets (a power of two) */
 	struct cname **b;
 };
@@ -262,20 +263,22 @@ enum cdir_answer cdir_lookup(const struct cdir *t, uint64_t dir, const char *nam
 	return *name_slot(e, hash_name(name, len), name, len) ? CDIR_PRESENT : CDIR_ABSENT;
 }
 
-void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode)
+void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode, uint32_t stripe_unit)
 {
 	struct centry *e = find(t, dir);
-	if (e) {
+	if (e && stripe_unit) {
 		e->claimed = true;
 		e->mode = mode;
+		e->stripe_unit = stripe_unit;
 	}
 }
 
-bool cdir_claimed(const struct cdir *t, uint64_t dir, uint32_t *mode)
+bool cdir_claimed(const struct cdir *t, uint64_t dir, uint32_t *mode, uint32_t *stripe_unit)
 {
 	const struct centry *e = find(t, dir);
 	if (!e || !e->claimed || e->pending)
 		return false;
 	*mode = e->mode;
+	*stripe_unit = e->stripe_unit;
 	return true;
 }

@@ -52,11 +52,11 @@ void cdir_name_del(struct cdir *t, uint64_t dir, const char *name, size_t len);
 /* A mutation of this client in dir starts (+1) or ended (-1). */
 void cdir_pending(struct cdir *t, uint64_t dir, int delta);
 
-/* dir (complete) is claimed at meta for asynchronous creates (acreate.c), with mode
- * when claimed; dropped with it. cdir_claimed: true if so and no mutation is in flight
- * in it, with *mode. */
-void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode);
-bool cdir_claimed(const struct cdir *t, uint64_t dir, uint32_t *mode);
+/* dir (complete) is claimed at meta for asynchronous creates (acreate.c), with its mode
+ * and its files' stripe unit (not claimed if 0) when claimed; dropped with it.
+ * cdir_claimed: true if so and no mutation is in flight in it, with both. */
+void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode, uint32_t stripe_unit);
+bool cdir_claimed(const struct cdir *t, uint64_t dir, uint32_t *mode, uint32_t *stripe_unit);
 
 enum cdir_answer cdir_lookup(const struct cdir *t, uint64_t dir, const char *name, size_t len);
 

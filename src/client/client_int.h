@@ -74,6 +74,7 @@ struct weft_client {
 	int cb_running;
 	int cb_err;
 	bool cb_space_ok;             /* enough free space for closes to go behind, */
+	bool cb_inodes_ok;            /* and inodes for creates to (acreate.c), */
 	int64_t cb_space_at;          /* as meta said then (CLOCK_MONOTONIC ms) */
 	uint32_t readahead_units;
 	int64_t attr_timeout_ns;  /* how long learned attributes may be trusted */
@@ -326,6 +327,9 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 /* An asynchronous create in directory ino at time_ns (acreate.c): meta will stamp it as
  * the directory's mtime and ctime, which a valid slot takes now. */
 void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns);
+/* An asynchronous unlink in directory ino at time_ns: attr_gen moves on (the unlinked
+ * file's nlink and ctime), and ino's slot, valid before, stays valid with that time. */
+void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {
@@ -384,6 +388,10 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 void client_acreate_barrier(struct weft_client *c);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
 void client_acreate_no_barrier(int delta);
+/* Answers weft_unlink here when dir is claimed (asking meta for the claim first if
+ * need be): 0, or 1 when it may not (the caller asks meta). */
+int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			  const char *name);
 /* Waits (bounded) for the creates posted in dir (a recall of it). */
 void client_acreate_drain(struct weft_client *c, uint64_t dir);
 /* Waits until wi's own create was answered; returns its error (0: none, or not one). */
@@ -405,6 +413,9 @@ void client_winode_hold(struct weft_client *c, struct winode *w);
 /* closebehind.c (see weft_file_close) */
 /* Leaves f's flush for later when it may; true if so. */
 bool client_close_defer(struct weft_file *f);
+/* Enough free space at the stores (and, with inodes, inodes at meta) for work to go
+ * behind the application's back (statfs, asked at most every few seconds). */
+bool client_space_to_spare(struct weft_client *c, bool inodes);
 /* A flush of wi begins (flush_lock held): takes what a close left behind; true if it did
  * (then client_close_settled follows with the flush's result). */
 bool client_close_begin(struct weft_client *c, struct winode *wi);
@@ -468,18 +479,26 @@ void client_lease_drop_all(struct weft_client *c);
  * this client's MKDIR, whose reply granted lease_ms on it (gen: client_recall_gen before
  * the request): it starts complete and empty. */
 void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen,
-			 const struct weft_attr *claimed);
+			 const struct weft_attr *claimed, uint32_t stripe_unit);
 /* Asynchronous creates (acreate.c): dir is complete and claimed, without S_ISGID, and
- * name is not in it: name is added, and true returned. */
-bool client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name);
-/* dir is no longer complete (nor claimed). */
+ * name is not in it: name is added, and the stripe unit of dir's files returned; else
+ * 0. */
+uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name);
+/* name was unlinked from dir (asynchronously): gone from dir's names if complete. */
+void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name);
+/* dir is no longer complete (nor claimed, for creates or unlinks). */
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
+/* Directories claimed for asynchronous unlinks (DIR_CLAIM): 1 dir is claimed here, 0 not
+ * known, -1 meta refused lately (do not ask). note: DIR_CLAIM's answer (lease_ms 0:
+ * refused; gen: the recall generation when it was asked). */
+int client_uclaim_held(struct weft_client *c, uint64_t dir);
+void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen);
 /* A reply renewed the lease on dir (dir_lease ms; gen: the recall generation when the
  * request went). */
 void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease, uint64_t gen);
-/* name in dir (inode ino) is not what the kernel was told: its entry is invalidated by
- * the notifier thread. */
-void client_lease_invalidate(struct weft_client *c, uint64_t dir, uint64_t ino, const char *name);
+/* What the kernel was told of ino (what: WEFT_RECALL_ATTR), or of the entry name under
+ * directory ino (WEFT_RECALL_NAME), is wrong: the notifier thread invalidates it. */
+void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what, const char *name);
 /* A mutation of this client that may change names in dir starts: until its
  * client_cdir_end, lookups in dir ask meta. */
 void client_cdir_begin(struct weft_client *c, uint64_t dir);

@@ -40,25 +40,33 @@
  * (meta's statfs, asked at most every CB_SPACE_CHECK_MS) above the larger of
  * CB_SPACE_MIN and four pagepools, else closes wait for their flush and report. */
 #define CB_SPACE_MIN (1ull << 30)
+/* and, for creates answered before meta has them (acreate.c), inodes meta can still
+ * make: statfs's ffree, what meta's disk has room for (0 once it is full). Between two
+ * looks a tar makes a few thousand: a margin of 32 MiB of metadata. */
+#define CB_INODES_MIN 65536
 #define CB_SPACE_CHECK_MS 1000
 
-static bool space_to_spare(struct weft_client *c)
+bool client_space_to_spare(struct weft_client *c, bool inodes)
 {
 	int64_t now = (int64_t)loop_now_ms();
 	pthread_mutex_lock(&c->cb_lock);
-	bool ok = c->cb_space_ok, fresh = now - c->cb_space_at < CB_SPACE_CHECK_MS;
+	bool ok = c->cb_space_ok, iok = c->cb_inodes_ok;
+	bool fresh = now - c->cb_space_at < CB_SPACE_CHECK_MS;
 	if (!fresh)
 		c->cb_space_at = now; /* one asker at a time; the others use the last answer */
 	pthread_mutex_unlock(&c->cb_lock);
 	if (fresh)
-		return ok;
+		return ok && (!inodes || iok);
 	struct weft_statfs st;
 	uint64_t need = c->pool_max * 4 > CB_SPACE_MIN ? c->pool_max * 4 : CB_SPACE_MIN;
-	ok = weft_statfs(c, &st) == 0 && st.bavail * st.bsize > need;
+	int err = weft_statfs(c, &st);
+	ok = err == 0 && st.bavail * st.bsize > need;
+	iok = err == 0 && st.ffree > CB_INODES_MIN; /* 0 once meta's disk is full */
 	pthread_mutex_lock(&c->cb_lock);
 	c->cb_space_ok = ok;
+	c->cb_inodes_ok = iok;
 	pthread_mutex_unlock(&c->cb_lock);
-	return ok;
+	return ok && (!inodes || iok);
 }
 
 bool client_close_defer(struct weft_file *f)
@@ -66,7 +74,7 @@ bool client_close_defer(struct weft_file *f)
 	struct weft_client *c = f->c;
 	struct winode *wi = f->wi;
 	if (!c->close_behind || !weft_file_writable(f) ||
-	    f->session <= atomic_load(&c->fenced_upto) || !space_to_spare(c))
+	    f->session <= atomic_load(&c->fenced_upto) || !client_space_to_spare(c, false))
 		return false;
 	pthread_mutex_lock(&wi->lock);
 	bool created = wi->wb_created, failed = wi->error != 0;

@@ -43,6 +43,8 @@
 #define RECALL_WAIT_MS 300
 #define CDIR_MAX_DIRS 1024
 #define CDIR_MAX_NAMES 65536
+#define UCLAIM_SLOTS 64
+#define UCLAIM_REFUSED_MS 1000
 
 struct recall_item {
 	struct recall_item *next;
@@ -69,6 +71,9 @@ struct client_recall {
 	pthread_mutex_t slot_lock;
 	struct { uint64_t ino; uint64_t until_ms; } *slots;
 	struct cdir *cdirs;    /* slot_lock; NULL: the mount's neg_cache=off */
+	/* directories claimed for asynchronous unlinks (DIR_CLAIM), direct-mapped; until_ms:
+	 * the claim's lease here; refused_ms: meta said no, not asked again before (slot_lock) */
+	struct { uint64_t dir, until_ms, refused_ms; } uclaims[UCLAIM_SLOTS];
 };
 
 static uint64_t mono_ms(void)
@@ -82,6 +87,8 @@ static size_t slot_of(uint64_t ino)
 {
 	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 48) & (LEASE_SLOTS - 1);
 }
+
+static void cdir_forget(struct client_recall *cr, uint64_t dir);
 
 uint64_t client_recall_gen(struct weft_client *c)
 {
@@ -155,7 +162,7 @@ uint32_t weft_lease_left_ms(struct weft_client *c, uint64_t ino)
 /* ---- complete directories ---- */
 
 void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen,
-			 const struct weft_attr *claimed)
+			 const struct weft_attr *claimed, uint32_t stripe_unit)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs || !lease_ms)
@@ -166,25 +173,24 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
 	 * generation before it drops directories under this lock) */
 	if (atomic_load(&cr->gen) == gen &&
 	    cdir_add_dir(cr->cdirs, dir, now + lease_ms - lease_ms / 10) == 0 && claimed)
-		cdir_claim(cr->cdirs, dir, claimed->mode);
+		cdir_claim(cr->cdirs, dir, claimed->mode, stripe_unit);
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
-bool client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name)
+uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs)
-		return false;
-	bool ok = false;
-	uint32_t mode;
+		return 0;
+	uint32_t ok = 0, mode, su;
 	size_t len = strlen(name);
 	uint64_t now = mono_ms(), until;
 	pthread_mutex_lock(&cr->slot_lock);
 	/* a setgid directory gives its group, which meta checks against the caller's */
-	if ((until = cdir_until(cr->cdirs, dir)) > now && cdir_claimed(cr->cdirs, dir, &mode) &&
+	if ((until = cdir_until(cr->cdirs, dir)) > now && cdir_claimed(cr->cdirs, dir, &mode, &su) &&
 	    !(mode & S_ISGID) && cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
 		cdir_name_add(cr->cdirs, dir, name, len);
-		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT;
+		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT ? su : 0;
 	}
 	pthread_mutex_unlock(&cr->slot_lock);
 	return ok;
@@ -193,10 +199,18 @@ bool client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *nam
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir)
 {
 	struct client_recall *cr = c->recall;
+	if (!cr)
+		return;
+	cdir_forget(cr, dir);
+}
+
+void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name)
+{
+	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs)
 		return;
 	pthread_mutex_lock(&cr->slot_lock);
-	cdir_drop(cr->cdirs, dir);
+	cdir_name_del(cr->cdirs, dir, name, strlen(name));
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -266,12 +280,58 @@ bool client_cdir_absent(struct weft_client *c, uint64_t dir, const char *name)
 	return absent;
 }
 
+static size_t uclaim_slot(uint64_t dir)
+{
+	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 58) & (UCLAIM_SLOTS - 1);
+}
+
+/* A recall names dir, or a change of this client's there failed (slot_lock held). */
+static void uclaim_drop(struct client_recall *cr, uint64_t dir)
+{
+	size_t i = uclaim_slot(dir);
+	if (cr->uclaims[i].dir == dir)
+		cr->uclaims[i].until_ms = 0;
+}
+
 static void cdir_forget(struct client_recall *cr, uint64_t dir)
 {
-	if (!cr->cdirs)
-		return;
 	pthread_mutex_lock(&cr->slot_lock);
-	cdir_drop(cr->cdirs, dir);
+	if (cr->cdirs)
+		cdir_drop(cr->cdirs, dir);
+	uclaim_drop(cr, dir);
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+int client_uclaim_held(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return -1;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = uclaim_slot(dir);
+	int r = 0;
+	if (cr->uclaims[i].dir == dir && cr->uclaims[i].until_ms > now)
+		r = 1;
+	else if (cr->uclaims[i].dir == dir && cr->uclaims[i].refused_ms > now)
+		r = -1;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return r;
+}
+
+void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = uclaim_slot(dir);
+	cr->uclaims[i].dir = dir;
+	/* a recall since the request went may have ended it */
+	bool ok = lease_ms && atomic_load(&cr->gen) == gen;
+	cr->uclaims[i].until_ms = ok ? now + lease_ms - lease_ms / 10 : 0;
+	cr->uclaims[i].refused_ms = ok ? 0 : now + UCLAIM_REFUSED_MS;
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -289,6 +349,7 @@ void client_lease_drop_all(struct weft_client *c)
 	atomic_fetch_add(&cr->gen, 1);
 	pthread_mutex_lock(&cr->slot_lock);
 	memset(cr->slots, 0, LEASE_SLOTS * sizeof(*cr->slots));
+	memset(cr->uclaims, 0, sizeof(cr->uclaims));
 	if (cr->cdirs)
 		cdir_clear(cr->cdirs);
 	pthread_mutex_unlock(&cr->slot_lock);
@@ -297,10 +358,12 @@ void client_lease_drop_all(struct weft_client *c)
 void client_cdir_drop_all(struct weft_client *c)
 {
 	struct client_recall *cr = c->recall;
-	if (!cr || !cr->cdirs)
+	if (!cr)
 		return;
 	pthread_mutex_lock(&cr->slot_lock);
-	cdir_clear(cr->cdirs);
+	if (cr->cdirs)
+		cdir_clear(cr->cdirs);
+	memset(cr->uclaims, 0, sizeof(cr->uclaims)); /* a new session: meta forgot them */
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -360,21 +423,20 @@ static void drop_data(struct weft_client *c, uint64_t ino)
 	client_winode_put(c, wi);
 }
 
-void client_lease_invalidate(struct weft_client *c, uint64_t dir, uint64_t ino, const char *name)
+void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what, const char *name)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr)
 		return;
 	atomic_fetch_add(&cr->gen, 1);
 	lease_forget(cr, ino);
-	lease_forget(cr, dir);
 	struct recall_item *it = calloc(1, sizeof(*it));
 	if (!it)
 		return;
-	it->ino = dir;
-	it->what = WEFT_RECALL_NAME;
-	it->namelen = strlen(name);
-	memcpy(it->name, name, it->namelen);
+	it->ino = ino;
+	it->what = what;
+	it->namelen = name ? strlen(name) : 0;
+	memcpy(it->name, name ? name : "", it->namelen);
 	it->refs = 1;
 	/* the notifier's alone: it may wait for the directory's lock in the kernel, which
 	 * a create there holds while it waits for room among the posted creates */

@@ -56,13 +56,14 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 {
 	struct client_entry_lease l;
 	struct weft_attr a;
+	struct weft_layout lay = {0};
 	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
 	client_cdir_begin(c, parent);
-	int err = client_call_entry_lease(c, op, w, &a, NULL, &l);
+	int err = client_call_entry_lease(c, op, w, &a, &lay, &l);
 	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
 	if (err == 0 && op == WEFT_OP_MKDIR) {
 		client_cdir_created(c, a.ino, l.lease, l.gen, /* empty, and ours */
-				    c->acreate ? &a : NULL);
+				    c->acreate ? &a : NULL, lay.stripe_unit);
 		/* the kernel asks for them after the first create in it (dirattr.c) */
 		client_dirattr_note(c, &a, l.gen, agen, dgen);
 	}
@@ -133,6 +134,9 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		const char *name)
 {
+	/* in a directory claimed for it: answered here, sent behind (acreate.c) */
+	if (c->acreate && check_name(name) == 0 && client_acreate_unlink(c, cr, parent, name) == 0)
+		return 0;
 	return remove_op(c, WEFT_OP_UNLINK, cr, parent, name);
 }
 

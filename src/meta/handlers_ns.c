@@ -23,6 +23,7 @@
 #include "meta/perm.h"
 #include "meta/server_int.h"
 #include "meta/session.h"
+#include "meta/space.h"
 #include "meta/xattr.h"
 #include "weft/err.h"
 
@@ -122,11 +123,13 @@ static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_create *m = MSG(create);
 	int rc = meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
-	/* claimed before it is committed: nobody sees the directory unclaimed (lease.h) */
-	if (rc == 0 && (m->flags & WEFT_CREATE_CLAIM))
-		meta_leases_claim(r->s->leases, meta_conn_session(r->s, r->c), r->attr.ino,
-				  loop_now_ms());
-	return rc;
+	if (rc || !(m->flags & WEFT_CREATE_CLAIM))
+		return rc;
+	/* claimed before it is committed: nobody sees the directory unclaimed (lease.h);
+	 * its files' layout (the claimant gathers their writes by its stripe unit) */
+	meta_leases_claim(r->s->leases, meta_conn_session(r->s, r->c), r->attr.ino,
+			  loop_now_ms());
+	return meta_ns_getlayout(c, ref_of(r->attr.ino, 0), &r->layout);
 }
 
 /* UNLINK {cred, parent, name} -> ATTR (the parent's, after: a client with a lease on
@@ -134,6 +137,11 @@ static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
  * (or leaves an orphan while open) and queues its objects for deletion. */
 static int h_unlink(struct mreq *r, const struct meta_ctx *c)
 {
+	/* test hook: unlinks of names with this prefix fail as on a disk error */
+	const char *refuse = getenv("WEFT_META_TEST_REFUSE_UNLINK");
+	if (refuse && *refuse && MSG(name)->name.len >= strlen(refuse) &&
+	    memcmp(MSG(name)->name.p, refuse, strlen(refuse)) == 0)
+		return -EIO;
 	int rc = meta_ns_unlink(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
 	return rc ? rc : meta_ns_getattr(c, ref_of(MSG(name)->parent, 0), &r->attr);
 }
@@ -283,6 +291,29 @@ static void rep_readdir(struct mreq *r, struct wbuf *w)
 }
 
 /* STATFS {} -> STATFS_REPLY: capacity of the targets that are up, inodes. */
+/* DIR_CLAIM {cred, ino} -> ENTRY: the directory's attributes, and in lease the length of
+ * the claim (lease.h, meta_leases_claim) the caller now holds on it, with a lease; 0: not
+ * claimed (another session holds a lease or claim on it, or a mutation is under way).
+ * The caller unlinks there without waiting (libweft's acreate.c). Needs write and search
+ * permission on it (no claims for readers). ENOTDIR. */
+static int h_dir_claim(struct mreq *r, const struct meta_ctx *c)
+{
+	struct meta_inode dir;
+	return meta_ns_get_dir(c, ref_of(MSG(ino)->ino, 0), META_MAY_WRITE | META_MAY_EXEC, &dir) ?:
+	       meta_ns_getattr(c, ref_of(MSG(ino)->ino, 0), &r->attr);
+}
+
+static void rep_dir_claim(struct mreq *r, struct wbuf *w)
+{
+	uint64_t sess = meta_conn_session(r->s, r->c), now = loop_now_ms(), other;
+	uint32_t lease = 0;
+	if (meta_leases_holders(r->s->leases, r->attr.ino, sess, now, &other, 1) == 0 &&
+	    (lease = meta_leases_grant(r->s->leases, sess, r->attr.ino, false, now)) != 0)
+		meta_leases_claim(r->s->leases, sess, r->attr.ino, now);
+	struct weft_msg_entry m = {.attr = r->attr, .lease = lease};
+	proto_entry_encode(w, &m);
+}
+
 static int h_statfs(struct mreq *r, const struct meta_ctx *c)
 {
 	uint64_t total, free_b;
@@ -290,6 +321,16 @@ static int h_statfs(struct mreq *r, const struct meta_ctx *c)
 	struct meta_statfs st;
 	if (rc || (rc = meta_ns_statfs(c, total, free_b, &st)))
 		return rc;
+	/* free inodes are what meta's disk has room for (about 512 bytes each in LMDB),
+	 * 0 once growing ops are refused (space.h) */
+	if (r->s->space) {
+		struct meta_space_info si;
+		meta_space_get(r->s->space, &si);
+		uint64_t room = si.low || si.room_bytes < si.low_water ? 0 :
+				(si.room_bytes - si.low_water) / 512;
+		if (room < st.ffree)
+			st.ffree = room;
+	}
 	struct weft_msg_statfs_reply *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
@@ -742,6 +783,7 @@ const struct meta_handler meta_ns_handlers[] = {
 	WR(SYMLINK, h_symlink, NULL, false),
 	RD(READLINK, h_readlink, rep_readlink),
 	RD(READDIR, h_readdir, rep_readdir),
+	RD(DIR_CLAIM, h_dir_claim, rep_dir_claim),
 	{WEFT_OP_STATFS, false, false, false, false, h_statfs, rep_statfs},
 	WR(SETXATTR, h_setxattr, NULL, false),
 	RD(GETXATTR, h_getxattr, rep_size),

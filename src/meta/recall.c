@@ -76,6 +76,9 @@ static int items_of(const struct mreq *r, struct item *it)
 	case WEFT_OP_EXTEND:
 		it[0] = (struct item){MSGP(extend)->ino, WEFT_RECALL_DATA | WEFT_RECALL_ATTR, {0}};
 		return 1;
+	case WEFT_OP_SETSTRIPE: /* a directory's: its claimant's creates follow the old one */
+		it[0] = (struct item){MSGP(setstripe)->ino, WEFT_RECALL_ATTR, {0}};
+		return 1;
 	case WEFT_OP_SETXATTR:
 	case WEFT_OP_REMOVEXATTR:
 		it[0] = (struct item){MSGP(xattr)->ino, WEFT_RECALL_ATTR, {0}};

@@ -142,6 +142,13 @@ static void mreq_finish(struct mreq *r, int rc)
 
 /* An asynchronous create (CREATE_OPEN with ino, checked by its handler) takes the number
  * and the time the client gave the file; a time far from meta's clock is not taken. */
+static void client_time(int64_t t, struct meta_ctx *ctx)
+{
+	int64_t d = t - meta_now_ns();
+	if (t && d < 60 * 1000000000LL && d > -60 * 1000000000LL)
+		ctx->now_ns = t;
+}
+
 static void async_create_ctx(const struct mreq *r, struct meta_ctx *ctx)
 {
 	const struct weft_msg_create_open *m = (const void *)r->msg;
@@ -149,9 +156,7 @@ static void async_create_ctx(const struct mreq *r, struct meta_ctx *ctx)
 		return;
 	ctx->impose_ino = m->ino;
 	ctx->impose_gen = 1;
-	int64_t now = meta_now_ns(), d = m->time_ns - now;
-	if (d < 60 * 1000000000LL && d > -60 * 1000000000LL)
-		ctx->now_ns = m->time_ns;
+	client_time(m->time_ns, ctx);
 }
 
 static int mut_apply(MDB_txn *txn, void *arg)
@@ -164,6 +169,8 @@ static int mut_apply(MDB_txn *txn, void *arg)
 	}
 	if (r->h->op == WEFT_OP_CREATE_OPEN)
 		async_create_ctx(r, &ctx);
+	if (r->h->op == WEFT_OP_UNLINK) /* an asynchronous unlink's time (acreate.c) */
+		client_time(((const struct weft_msg_name *)(const void *)r->msg)->time_ns, &ctx);
 	int rc = r->h->apply(r, &ctx);
 	if (rc == 0 && r->tagged) {
 		/* the reply a copy of this request will get (replies.h): no lease, no

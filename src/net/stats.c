@@ -181,6 +181,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_DIR_AHEAD_HITS] = "dir_ahead_hits",
 		[STATS_ASYNC_CREATES] = "async_creates",
 		[STATS_ASYNC_CREATES_FAILED] = "async_creates_failed",
+		[STATS_ASYNC_UNLINKS] = "async_unlinks",
+		[STATS_ASYNC_UNLINKS_FAILED] = "async_unlinks_failed",
 	};
 	return names[c];
 }

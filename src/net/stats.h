@@ -52,6 +52,8 @@ enum stats_counter {
 	STATS_DIR_AHEAD_HITS,        /* listings answered from them */
 	STATS_ASYNC_CREATES,         /* creates answered by the mount, sent behind (acreate.c) */
 	STATS_ASYNC_CREATES_FAILED,  /* ... that meta refused after all */
+	STATS_ASYNC_UNLINKS,         /* unlinks answered by the mount, sent behind */
+	STATS_ASYNC_UNLINKS_FAILED,  /* ... that meta refused after all */
 	STATS_COUNTERS
 };
 

@@ -128,7 +128,10 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 #define MSG_CREATE(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
 	F(U32, rdev, 0) F(U32, flags, 0)
-#define MSG_NAME(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX)
+/* unlink/rmdir: time_ns, 0 or the time the client answered it at (an asynchronous
+ * unlink, stamped on the parent and the file as CREATE_OPEN's time_ns) */
+#define MSG_NAME(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) \
+	F(I64, time_ns, 0)
 /* flags: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2) as Linux defines them */
 #define MSG_RENAME(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U64, newparent, 0) \
@@ -502,6 +505,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	X(MIGRATE,      0x011b, migrate, migrate_reply) /* weft migrate: BEGIN, SWITCH, ABORT */ \
 	X(REPLAY,       0x011c, replay, empty) /* reply: the replayed op's (see MSG_REPLAY) */ \
 	X(TAGGED,       0x011d, tagged, empty) /* reply: the tagged op's (see MSG_TAGGED) */ \
+	X(DIR_CLAIM,    0x011e, ino, entry) /* claim a directory for asynchronous unlinks */ \
 	X(SESSION_OPEN, 0x0201, session_open, session) \
 	X(SESSION_BEAT, 0x0202, session_id, heartbeat_reply) /* lease, chains epoch */ \
 	X(SESSION_CLOSE, 0x0203, session_id, empty) \

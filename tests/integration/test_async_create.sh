@@ -13,7 +13,7 @@
 
 export WEFT_META_LEASE_MS=3000
 export WEFT_RUN_DIR=$T/run # the mounts' stats files
-export WEFT_META_TEST_REFUSE_CREATE=refused-
+export WEFT_META_TEST_REFUSE_CREATE=refused-c WEFT_META_TEST_REFUSE_UNLINK=refused-u
 export WEFT_META_TEST_COMMIT_DELAY_MS=20 # a slow disk: creates stay in flight a while
 ALLOWED_ERRORS='refused-'
 cluster_up --stores 2 --replicas 2 --metrics
@@ -87,7 +87,7 @@ python3 - "$MNT" <<'PY' || fail "a refused asynchronous create"
 import errno, os, sys, time
 A = sys.argv[1]
 os.mkdir(os.path.join(A, "r"))
-fd = os.open(os.path.join(A, "r", "refused-1"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+fd = os.open(os.path.join(A, "r", "refused-c1"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
 try:
     os.write(fd, b"x" * 100)
     os.fsync(fd)
@@ -97,7 +97,7 @@ except OSError as e:
         print("FAIL: fsync of a refused create: %s" % e); sys.exit(1)
 os.close(fd)
 for _ in range(50):
-    if not os.path.exists(os.path.join(A, "r", "refused-1")):
+    if not os.path.exists(os.path.join(A, "r", "refused-c1")):
         break
     time.sleep(0.1)
 else:
@@ -111,13 +111,63 @@ f1=$(counter async_creates_failed)
 [ $((f1 - f0)) -eq 1 ] || fail "async_creates_failed rose by $((f1 - f0)), not 1"
 ok "a create meta refused after A answered it: fsync says ENOSPC, the name is gone"
 
-# --- 3. unmount, weft down / up: every file as it was
-(cd "$MNT" && find d1 d2 r -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
+# --- 3. unlinks: in a directory A made, and in one B made (A claims it with DIR_CLAIM
+# once B's lease on it has run out); B sees them at once; one meta refuses comes back
+u0=$(counter async_unlinks)
+mkdir "$B/v"
+for i in $(seq 50); do echo "$i" >"$B/v/g$i"; done
+"$WEFT" sync "$B" >/dev/null
+sleep 3.5 # B's lease on v runs out: nobody else holds v
+python3 - "$MNT" "$B" <<'PY' || fail "A's asynchronous unlinks"
+import os, sys, time
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+os.mkdir(os.path.join(A, "u"))
+for i in range(300):
+    os.close(os.open(os.path.join(A, "u", "e%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+time.sleep(0.5) # the closes' flushes went (an unlink waits for them: not answered here)
+for i in range(300):
+    os.unlink(os.path.join(A, "u", "e%d" % i))
+check(os.listdir(os.path.join(B, "u")) == [], "B lists %d names in u after A unlinked all" %
+      len(os.listdir(os.path.join(B, "u"))))
+for i in range(1, 51):
+    os.unlink(os.path.join(A, "v", "g%d" % i))
+check(os.listdir(os.path.join(B, "v")) == [], "B lists %d names in v after A unlinked all" %
+      len(os.listdir(os.path.join(B, "v"))))
+os.rmdir(os.path.join(A, "u"))
+os.rmdir(os.path.join(A, "v"))
+check(not os.path.exists(os.path.join(B, "u")) and not os.path.exists(os.path.join(B, "v")),
+      "u and v gone on B")
+# an unlink meta refuses (a test hook) after A answered it: the name comes back
+os.mkdir(os.path.join(A, "w"))
+with open(os.path.join(A, "w", "refused-u"), "w") as f:
+    f.write("kept")
+time.sleep(0.5)
+os.unlink(os.path.join(A, "w", "refused-u"))
+for _ in range(60):
+    if os.path.exists(os.path.join(A, "w", "refused-u")):
+        break
+    time.sleep(0.1)
+else:
+    check(False, "the name whose unlink meta refused did not come back")
+check(open(os.path.join(A, "w", "refused-u")).read() == "kept", "the refused unlink's file")
+PY
+u1=$(counter async_unlinks)
+uf=$(counter async_unlinks_failed)
+echo "unlinks answered by mount A without meta: $((u1 - u0)) of 351; refused after: $uf"
+[ $((u1 - u0)) -ge 340 ] || fail "mount A answered only $((u1 - u0)) of 351 unlinks itself"
+[ "$uf" -eq 1 ] || fail "async_unlinks_failed is $uf, not 1"
+ok "350 unlinks answered by A alone (50 in a directory B made), seen by B at once; one meta refused came back"
+
+# --- 4. unmount, weft down / up: every file as it was
+(cd "$MNT" && find d1 d2 r w -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
 umount "$B"
 cluster_down
 "$WEFT" up --dir "$STATE" --mount "$MNT" >"$T/up2.out" 2>&1 || { cat "$T/up2.out"; fail "weft up again"; }
-(cd "$MNT" && find d1 d2 r -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/after"
+(cd "$MNT" && find d1 d2 r w -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/after"
 cmp -s "$T/before" "$T/after" || { diff "$T/before" "$T/after" | head; fail "files changed across weft down / up"; }
-[ "$(wc -l <"$T/before")" -eq 603 ] || fail "$(wc -l <"$T/before") lines listed, not 603"
-ok "after weft down / up: 602 files with their modes, sizes and bytes"
+[ "$(wc -l <"$T/before")" -eq 604 ] || fail "$(wc -l <"$T/before") lines listed, not 604"
+ok "after weft down / up: 603 files with their modes, sizes and bytes"
 check_logs
