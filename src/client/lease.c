@@ -22,7 +22,8 @@
  * name is answered ENOENT here (client_cdir_absent). Its lease is extended only by a
  * renewal meta grants on a lease that never lapsed (dir_lease in ENTRY and OPENED
  * replies, meta_leases_renew) or by a reply while the directory's own expiry here has
- * not passed; seen past it, the directory is dropped. Kept under slot_lock, with its own
+ * not passed, and that no recall of the directory came after (recalled_since); seen
+ * past it, the directory is dropped. Kept under slot_lock, with its own
  * expiry (a slot lost to another inode does not lose it; weft_lease_left_ms, what the
  * kernel may cache, stays the slot's).
  *
@@ -44,6 +45,7 @@
 #define CDIR_MAX_DIRS 1024
 #define CDIR_MAX_NAMES 65536
 #define UCLAIM_SLOTS 64
+#define RECALL_RING 64
 #define UCLAIM_REFUSED_MS 1000
 
 struct recall_item {
@@ -74,6 +76,10 @@ struct client_recall {
 	/* directories claimed for asynchronous unlinks (DIR_CLAIM), direct-mapped; until_ms:
 	 * the claim's lease here; refused_ms: meta said no, not asked again before (slot_lock) */
 	struct { uint64_t dir, until_ms, refused_ms; } uclaims[UCLAIM_SLOTS];
+	/* which inode each recent bump of gen was for (slot_lock): a reply sent before a
+	 * recall of another inode is still good for its own (recalled_since) */
+	struct { uint64_t ino, gen; } ring[RECALL_RING];
+	uint64_t gen_all;      /* the last bump for every inode (slot_lock) */
 };
 
 static uint64_t mono_ms(void)
@@ -89,6 +95,35 @@ static size_t slot_of(uint64_t ino)
 }
 
 static void cdir_forget(struct client_recall *cr, uint64_t dir);
+
+/* Bumps the recall generation for ino (0: every inode). */
+static void gen_bump(struct client_recall *cr, uint64_t ino)
+{
+	pthread_mutex_lock(&cr->slot_lock);
+	uint64_t g = atomic_fetch_add(&cr->gen, 1) + 1;
+	if (ino) {
+		cr->ring[g % RECALL_RING].ino = ino;
+		cr->ring[g % RECALL_RING].gen = g;
+	} else {
+		cr->gen_all = g;
+	}
+	pthread_mutex_unlock(&cr->slot_lock);
+}
+
+/* A recall of dir (or of everything) came since generation gen (slot_lock held); true
+ * when it cannot tell. */
+static bool recalled_since(const struct client_recall *cr, uint64_t dir, uint64_t gen)
+{
+	uint64_t now = atomic_load(&cr->gen);
+	if (now == gen)
+		return false;
+	if (now < gen || now - gen >= RECALL_RING || cr->gen_all > gen)
+		return true;
+	for (uint64_t g = gen + 1; g <= now; g++)
+		if (cr->ring[g % RECALL_RING].gen != g || cr->ring[g % RECALL_RING].ino == dir)
+			return true;
+	return false;
+}
 
 uint64_t client_recall_gen(struct weft_client *c)
 {
@@ -171,7 +206,7 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
 	pthread_mutex_lock(&cr->slot_lock);
 	/* a recall since the request went may have named it (the recall thread bumps the
 	 * generation before it drops directories under this lock) */
-	if (atomic_load(&cr->gen) == gen &&
+	if (!recalled_since(cr, dir, gen) &&
 	    cdir_add_dir(cr->cdirs, dir, now + lease_ms - lease_ms / 10) == 0 && claimed)
 		cdir_claim(cr->cdirs, dir, claimed->mode, stripe_unit);
 	pthread_mutex_unlock(&cr->slot_lock);
@@ -221,7 +256,7 @@ void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease
 		return;
 	uint64_t now = mono_ms();
 	pthread_mutex_lock(&cr->slot_lock);
-	if (atomic_load(&cr->gen) == gen)
+	if (!recalled_since(cr, dir, gen))
 		cdir_extend(cr, dir, dir_lease, now);
 	pthread_mutex_unlock(&cr->slot_lock);
 }
@@ -257,7 +292,7 @@ void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int 
 			cdir_name_del(cr->cdirs, dir, name, strlen(name));
 		/* a renewal granted after a recall may predate the change: not taken (the
 		 * recall dropped the directory anyway if it named it) */
-		if (dir_lease && atomic_load(&cr->gen) == gen)
+		if (dir_lease && !recalled_since(cr, dir, gen))
 			cdir_extend(cr, dir, dir_lease, now);
 	}
 	pthread_mutex_unlock(&cr->slot_lock);
@@ -329,7 +364,7 @@ void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, 
 	size_t i = uclaim_slot(dir);
 	cr->uclaims[i].dir = dir;
 	/* a recall since the request went may have ended it */
-	bool ok = lease_ms && atomic_load(&cr->gen) == gen;
+	bool ok = lease_ms && !recalled_since(cr, dir, gen);
 	cr->uclaims[i].until_ms = ok ? now + lease_ms - lease_ms / 10 : 0;
 	cr->uclaims[i].refused_ms = ok ? 0 : now + UCLAIM_REFUSED_MS;
 	pthread_mutex_unlock(&cr->slot_lock);
@@ -346,7 +381,7 @@ void weft_client_on_recall(struct weft_client *c, weft_recall_fn fn, void *arg)
 void client_lease_drop_all(struct weft_client *c)
 {
 	struct client_recall *cr = c->recall;
-	atomic_fetch_add(&cr->gen, 1);
+	gen_bump(cr, 0);
 	pthread_mutex_lock(&cr->slot_lock);
 	memset(cr->slots, 0, LEASE_SLOTS * sizeof(*cr->slots));
 	memset(cr->uclaims, 0, sizeof(cr->uclaims));
@@ -428,7 +463,7 @@ void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what,
 	struct client_recall *cr = c->recall;
 	if (!cr)
 		return;
-	atomic_fetch_add(&cr->gen, 1);
+	gen_bump(cr, ino);
 	lease_forget(cr, ino);
 	struct recall_item *it = calloc(1, sizeof(*it));
 	if (!it)
@@ -489,7 +524,7 @@ static void *recall_main(void *arg)
 			cr->qtail = &cr->queue;
 		it->next = NULL;
 		pthread_mutex_unlock(&cr->lock);
-		atomic_fetch_add(&cr->gen, 1);
+		gen_bump(cr, it->ino);
 		/* whatever it recalls, a directory named is no longer known complete (after
 		 * the generation: client_cdir_created) */
 		cdir_forget(cr, it->ino);
