@@ -398,6 +398,10 @@ static void run_unlink(struct weft_client *c, struct acreate_job *j)
 			 "name is back", j->name, (unsigned long long)j->dir, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
+		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
+		if (!c->cb_err)
+			c->cb_err = err;
+		pthread_mutex_unlock(&c->cb_lock);
 	}
 	job_finish(c->acreate, j);
 }

@@ -735,6 +735,7 @@ fail_free:
 
 int weft_sync(struct weft_client *c, const struct weft_cred *cr, uint64_t ino)
 {
+	client_acreate_barrier(c); /* creates and unlinks sent behind: answered, errors kept */
 	int behind = client_close_flush_all(c, true); /* before their attributes: closebehind.c */
 	client_wbattr_flush_all(c, false);
 	struct wbuf w;

@@ -111,6 +111,8 @@ f1=$(counter async_creates_failed)
 [ $((f1 - f0)) -eq 1 ] || fail "async_creates_failed rose by $((f1 - f0)), not 1"
 ok "a create meta refused after A answered it: fsync says ENOSPC, the name is gone"
 
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || true # what part 2 left to report goes
+
 # --- 3. unlinks: in a directory A made, and in one B made (A claims it with DIR_CLAIM
 # once B's lease on it has run out); B sees them at once; one meta refuses comes back
 u0=$(counter async_unlinks)
@@ -154,12 +156,14 @@ else:
     check(False, "the name whose unlink meta refused did not come back")
 check(open(os.path.join(A, "w", "refused-u")).read() == "kept", "the refused unlink's file")
 PY
+"$WEFT" sync "$MNT" >"$T/sync.out" 2>&1 && fail "weft sync after an unlink meta refused: no error"
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
 u1=$(counter async_unlinks)
 uf=$(counter async_unlinks_failed)
 echo "unlinks answered by mount A without meta: $((u1 - u0)) of 351; refused after: $uf"
 [ $((u1 - u0)) -ge 340 ] || fail "mount A answered only $((u1 - u0)) of 351 unlinks itself"
 [ "$uf" -eq 1 ] || fail "async_unlinks_failed is $uf, not 1"
-ok "350 unlinks answered by A alone (50 in a directory B made), seen by B at once; one meta refused came back"
+ok "350 unlinks answered by A alone (50 in a directory B made), seen by B at once; one meta refused came back, weft sync reported it"
 
 # --- 4. unmount, weft down / up: every file as it was
 (cd "$MNT" && find d1 d2 r w -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
