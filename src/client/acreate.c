@@ -72,13 +72,6 @@ struct client_acreate {
 	int nthreads;
 };
 
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The job was answered: off the posted list, freed; waiters woken. */
 static void job_finish(struct client_acreate *a, struct acreate_job *j)
 {
@@ -225,7 +218,7 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	memcpy(j->name, name, len + 1);
 	j->mode = mode;
 	j->open_flags = (uint32_t)flags;
-	j->time_ns = realtime_ns();
+	j->time_ns = loop_wall_ns();
 	j->gen = client_recall_gen(c);
 
 	/* bounded, before sess_lock: a worker may need it for writing (a session renewal) */
@@ -449,7 +442,7 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
 	j->dir = dir;
 	j->cred = *cr;
 	memcpy(j->name, name, len + 1);
-	j->time_ns = realtime_ns();
+	j->time_ns = loop_wall_ns();
 	pthread_mutex_lock(&a->lock);
 	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
 		pthread_cond_wait(&a->done, &a->lock);

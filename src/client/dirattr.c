@@ -66,32 +66,32 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 	return ok;
 }
 
-void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
+/* ino's slot, if valid at attribute generation agen, takes time_ns as its mtime and
+ * ctime and is valid at new_agen from now on. */
+static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t agen,
+		  uint64_t new_agen)
 {
-	if (!c->dirattr)
-		return;
-	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
-		 dgen = atomic_load(&c->dir_gen);
-	pthread_mutex_lock(&c->dirattr_lock);
-	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
-	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen &&
-	    s->a.ctime_ns < time_ns)
-		s->a.mtime_ns = s->a.ctime_ns = time_ns;
-	pthread_mutex_unlock(&c->dirattr_lock);
-}
-
-void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
-{
-	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
 	if (!c->dirattr)
 		return;
 	uint64_t rgen = client_recall_gen(c), dgen = atomic_load(&c->dir_gen);
 	pthread_mutex_lock(&c->dirattr_lock);
 	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
 	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen) {
-		s->agen = agen + 1;
+		s->agen = new_agen;
 		if (s->a.ctime_ns < time_ns)
 			s->a.mtime_ns = s->a.ctime_ns = time_ns;
 	}
 	pthread_mutex_unlock(&c->dirattr_lock);
+}
+
+void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
+{
+	uint64_t agen = atomic_load(&c->attr_gen);
+	touch(c, ino, time_ns, agen, agen);
+}
+
+void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
+{
+	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
+	touch(c, ino, time_ns, agen, agen + 1);
 }

@@ -19,13 +19,6 @@
 
 #define DIRTY_BLOCKS_MAX 4   /* unsent blocks gathered per inode before the oldest is sent */
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- write-behind ---- */
 
 /* Buffer size for `need` bytes of a block that has `room` bytes left from its start:
@@ -150,7 +143,7 @@ relock:
 	if (off + len > wi->size)
 		wi->size = off + len;
 	wi->size_dirty = wi->blocks_dirty = true;
-	wi->mtime_ns = now_ns();
+	wi->mtime_ns = loop_wall_ns();
 	pthread_mutex_unlock(&wi->lock);
 	return (ssize_t)len;
 }

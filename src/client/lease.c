@@ -458,6 +458,14 @@ static void drop_data(struct weft_client *c, uint64_t ino)
 	client_winode_put(c, wi);
 }
 
+/* Hands it to the notifier thread (cr->lock held). */
+static void notify_enqueue(struct client_recall *cr, struct recall_item *it)
+{
+	*cr->nqtail = it;
+	cr->nqtail = &it->next;
+	pthread_cond_broadcast(&cr->cond);
+}
+
 void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what, const char *name)
 {
 	struct client_recall *cr = c->recall;
@@ -476,9 +484,7 @@ void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what,
 	/* the notifier's alone: it may wait for the directory's lock in the kernel, which
 	 * a create there holds while it waits for room among the posted creates */
 	pthread_mutex_lock(&cr->lock);
-	*cr->nqtail = it;
-	cr->nqtail = &it->next;
-	pthread_cond_broadcast(&cr->cond);
+	notify_enqueue(cr, it);
 	pthread_mutex_unlock(&cr->lock);
 }
 
@@ -546,9 +552,7 @@ static void *recall_main(void *arg)
 			drop_data(c, it->ino);
 		pthread_mutex_lock(&cr->lock);
 		it->refs++;
-		*cr->nqtail = it;
-		cr->nqtail = &it->next;
-		pthread_cond_broadcast(&cr->cond);
+		notify_enqueue(cr, it);
 		struct timespec until = loop_deadline_ms(RECALL_WAIT_MS);
 		while (!it->notified && !cr->stopping &&
 		       pthread_cond_timedwait(&cr->cond, &cr->lock, &until) == 0)

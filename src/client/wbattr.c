@@ -42,13 +42,6 @@
 #define WB_BUFFERABLE (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID | WEFT_SET_ATIME | \
 		       WEFT_SET_MTIME | WEFT_SET_CTIME)
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* p applied to a as meta_ns_setattr would (its order: owner, set-id bits, mode, times). */
 static void apply(const struct wb_pend *p, bool mtime, bool ctime, struct weft_attr *a)
 {
@@ -272,7 +265,7 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 			p->mtime_ns = in->mtime_ns;
 			p->mtime_wgen = wi->wgen;
 		}
-		p->ctime_ns = (valid & WEFT_SET_CTIME) ? in->ctime_ns : now_ns();
+		p->ctime_ns = (valid & WEFT_SET_CTIME) ? in->ctime_ns : loop_wall_ns();
 		pthread_mutex_unlock(&wi->lock);
 		if (first) {
 			struct winode *ref = client_winode_find(c, ino); /* the list's */

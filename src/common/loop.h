@@ -51,6 +51,8 @@ void loop_stop(struct loop *l);
 bool loop_in_thread(const struct loop *l);
 /* Monotonic clock in milliseconds. */
 uint64_t loop_now_ms(void);
+/* Wall-clock time (CLOCK_REALTIME) in nanoseconds: what file times are stamped with. */
+int64_t loop_wall_ns(void);
 /* The CLOCK_REALTIME instant ms from now, as pthread timed waits take it. */
 struct timespec loop_deadline_ms(unsigned ms);
 

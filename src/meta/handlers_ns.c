@@ -118,6 +118,13 @@ static int h_create(struct mreq *r, const struct meta_ctx *c)
 	return rc ? rc : fill_layout(r, c);
 }
 
+/* A test hook (server_int.h) refuses name: it starts with prefix. */
+static bool test_refused(const char *prefix, const struct weft_str *name)
+{
+	size_t n = prefix ? strlen(prefix) : 0;
+	return n && name->len >= n && memcmp(name->p, prefix, n) == 0;
+}
+
 /* MKDIR {cred, parent, name, mode} -> ENTRY. */
 static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
 {
@@ -137,11 +144,8 @@ static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
  * (or leaves an orphan while open) and queues its objects for deletion. */
 static int h_unlink(struct mreq *r, const struct meta_ctx *c)
 {
-	/* test hook: unlinks of names with this prefix fail as on a disk error */
-	const char *refuse = getenv("WEFT_META_TEST_REFUSE_UNLINK");
-	if (refuse && *refuse && MSG(name)->name.len >= strlen(refuse) &&
-	    memcmp(MSG(name)->name.p, refuse, strlen(refuse)) == 0)
-		return -EIO;
+	if (test_refused(r->s->test_refuse_unlink, &MSG(name)->name))
+		return -EIO; /* test hook: as a disk error */
 	int rc = meta_ns_unlink(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
 	return rc ? rc : meta_ns_getattr(c, ref_of(MSG(name)->parent, 0), &r->attr);
 }
@@ -509,11 +513,8 @@ static int h_create_open(struct mreq *r, const struct meta_ctx *c)
 			 (unsigned long long)m->session);
 		return -EINVAL;
 	}
-	/* test hook: creates of names with this prefix are refused as on a full disk */
-	const char *refuse = getenv("WEFT_META_TEST_REFUSE_CREATE");
-	if (refuse && *refuse && m->name.len >= strlen(refuse) &&
-	    memcmp(m->name.p, refuse, strlen(refuse)) == 0)
-		return -ENOSPC;
+	if (test_refused(r->s->test_refuse_create, &m->name))
+		return -ENOSPC; /* test hook: as a full disk */
 	int rc = meta_ns_create(c, ref_of(m->parent, 0), NAME(m->name), m->mode,
 				(m->flags & WEFT_CREATE_EXCL) ? META_CREATE_EXCL : 0, &r->attr,
 				&r->layout, &r->flag);

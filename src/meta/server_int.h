@@ -67,6 +67,9 @@ struct meta_server {
 	/* after a restart, until this loop_now_ms() no mutation runs: leases the last run
 	 * granted may still be cached by clients (recall.c) */
 	uint64_t quiet_until_ms;
+	/* test hooks, read at start: CREATE_OPEN and UNLINK of names with these prefixes
+	 * fail (WEFT_META_TEST_REFUSE_CREATE: ENOSPC, _UNLINK: EIO); NULL: none */
+	const char *test_refuse_create, *test_refuse_unlink;
 	/* Replay (ARCHITECTURE.md, "Metadata durability"): boot is this incarnation's id,
 	 * sent in every DURABLE record; boundary the last transaction number the database
 	 * held at start (a REPLAY of one at or below it is already applied); until
