@@ -68,6 +68,9 @@ struct weft_client_opts {
 	bool async_create_off;     /* creates always wait for meta (else a new file in a
 				    * directory this client made and claimed is answered
 				    * here and sent behind: acreate.c) */
+	bool local_open_off;       /* opens always wait for meta (else an open for reading
+				    * of a listed file under its lease is answered here and
+				    * sent behind: prefetch.c) */
 };
 #define WEFT_READAHEAD_OFF UINT32_MAX
 

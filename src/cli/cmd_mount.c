@@ -44,6 +44,10 @@ static int parse_opts(char *s, struct mount_opts *o, char *rest, size_t restcap,
 			if (strcmp(val, "on") && strcmp(val, "off"))
 				return cli_usage_error("mount", "open_prefetch=%s: on or off", val);
 			o->open_prefetch_off = strcmp(val, "off") == 0;
+		} else if (strcmp(opt, "local_open") == 0 && val) {
+			if (strcmp(val, "on") && strcmp(val, "off"))
+				return cli_usage_error("mount", "local_open=%s: on or off", val);
+			o->local_open_off = strcmp(val, "off") == 0;
 		} else if (strcmp(opt, "complete_dirs") == 0 && val) {
 			if (strcmp(val, "on") && strcmp(val, "off"))
 				return cli_usage_error("mount", "complete_dirs=%s: on or off", val);
@@ -170,6 +174,8 @@ const struct cli_verb cmd_mount = {
 		 "                     (default 8; 0 turns it off)\n"
 		 "  open_prefetch=on|off  read a listed file's first stripe unit with its open\n"
 		 "                     (default on; off with readahead=0)\n"
+		 "  local_open=on|off  open a listed file for reading under its lease without\n"
+		 "                     waiting for meta (default on; needs open_prefetch)\n"
 		 "  complete_dirs=on|off  answer lookups of absent names in directories this\n"
 		 "                     mount created, under their lease, without meta (default on)\n"
 		 "  async_create=on|off  create files in directories this mount made without\n"

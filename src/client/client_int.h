@@ -119,6 +119,13 @@ struct weft_client {
 	 * pf_lock guards it; NULL when prefetching is off. */
 	pthread_mutex_t pf_lock;
 	struct client_pf *pf;
+	/* Opens for reading answered here from those entries (client_open_local), when
+	 * local_open. An open takes lopen_lock for reading from its lease check until its
+	 * OPEN is queued to meta; the recall thread takes it for writing before it answers a
+	 * recall: so meta sees every such OPEN before the answer that lets a conflicting
+	 * change (an unlink) go ahead. */
+	bool local_open;
+	pthread_rwlock_t lopen_lock;
 
 	/* acknowledged mutations not yet synced at meta, for a replay (replay.c) */
 	pthread_mutex_t kept_lock;
@@ -140,6 +147,16 @@ struct client_pf {
 	struct weft_attr attr;
 	struct weft_layout layout;
 	uint8_t cap[WEFT_CAP_LEN];
+	/* For an open answered here (client_open_local): the first byte of the file's
+	 * written-stripes mask; the listing's own lease on the file (until, loop_now_ms
+	 * clock; 0: none) and the recall and attribute generations from before its request
+	 * (a recall of the file, or a change this client made, since: not used); who
+	 * listed it (meta checked read access for them). */
+	uint8_t written0;
+	bool cached;              /* the kernel may hold its pages: no early read */
+	uint64_t lease_until_ms, gen, agen;
+	uint32_t uid, gid;
+	uint64_t groups_hash;
 };
 
 /* ---- replay.c: the durability contract with meta ---- */
@@ -443,7 +460,8 @@ int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint6
 #define CLIENT_DIRWALK_SUBS 16
 struct client_dirwalk {
 	bool note;
-	uint64_t gen;
+	const struct weft_cred *cr;  /* the lister (with note) */
+	uint64_t gen, agen;          /* recall and attribute generations before the request */
 	uint64_t subs[CLIENT_DIRWALK_SUBS];
 	size_t nsubs;
 	uint32_t min_lease;  /* of entries other than . and ..: 0 if one had none; start high */
@@ -471,6 +489,9 @@ int client_lease_start(struct weft_client *c);
 void client_lease_stop(struct weft_client *c);
 /* The recall generation: read it before a request whose reply carries a lease. */
 uint64_t client_recall_gen(struct weft_client *c);
+/* A recall of ino (or of everything) came since generation gen; true when it cannot
+ * tell. */
+bool client_recalled_since(struct weft_client *c, uint64_t ino, uint64_t gen);
 /* A reply granted a lease of lease_ms on ino; gen: client_recall_gen before the request. */
 void client_lease_note(struct weft_client *c, uint64_t ino, uint32_t lease_ms, uint64_t gen);
 /* Forgets every lease (an eviction: meta gave them away). */
@@ -545,6 +566,10 @@ void client_beat_now(struct weft_client *c);
 /* Sends a request to meta and does not wait for the reply (payload taken); an error is
  * logged at debug level. Requests sent this way reach meta in order with later ones. */
 void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload);
+/* The same with done(arg, status, reply) called once the reply came (on the loop
+ * thread; it owns reply, which may be NULL), or at once if it could not be sent. */
+void client_meta_post_fn(struct weft_client *c, uint16_t op, struct wbuf *payload,
+			 conn_call_fn done, void *arg);
 /* Sends a request to meta without waiting (payload taken). */
 void client_meta_start(struct weft_client *c, uint16_t op, struct wbuf *payload,
 		       struct meta_wait *w);
@@ -668,7 +693,17 @@ int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_lay
 
 /* prefetch.c: the first stripe unit read at the same time as the OPEN */
 /* Remembers a READDIRPLUS entry that carries a layout and a read capability. */
-void client_pf_note(struct weft_client *c, const struct weft_dirent *d);
+void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
+		    const struct client_dirwalk *dw);
+/* Forgets ino's entry: this client is about to change the file. */
+void client_pf_forget(struct weft_client *c, uint64_t ino);
+/* An open for reading of ino answered here, without waiting for meta: when ino's entry
+ * was listed for the same caller under a lease still running, with no recall of the
+ * file or change by this client since, a fresh capability, and no other open of it
+ * here. The OPEN goes to meta behind it (counted and pinned there as any open). Returns
+ * 0 (*out, *attr), or 1 when it may not (the caller asks meta). */
+int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		      int flags, struct weft_file **out, struct weft_attr *attr);
 /* Before an OPEN of ino with flags: if a fresh entry allows it and this client does not
  * have the file open, takes a winode for it and starts reading its first stripe unit;
  * returns that winode (a reference, given back by client_pf_finish) and the entry the

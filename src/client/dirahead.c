@@ -166,7 +166,8 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 	if (client_readdir_call(c, cr, ino, 0, true, DA_MAX_BYTES, &f, &dl))
 		return;
 	/* the entries' leases and prefetch capabilities noted, as for any listing */
-	struct client_dirwalk dw = {.note = true, .gen = rgen, .min_lease = UINT32_MAX};
+	struct client_dirwalk dw = {.note = true, .cr = cr, .gen = rgen, .agen = agen,
+				    .min_lease = UINT32_MAX};
 	int rc = client_dirents_walk(c, f->bulk, f->h.bulk_len, &dw, NULL, NULL);
 	uint8_t *bulk = NULL;
 	size_t len = f->h.bulk_len;

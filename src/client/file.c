@@ -558,6 +558,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 {
 	uint64_t gen = client_recall_gen(c), sid = 0;
 	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
+	if ((flags & O_ACCMODE) != O_RDONLY && op == WEFT_OP_OPEN)
+		client_pf_forget(c, ((struct weft_msg_open *)msg)->ino); /* it will change */
 	uint8_t written[WEFT_WRITTEN_MAX];
 	uint32_t wlen = 0;
 	int err = client_open_rpc(c, op, msg, o, written, &wlen, &sid);
@@ -630,6 +632,8 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 			err ? 0 : o.dir_lease, gen);
 	if (err)
 		return err;
+	if (!o.created)
+		client_pf_forget(c, o.attr.ino); /* an existing file, opened to be written */
 	/* the open holds the winode: one lookup per create (open_call's) */
 	if (o.created) {
 		client_winode_mark_nocap(c, (*out)->wi, true); /* a new inode has no xattrs */
@@ -644,6 +648,10 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t ino, int flags,
 		   struct weft_file **out, struct weft_attr *attr)
 {
+	/* a listed file opened for reading under its lease: answered here (prefetch.c) */
+	int rc = client_open_local(c, cr, ino, flags, out, attr);
+	if (rc <= 0)
+		return rc;
 	client_settle_ino(c, ino); /* meta checks the open by what this client showed */
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;

@@ -130,6 +130,17 @@ uint64_t client_recall_gen(struct weft_client *c)
 	return c->recall ? atomic_load(&c->recall->gen) : 0;
 }
 
+bool client_recalled_since(struct weft_client *c, uint64_t ino, uint64_t gen)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return true;
+	pthread_mutex_lock(&cr->slot_lock);
+	bool r = recalled_since(cr, ino, gen);
+	pthread_mutex_unlock(&cr->slot_lock);
+	return r;
+}
+
 /* A reply renewed ino's lease for lease_ms (slot_lock held): a complete directory's
  * expiry moves with it if it had not passed; if it had, the directory was not covered
  * for a while (another session may have changed it without a recall): dropped. */
@@ -564,6 +575,10 @@ static void *recall_main(void *arg)
 		struct conn *cn = it->cn;
 		struct frame *f = it->f;
 		pthread_mutex_unlock(&cr->lock);
+		/* opens answered here that saw no recall (gen_bump above) have sent their
+		 * OPEN by now: it reaches meta before this answer (prefetch.c) */
+		pthread_rwlock_wrlock(&c->lopen_lock);
+		pthread_rwlock_unlock(&c->lopen_lock);
 		conn_reply(cn, f, 0, NULL, NULL, 0, NULL, NULL);
 		frame_free(f);
 		conn_put(cn);

@@ -238,7 +238,7 @@ int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
 		bool dots = (d.name.len == 1 && d.name.p[0] == '.') ||
 			    (d.name.len == 2 && d.name.p[0] == '.' && d.name.p[1] == '.');
 		if (dw->note && d.has_cap)
-			client_pf_note(c, &d); /* meta's attributes, as the open will see them */
+			client_pf_note(c, &d, dw); /* meta's attributes, as the open will see them */
 		if (dw->note && d.lease)
 			client_lease_note(c, d.ino, d.lease, dw->gen);
 		if (!dots && d.type == DT_DIR && dw->nsubs < CLIENT_DIRWALK_SUBS)
@@ -295,9 +295,10 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	}
 	/* a listing from its start: its subdirectories are read ahead (dirahead.c) */
 	bool from_start = cookie == 0 && plus;
-	struct client_dirwalk dw = {.note = true, .cookie = cookie};
+	struct client_dirwalk dw = {.note = true, .cr = cr, .cookie = cookie};
 	for (;;) {
 		dw.gen = client_recall_gen(c);
+		dw.agen = atomic_load(&c->attr_gen);
 		dw.n = 0;
 		struct frame *f;
 		struct weft_msg_dirlist dl;

@@ -25,22 +25,60 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/log.h"
+#include "common/loop.h"
 #include "net/auth.h"
 #include "net/stats.h"
+#include "weft/err.h"
 
 /* A capability this close to its end is not worth starting a read with */
 #define PF_MARGIN_MS 2000
 
-void client_pf_note(struct weft_client *c, const struct weft_dirent *d)
+/* Who may use an entry for an open answered here: the lister's uid, gid and groups. */
+static uint64_t groups_hash(const struct weft_cred *cr)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ cr->more_groups;
+	uint32_t n = cr->ngroups < WEFT_GROUPS_MAX ? cr->ngroups : WEFT_GROUPS_MAX;
+	h = (h ^ n) * 0x100000001b3ull;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ cr->groups[i]) * 0x100000001b3ull;
+	return h;
+}
+
+void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
+		    const struct client_dirwalk *dw)
 {
 	if (!c->pf || !d->has_cap || !S_ISREG(d->attr.mode) || d->ino == 0)
 		return;
+	uint64_t now = loop_now_ms();
 	pthread_mutex_lock(&c->pf_lock);
 	struct client_pf *e = &c->pf[d->ino % CLIENT_PF_SLOTS];
 	e->ino = d->ino;
 	e->attr = d->attr;
 	e->layout = d->layout;
 	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
+	e->written0 = d->written0;
+	e->cached = false;
+	/* the lease ran from before the request left: the same margin as lease.c's */
+	e->lease_until_ms = d->lease && dw->cr ? now + d->lease - d->lease / 10 : 0;
+	e->gen = dw->gen;
+	e->agen = dw->agen;
+	if (dw->cr) {
+		e->uid = dw->cr->uid;
+		e->gid = dw->cr->gid;
+		e->groups_hash = groups_hash(dw->cr);
+	}
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+void client_pf_forget(struct weft_client *c, uint64_t ino)
+{
+	if (!c->pf)
+		return;
+	pthread_mutex_lock(&c->pf_lock);
+	struct client_pf *e = &c->pf[ino % CLIENT_PF_SLOTS];
+	if (e->ino == ino)
+		e->ino = 0;
 	pthread_mutex_unlock(&c->pf_lock);
 }
 
@@ -52,7 +90,7 @@ void weft_prefetch_cached(struct weft_client *c, const struct weft_attr *was)
 	struct client_pf *e = &c->pf[was->ino % CLIENT_PF_SLOTS];
 	if (e->ino == was->ino && e->attr.size == was->size && e->attr.mtime_ns == was->mtime_ns &&
 	    e->attr.ctime_ns == was->ctime_ns)
-		e->ino = 0;
+		e->cached = true;
 	pthread_mutex_unlock(&c->pf_lock);
 }
 
@@ -62,7 +100,7 @@ static bool pf_take(struct weft_client *c, uint64_t ino, struct client_pf *out)
 	bool found = false;
 	pthread_mutex_lock(&c->pf_lock);
 	struct client_pf *e = &c->pf[ino % CLIENT_PF_SLOTS];
-	if (e->ino == ino) {
+	if (e->ino == ino && !e->cached) {
 		*out = *e;
 		e->ino = 0;
 		found = true;
@@ -142,4 +180,115 @@ void client_pf_finish(struct weft_client *c, struct winode *wi, const struct cli
 	pthread_mutex_unlock(&wi->lock);
 	stats_add(keep ? STATS_OPEN_PREFETCH_KEPT : STATS_OPEN_PREFETCH_DROPPED, 1);
 	client_winode_put(c, wi);
+}
+
+/* ---- opens answered here ---- */
+
+/* A lease this close to its end is not used for an open answered here: the OPEN sent
+ * behind must reach meta well before the lease could lapse there. */
+#define LOCAL_OPEN_MARGIN_MS 500
+
+static void open_behind_done(void *arg, int status, struct frame *reply)
+{
+	frame_free(reply);
+	if (status == 0)
+		return;
+	/* the file went between the check and meta's turn (an unlink by another mount
+	 * that did not wait for this one's lease): its reads fail as they would after it */
+	stats_add(STATS_OPEN_LOCAL_REFUSED, 1);
+	log_info("open of inode %llu answered here: meta refused it afterwards: %s",
+		 (unsigned long long)(uintptr_t)arg, weft_strerror(status));
+}
+
+/* Whether entry e lets cr open ino for reading here, at now. */
+static bool local_ok(struct weft_client *c, const struct client_pf *e, const struct weft_cred *cr,
+		     uint64_t now, const struct weft_cap *cap)
+{
+	uint64_t su = e->layout.stripe_unit ? e->layout.stripe_unit : WEFT_STRIPE_UNIT_DEFAULT;
+	/* the entry tells stripes 0-7 written or not: the file's data must lie there */
+	bool in_first_byte = e->layout.stripe_count <= 8 || e->attr.size <= 8 * su;
+	return e->lease_until_ms > now + LOCAL_OPEN_MARGIN_MS && in_first_byte &&
+	       e->uid == cr->uid && e->gid == cr->gid && e->groups_hash == groups_hash(cr) &&
+	       e->agen == atomic_load(&c->attr_gen) && cap->ino == e->ino &&
+	       (cap->rights & WEFT_CAP_READ) &&
+	       cap->expiry_ms >= auth_realtime_ms() + PF_MARGIN_MS;
+}
+
+int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+		      int flags, struct weft_file **out, struct weft_attr *attr)
+{
+	if (!c->pf || !c->local_open || !c->recall || (flags & O_ACCMODE) != O_RDONLY ||
+	    (flags & O_TRUNC))
+		return 1;
+	struct client_pf e;
+	pthread_mutex_lock(&c->pf_lock);
+	bool found = c->pf[ino % CLIENT_PF_SLOTS].ino == ino;
+	if (found)
+		e = c->pf[ino % CLIENT_PF_SLOTS]; /* kept: the next open may use it too */
+	pthread_mutex_unlock(&c->pf_lock);
+	struct weft_cap cap;
+	if (!found)
+		return 1;
+	auth_cap_parse(e.cap, &cap);
+	if (!local_ok(c, &e, cr, loop_now_ms(), &cap))
+		return 1;
+	if (e.layout.stripe_unit == 0)
+		e.layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	struct winode *wi = client_winode_find(c, ino);
+	if (wi) { /* open or busy here: meta's answer also covers what this client did */
+		client_winode_put(c, wi);
+		return 1;
+	}
+	struct weft_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return 1;
+	/* as open_call: a session renewal reclaims exactly the opens counted here */
+	pthread_rwlock_rdlock(&c->sess_lock);
+	uint64_t sid = c->session;
+	pthread_rwlock_rdlock(&c->lopen_lock);
+	bool alone = false;
+	if (cap.session == sid && !client_recalled_since(c, ino, e.gen) &&
+	    (f->wi = client_winode_get(c, &e.attr, &e.layout))) {
+		pthread_mutex_lock(&c->inodes_lock);
+		if ((alone = f->wi->refs == 1 && f->wi->opens == 0))
+			f->wi->opens++;
+		pthread_mutex_unlock(&c->inodes_lock);
+	}
+	if (alone) {
+		struct wbuf w;
+		wbuf_init(&w);
+		struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags,
+					  .session = sid, .behind = 1};
+		proto_open_encode(&w, &m);
+		client_meta_post_fn(c, WEFT_OP_OPEN, &w, open_behind_done, (void *)(uintptr_t)ino);
+	}
+	pthread_rwlock_unlock(&c->lopen_lock);
+	pthread_rwlock_unlock(&c->sess_lock);
+	if (!alone) {
+		if (f->wi)
+			client_winode_put(c, f->wi);
+		free(f);
+		return 1;
+	}
+	client_cap_note(f->wi, e.cap);
+	__atomic_fetch_or(&f->wi->written[0], e.written0, __ATOMIC_RELAXED);
+	f->c = c;
+	f->cred = *cr;
+	f->flags = flags;
+	f->session = sid;
+	/* the first stripe unit, read now, unless the kernel holds the file's pages: its
+	 * first READ follows at once */
+	bool started = false;
+	pthread_mutex_lock(&f->wi->lock);
+	if (!e.cached && (started = client_ra_first(c, f->wi)))
+		client_ra_first_confirm(c, f->wi);
+	pthread_mutex_unlock(&f->wi->lock);
+	if (started) {
+		stats_add(STATS_OPEN_PREFETCH_STARTED, 1);
+		stats_add(STATS_OPEN_PREFETCH_KEPT, 1);
+	}
+	stats_add(STATS_OPEN_LOCAL, 1);
+	*attr = e.attr;
+	*out = f;
+	return 0;
 }

@@ -472,20 +472,25 @@ static void post_done(void *arg, int status, struct frame *reply)
 		log_debug("%s (not waited for): %s", proto_op_name(op), weft_strerror(status));
 }
 
-void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)
+void client_meta_post_fn(struct weft_client *c, uint16_t op, struct wbuf *payload,
+			 conn_call_fn done, void *arg)
 {
 	struct conn *cn;
 	int err = rpc_conn(c->meta, &cn);
 	if (err == 0) {
 		bind_conn(c, cn, op);
-		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, post_done,
-				(void *)(uintptr_t)op);
+		err = conn_call(cn, op, payload, NULL, 0, NULL, NULL, done, arg);
 		conn_put(cn);
 	} else {
 		wbuf_free(payload);
 	}
 	if (err)
-		post_done((void *)(uintptr_t)op, err, NULL);
+		done(arg, err, NULL);
+}
+
+void client_meta_post(struct weft_client *c, uint16_t op, struct wbuf *payload)
+{
+	client_meta_post_fn(c, op, payload, post_done, (void *)(uintptr_t)op);
 }
 
 static void add_ms(struct timespec *t, uint32_t ms)
@@ -649,6 +654,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	/* an open's first stripe unit read with it (prefetch.c): a kind of readahead */
 	if (c->readahead_units && !o->open_prefetch_off)
 		c->pf = calloc(CLIENT_PF_SLOTS, sizeof(*c->pf));
+	c->local_open = !o->local_open_off;
+	pthread_rwlock_init(&c->lopen_lock, NULL);
 	err = loop_new(&c->loop);
 	if (err || !c->inodes || (c->readahead_units && !o->open_prefetch_off && !c->pf)) {
 		snprintf(errbuf, errlen, "out of memory");

@@ -248,7 +248,7 @@ static int rd_entry(void *arg, const struct meta_ns_dirent *e)
 	    S_ISREG(d.attr.mode) && d.attr.size > 0 &&
 	    meta_perm_check(st->c->cred, &d.attr, META_MAY_READ) == 0 &&
 	    !meta_migrate_busy(st->r->s, d.ino) &&
-	    meta_ns_getlayout(st->c, ref_of(d.ino, 0), &d.layout) == 0) {
+	    meta_ns_getlayout_written0(st->c, ref_of(d.ino, 0), &d.layout, &d.written0) == 0) {
 		meta_cap_mint_ms(st->r->s, st->r->c, d.ino, st->session, WEFT_CAP_READ,
 				 META_PREFETCH_CAP_MS, d.cap);
 		d.has_cap = true;
@@ -581,7 +581,9 @@ static void rep_open(struct mreq *r, struct wbuf *w)
 	if (r->h->op == WEFT_OP_CREATE_OPEN)
 		m.dir_lease = meta_leases_renew(r->s->leases, sess, MSG(create_open)->parent,
 						loop_now_ms());
-	if (S_ISREG(r->attr.mode)) {
+	/* an open the client answered itself does not read the reply */
+	bool behind = r->h->op == WEFT_OP_OPEN && MSG(open)->behind;
+	if (S_ISREG(r->attr.mode) && !behind) {
 		uint32_t fl = r->h->op == WEFT_OP_OPEN ? MSG(open)->flags : MSG(create_open)->open_flags;
 		meta_cap_mint(r->s, r->c, r->attr.ino, sess,
 			      (fl & O_ACCMODE) == O_RDONLY && !(fl & O_TRUNC) ? WEFT_CAP_READ :

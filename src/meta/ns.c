@@ -85,7 +85,8 @@ int meta_ns_getattr(const struct meta_ctx *c, struct meta_ref ref, struct weft_a
 	return rc;
 }
 
-int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft_layout *out)
+int meta_ns_getlayout_written0(const struct meta_ctx *c, struct meta_ref ref,
+			       struct weft_layout *out, uint8_t *written0)
 {
 	struct meta_inode in;
 	int rc = meta_inode_get_ref(c->db, c->txn, ref.ino, ref.gen, &in);
@@ -94,7 +95,14 @@ int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft
 	if (!S_ISREG(in.attr.mode) && !S_ISDIR(in.attr.mode))
 		return -ENODATA;
 	*out = in.layout;
+	*written0 = in.written_len ? in.written[0] : 0;
 	return 0;
+}
+
+int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft_layout *out)
+{
+	uint8_t w0;
+	return meta_ns_getlayout_written0(c, ref, out, &w0);
 }
 
 #define SET_ALL (META_SET_MODE | META_SET_UID | META_SET_GID | META_SET_SIZE | \

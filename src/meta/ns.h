@@ -58,6 +58,10 @@ int meta_ns_getattr(const struct meta_ctx *c, struct meta_ref ref, struct weft_a
 /* Layout of a regular file, or the default of a directory. Errors: -ESTALE; -ENODATA
  * for other types. */
 int meta_ns_getlayout(const struct meta_ctx *c, struct meta_ref ref, struct weft_layout *out);
+/* The same, and the first byte of a file's written-stripes mask in *written0 (stripes
+ * 0-7; 0 for a directory), from one read of the inode. */
+int meta_ns_getlayout_written0(const struct meta_ctx *c, struct meta_ref ref,
+			       struct weft_layout *out, uint8_t *written0);
 
 /* setattr valid bits. */
 #define META_SET_MODE      0x001u

@@ -1167,6 +1167,7 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 				      .complete_dirs_off = o->complete_dirs_off,
 				      .dir_ahead_off = o->dir_ahead_off,
 				      .async_create_off = o->async_create_off,
+				      .local_open_off = o->local_open_off,
 				      .attr_timeout_ms = (uint32_t)(o->attr_timeout * 1000)};
 	int rc = weft_client_open(&co, &wc, err, sizeof(err));
 	if (rc) {

@@ -24,6 +24,7 @@ struct mount_opts {
 	bool complete_dirs_off;   /* no lookups answered in directories this mount created */
 	bool dir_ahead_off;       /* no listings of subdirectories read ahead */
 	bool async_create_off;    /* every create waits for meta */
+	bool local_open_off;      /* every open waits for meta */
 	const char *fuse_opts;    /* other -o options passed to FUSE as they are, or NULL */
 	const char *metrics;      /* HOST:PORT of a Prometheus endpoint, or NULL */
 };

@@ -295,10 +295,10 @@ int proto_op_rep_type(uint16_t op)
 
 size_t proto_dirent_size(size_t namelen, unsigned plus)
 {
-	/* attr 80 bytes; layout 21 and the capability; the lease */
+	/* attr 80 bytes; layout 21, the capability and the written byte; the lease */
 	unsigned level = plus & ~WEFT_READDIR_LEASES;
 	return 2 + namelen + 8 + 8 + 1 + 1 + (level ? 80 : 0) +
-	       (level >= WEFT_READDIR_PLUS_CAP ? 21 + WEFT_CAP_LEN : 0) +
+	       (level >= WEFT_READDIR_PLUS_CAP ? 21 + WEFT_CAP_LEN + 1 : 0) +
 	       (level && (plus & WEFT_READDIR_LEASES) ? 4 : 0);
 }
 
@@ -317,6 +317,7 @@ void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d)
 	if (d->has_cap) {
 		proto_layout_put(w, &d->layout);
 		wbuf_put(w, d->cap, WEFT_CAP_LEN);
+		wbuf_u8(w, d->written0);
 	}
 }
 
@@ -345,6 +346,7 @@ int proto_dirent_next(struct rbuf *r, struct weft_dirent *d)
 	if (d->has_cap) {
 		proto_layout_get(r, &d->layout);
 		rbuf_get(r, d->cap, WEFT_CAP_LEN);
+		d->written0 = rbuf_u8(r);
 	}
 	if (rbuf_ok(r) && d->name.len == 0)
 		rbuf_fail(r, "directory entry with an empty name");

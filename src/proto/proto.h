@@ -166,8 +166,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(U32, size, 0)
 #define MSG_SIZE(F) F(U32, size, 0)
 #define MSG_ACCESS(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, mask, 0)
-/* open: flags are the open(2) flags; reply MSG_OPENED */
-#define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0)
+/* open: flags are the open(2) flags; reply MSG_OPENED. behind: 1 when the client already
+ * answered the open itself from a listing under a lease (libweft's prefetch.c) and does
+ * not wait for the reply: meta counts the open and pins the lease as for any open, and
+ * mints no capability. */
+#define MSG_OPEN(F) F(CRED, cred, 0) F(U64, ino, 0) F(U32, flags, 0) F(U64, session, 0) \
+	F(U8, behind, 0)
 /* created: the file did not exist before this request (CREATE_OPEN); cap: the
  * capability for the file's objects (WEFT_CAP_READ, with WEFT_CAP_WRITE if opened for
  * writing), zeros for a directory; pattr: when created, the parent directory's
@@ -599,7 +603,8 @@ int proto_op_rep_type(uint16_t op);
 
 /* Directory entries in a READDIR reply's bulk: name (u16 len + bytes), ino, gen, type
  * (DT_*), cookie of the next entry, then a byte saying what follows: 0 nothing, 1 the
- * attr (readdirplus), 2 the attr, the file's layout and a read capability for it
+ * attr (readdirplus), 2 the attr, the file's layout, a read capability for it and the
+ * first byte of its written-stripes mask (stripes 0-7, as OPENED's written)
  * (WEFT_READDIR_PLUS_CAP, regular files the caller may read); with bit 0x80 set (only
  * with 1 or 2, only when asked: WEFT_READDIR_LEASES) a u32 lease in ms follows that
  * byte. */
@@ -614,6 +619,7 @@ struct weft_dirent {
 	struct weft_attr attr;
 	struct weft_layout layout;
 	uint8_t cap[WEFT_CAP_LEN];
+	uint8_t written0;         /* with the cap: the first byte of the written-stripes mask */
 };
 void proto_dirent_encode(struct wbuf *w, const struct weft_dirent *d);
 /* Decodes the next entry; returns 0, 1 at the end of the buffer, or -WEFT_EPROTO. */

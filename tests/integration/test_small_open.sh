@@ -25,17 +25,28 @@ head -c $((256 << 10)) /dev/urandom >"$T/mid"; cp "$T/mid" "$MNT/d/mid"
 head -c $((2500 << 10)) /dev/urandom >"$T/big"; cp "$T/big" "$MNT/d/big" # 3 stripe units
 sync
 sleep 1
-k0=$(mcount open_prefetch_kept "$A") s0=$(mcount open_prefetch_started "$A")
+l0=$(mcount open_local "$A") s0=$(mcount open_prefetch_started "$A")
 echo 3 >/proc/sys/vm/drop_caches
 find "$MNT/d" -type f -print0 | xargs -0 cat >/dev/null # listing, then the opens
-k1=$(mcount open_prefetch_kept "$A") s1=$(mcount open_prefetch_started "$A")
-[ $((s1 - s0)) -ge 40 ] || fail "expected >= 40 opens with the read started early, counted $((s1 - s0))"
-[ $((k1 - k0)) -ge 40 ] || fail "expected >= 40 early reads kept, counted $((k1 - k0))"
+l1=$(mcount open_local "$A") s1=$(mcount open_prefetch_started "$A")
+[ $((l1 - l0)) -ge 40 ] || fail "expected >= 40 opens answered by the mount, counted $((l1 - l0))"
+[ $((s1 - s0)) -ge 40 ] || fail "expected >= 40 opens with the first stripe unit read at once, counted $((s1 - s0))"
 for f in $(seq 40) mid big; do
 	n=$f; [ "$f" = mid ] || [ "$f" = big ] || n=f$f
 	cmp -s "$MNT/d/$n" "$T/$n" || fail "$n read back wrong after a listing"
 done
-ok "$((k1 - k0)) opens read their first stripe unit with the OPEN; every byte right"
+ok "$((l1 - l0)) opens answered by the mount under the listing's leases, their first stripe unit read at once; every byte right"
+# another user than the lister: meta's answer (the listing's access check was the lister's)
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$MNT/d" >/dev/null
+l0=$(mcount open_local "$A")
+chmod 755 "$T"
+setpriv --reuid 2002 --regid 2002 --clear-groups cat "$MNT/d/f5" >"$T/f5.other" ||
+	fail "uid 2002 could not read a 0644 file"
+cmp -s "$T/f5.other" "$T/f5" || fail "f5 read back wrong by another user"
+l1=$(mcount open_local "$A")
+[ "$l1" = "$l0" ] || fail "an open by a user other than the lister was answered by the mount"
+ok "an open by a user other than the lister goes to meta"
 # opened here before and unchanged: the kernel keeps its pages (keep_cache), so a listing
 # and an open read nothing early; after drop_caches the bytes still come right
 ls -l "$MNT/d" >/dev/null
@@ -62,6 +73,25 @@ for n in $(seq 50); do
 	sleep 0.1
 done
 [ -s "$BA" ] || fail "the second mount's metrics address: $(grep -i metric "$T/mount2.log")"
+
+# --- an open answered by mount A counts at meta: B's unlink leaves A reading the file
+chmod 777 "$MNT/d" # B squashes root: nobody unlinks there
+head -c $((3 << 20)) /dev/urandom >"$T/held"; cp "$T/held" "$MNT/d/held"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$MNT/d" >/dev/null
+l0=$(mcount open_local "$A")
+exec 3<"$MNT/d/held"
+dd bs=4096 count=1 status=none <&3 >/dev/null # fd 3 now at 4096
+l1=$(mcount open_local "$A")
+[ $((l1 - l0)) -eq 1 ] || fail "the open of held was not answered by the mount ($((l1 - l0)))"
+rm "$B/d/held"
+sleep 2 # time for meta's deleter, had it not known of the open
+[ -e "$B/d/held" ] && fail "held still listed on B after its unlink"
+cat <&3 >"$T/held.read" || fail "reading held after B unlinked it"
+exec 3<&-
+tail -c +4097 "$T/held" | cmp -s - "$T/held.read" || fail "held read back wrong after B unlinked it"
+ok "a file opened by the mount alone and unlinked through B: A reads all of it"
 
 # --- permission revoked between the listing and the open: EACCES, no data
 printf 'XYZZY private bytes\n' >"$MNT/d/secret"
