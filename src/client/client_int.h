@@ -40,6 +40,10 @@
 #define CLIENT_SUSPECTS 16
 #define CLIENT_SUSPECT_MS 10000
 
+/* Listing order remembered, and files read ahead in it (prefetch.c) */
+#define CLIENT_PF_ORDER 8192
+#define CLIENT_PF_HELD 32
+
 struct weft_client {
 	pthread_mutex_t suspect_lock; /* guards suspects */
 	struct { uint32_t target; uint64_t until_ms; } suspects[CLIENT_SUSPECTS];
@@ -126,6 +130,14 @@ struct weft_client {
 	 * change (an unlink) go ahead. */
 	bool local_open;
 	pthread_rwlock_t lopen_lock;
+	/* Files read ahead in listing order (prefetch.c), pf_lock: pf_order[pos %
+	 * CLIENT_PF_ORDER] is the ino noted at position pos (from 1); opens answered here
+	 * that follow it start reading the next files' first stripe units, held in pf_held
+	 * (a winode reference each) until their open or CLIENT_PF_HELD_MS. */
+	uint64_t *pf_order;
+	uint64_t pf_next_pos, pf_last_pos, pf_ahead_to;
+	struct { struct winode *wi; uint64_t pos, at_ms; } pf_held[CLIENT_PF_HELD];
+	int pf_nheld;
 
 	/* acknowledged mutations not yet synced at meta, for a replay (replay.c) */
 	pthread_mutex_t kept_lock;
@@ -142,6 +154,7 @@ struct weft_client {
 /* A regular file as a READDIRPLUS entry showed it, with a short-lived read capability:
  * an open for reading starts reading its first stripe unit with the OPEN (prefetch.c). */
 #define CLIENT_PF_SLOTS 8192
+
 struct client_pf {
 	uint64_t ino;             /* 0: empty slot */
 	struct weft_attr attr;
@@ -154,6 +167,7 @@ struct client_pf {
 	 * listed it (meta checked read access for them). */
 	uint8_t written0;
 	bool cached;              /* the kernel may hold its pages: no early read */
+	uint64_t pos;             /* in listing order (pf_order) */
 	uint64_t lease_until_ms, gen, agen;
 	uint32_t uid, gid;
 	uint64_t groups_hash;
@@ -226,6 +240,7 @@ struct winode {
 	 * went to the stores, and reads and writes wait in client_winode_lock_ready until
 	 * meta says the migration is over, then go on with the layout meta gives. */
 	bool frozen;
+	bool pf_held;             /* read ahead in listing order, not opened yet (pf_lock) */
 	/* Created asynchronously (acreate.c): until meta answered, no layout nor capability
 	 * (client_acreate_settle waits on cond); acreate_err: meta refused it. */
 	bool acreate_pending;
@@ -695,6 +710,14 @@ int client_data_fsync(struct weft_client *c, uint64_t ino, const struct weft_lay
 /* Remembers a READDIRPLUS entry that carries a layout and a read capability. */
 void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
 		    const struct client_dirwalk *dw);
+/* Allocates and frees the table (session.c). client_pf_drop_held gives back the files
+ * read ahead in listing order (before the loop stops). */
+int client_pf_init(struct weft_client *c);
+void client_pf_drop_held(struct weft_client *c);
+void client_pf_free(struct weft_client *c);
+/* Gives back ino's winode if it is held, read ahead in listing order: an open that
+ * asks meta makes its winode from meta's answer. */
+void client_pf_unhold_ino(struct weft_client *c, uint64_t ino);
 /* Forgets ino's entry: this client is about to change the file. */
 void client_pf_forget(struct weft_client *c, uint64_t ino);
 /* An open for reading of ino answered here, without waiting for meta: when ino's entry

@@ -652,6 +652,7 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	int rc = client_open_local(c, cr, ino, flags, out, attr);
 	if (rc <= 0)
 		return rc;
+	client_pf_unhold_ino(c, ino);
 	client_settle_ino(c, ino); /* meta checks the open by what this client showed */
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;

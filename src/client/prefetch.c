@@ -20,6 +20,7 @@
  * Threads: any but the loop thread; pf_lock guards the table. */
 #include "client/client_int.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,8 @@ void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
 	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
 	e->written0 = d->written0;
 	e->cached = false;
+	e->pos = ++c->pf_next_pos;
+	c->pf_order[e->pos % CLIENT_PF_ORDER] = d->ino;
 	/* the lease ran from before the request left: the same margin as lease.c's */
 	e->lease_until_ms = d->lease && dw->cr ? now + d->lease - d->lease / 10 : 0;
 	e->gen = dw->gen;
@@ -214,6 +217,191 @@ static bool local_ok(struct weft_client *c, const struct client_pf *e, const str
 	       cap->expiry_ms >= auth_realtime_ms() + PF_MARGIN_MS;
 }
 
+/* ---- files read ahead in listing order ----
+ *
+ * find | xargs cat, tar c, cp -r and rsync open a directory's files in the order a
+ * listing gave them. Two opens answered here at consecutive positions of the listing
+ * order make a sequence: the first stripe units of the next PF_AHEAD files are read then,
+ * each into a winode of its own held here (not open; CLIENT_PF_HELD at most, for
+ * CLIENT_PF_HELD_MS), under the same conditions as an open answered here, so that their
+ * opens find the bytes come. An open of a held file takes its winode if the entry is
+ * still the one it was read from and no recall of the file came since the listing;
+ * a recall before that drops the read bytes (lease.c, drop_data). */
+#define PF_AHEAD 8
+#define CLIENT_PF_HELD_MS 3000
+
+int client_pf_init(struct weft_client *c)
+{
+	c->pf = calloc(CLIENT_PF_SLOTS, sizeof(*c->pf));
+	c->pf_order = calloc(CLIENT_PF_ORDER, sizeof(*c->pf_order));
+	if (!c->pf || !c->pf_order) {
+		client_pf_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void client_pf_free(struct weft_client *c)
+{
+	free(c->pf);
+	free(c->pf_order);
+	c->pf = NULL;
+	c->pf_order = NULL;
+}
+
+/* Takes slot i out of the held list (pf_lock held); returns its winode. */
+static struct winode *held_take(struct weft_client *c, int i)
+{
+	struct winode *wi = c->pf_held[i].wi;
+	wi->pf_held = false;
+	c->pf_held[i] = c->pf_held[--c->pf_nheld];
+	return wi;
+}
+
+void client_pf_drop_held(struct weft_client *c)
+{
+	if (!c->pf)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&c->pf_lock);
+		struct winode *wi = c->pf_nheld ? held_take(c, 0) : NULL;
+		pthread_mutex_unlock(&c->pf_lock);
+		if (!wi)
+			return;
+		client_winode_put(c, wi);
+	}
+}
+
+/* Whether wi is held: HELD_NOT, HELD_MINE (read ahead from the entry at pos; taken
+ * out of the list, its reference now the caller's) or HELD_OLD (from an older entry:
+ * given back, the caller's own reference aside). */
+enum { HELD_NOT, HELD_MINE, HELD_OLD };
+
+static int pf_unhold(struct weft_client *c, struct winode *wi, uint64_t pos)
+{
+	struct winode *drop = NULL;
+	int r = HELD_NOT;
+	pthread_mutex_lock(&c->pf_lock);
+	for (int i = 0; wi->pf_held && i < c->pf_nheld; i++) {
+		if (c->pf_held[i].wi != wi)
+			continue;
+		r = c->pf_held[i].pos == pos ? HELD_MINE : HELD_OLD;
+		drop = held_take(c, i);
+		break;
+	}
+	pthread_mutex_unlock(&c->pf_lock);
+	if (r == HELD_OLD)
+		client_winode_put(c, drop);
+	return r;
+}
+
+void client_pf_unhold_ino(struct weft_client *c, uint64_t ino)
+{
+	struct winode *wi;
+	if (!c->pf || !(wi = client_winode_find(c, ino)))
+		return;
+	if (pf_unhold(c, wi, 0) == HELD_MINE) /* (pos 0 is no entry's) */
+		client_winode_put(c, wi);
+	client_winode_put(c, wi);
+}
+
+/* Holds wi, read ahead from the entry at pos; the oldest goes if the list is full. */
+static void pf_hold(struct weft_client *c, struct winode *wi, uint64_t pos, uint64_t now)
+{
+	struct winode *drop = NULL;
+	pthread_mutex_lock(&c->pf_lock);
+	if (c->pf_nheld == CLIENT_PF_HELD) {
+		int old = 0;
+		for (int i = 1; i < c->pf_nheld; i++)
+			if (c->pf_held[i].at_ms < c->pf_held[old].at_ms)
+				old = i;
+		drop = held_take(c, old);
+	}
+	wi->pf_held = true;
+	c->pf_held[c->pf_nheld++] = (typeof(c->pf_held[0])){wi, pos, now};
+	pthread_mutex_unlock(&c->pf_lock);
+	if (drop)
+		client_winode_put(c, drop);
+}
+
+/* Starts reading the file at entry e ahead of its open, for cr, if an open answered here
+ * could take it. */
+static void pf_read_ahead(struct weft_client *c, const struct weft_cred *cr,
+			  struct client_pf *e, uint64_t sid, uint64_t now)
+{
+	struct weft_cap cap;
+	auth_cap_parse(e->cap, &cap);
+	if (e->attr.size == 0 || !local_ok(c, e, cr, now, &cap) || cap.session != sid ||
+	    client_recalled_since(c, e->ino, e->gen))
+		return;
+	if (e->layout.stripe_unit == 0)
+		e->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	struct winode *wi = client_winode_find(c, e->ino);
+	if (wi) { /* read ahead from an older listing: read again from this one */
+		int held = pf_unhold(c, wi, e->pos);
+		if (held == HELD_MINE)
+			pf_hold(c, wi, e->pos, now); /* (not expected: ahead_to passed it) */
+		else
+			client_winode_put(c, wi);
+		if (held != HELD_OLD)
+			return;
+	}
+	if (!(wi = client_winode_get(c, &e->attr, &e->layout)))
+		return;
+	pthread_mutex_lock(&c->inodes_lock);
+	bool alone = wi->refs == 1 && wi->opens == 0;
+	pthread_mutex_unlock(&c->inodes_lock);
+	bool started = false;
+	if (alone) {
+		client_cap_note(wi, e->cap);
+		__atomic_fetch_or(&wi->written[0], e->written0, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&wi->lock);
+		started = !wi->frozen && !wi->writers && client_ra_first(c, wi);
+		pthread_mutex_unlock(&wi->lock);
+	}
+	if (!started) {
+		client_winode_put(c, wi);
+		return;
+	}
+	stats_add(STATS_OPEN_AHEAD_READS, 1);
+	pf_hold(c, wi, e->pos, now);
+}
+
+/* An open answered here at listing position pos: the next files in the listing are read
+ * ahead if it followed the one before; held files past their time go. */
+static void pf_ahead(struct weft_client *c, const struct weft_cred *cr, uint64_t pos,
+		     uint64_t sid)
+{
+	struct client_pf next[PF_AHEAD];
+	int n = 0;
+	struct winode *old[CLIENT_PF_HELD];
+	int nold = 0;
+	uint64_t now = loop_now_ms();
+	pthread_mutex_lock(&c->pf_lock);
+	for (int i = 0; i < c->pf_nheld;)
+		if (c->pf_held[i].at_ms + CLIENT_PF_HELD_MS < now)
+			old[nold++] = held_take(c, i);
+		else
+			i++;
+	bool seq = pos == c->pf_last_pos + 1;
+	c->pf_last_pos = pos;
+	uint64_t from = pos + 1 > c->pf_ahead_to + 1 ? pos + 1 : c->pf_ahead_to + 1;
+	if (!seq)
+		from = pos + PF_AHEAD + 1; /* nothing */
+	for (uint64_t q = from; q <= pos + PF_AHEAD && q <= c->pf_next_pos; q++) {
+		uint64_t ino = c->pf_order[q % CLIENT_PF_ORDER];
+		const struct client_pf *e = &c->pf[ino % CLIENT_PF_SLOTS];
+		if (ino && e->ino == ino && e->pos == q && !e->cached)
+			next[n++] = *e;
+		c->pf_ahead_to = q;
+	}
+	pthread_mutex_unlock(&c->pf_lock);
+	for (int i = 0; i < nold; i++)
+		client_winode_put(c, old[i]);
+	for (int i = 0; i < n; i++)
+		pf_read_ahead(c, cr, &next[i], sid, now);
+}
+
 int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		      int flags, struct weft_file **out, struct weft_attr *attr)
 {
@@ -234,21 +422,36 @@ int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_
 		return 1;
 	if (e.layout.stripe_unit == 0)
 		e.layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
+	/* read ahead from this listing: its reference becomes the open's; else a winode
+	 * here means open or busy here, and meta's answer covers what this client did */
+	bool ahead = false;
 	struct winode *wi = client_winode_find(c, ino);
-	if (wi) { /* open or busy here: meta's answer also covers what this client did */
-		client_winode_put(c, wi);
-		return 1;
+	if (wi) {
+		int held = pf_unhold(c, wi, e.pos);
+		ahead = held == HELD_MINE;
+		client_winode_put(c, wi); /* find's; a held one's stays */
+		if (held == HELD_NOT)
+			return 1;
+		if (held == HELD_OLD)
+			wi = NULL; /* given back: a winode of its own, as if none was held */
 	}
 	struct weft_file *f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		if (wi)
+			client_winode_put(c, wi);
 		return 1;
+	}
 	/* as open_call: a session renewal reclaims exactly the opens counted here */
 	pthread_rwlock_rdlock(&c->sess_lock);
 	uint64_t sid = c->session;
 	pthread_rwlock_rdlock(&c->lopen_lock);
 	bool alone = false;
-	if (cap.session == sid && !client_recalled_since(c, ino, e.gen) &&
-	    (f->wi = client_winode_get(c, &e.attr, &e.layout))) {
+	if (wi && (cap.session != sid || client_recalled_since(c, ino, e.gen))) {
+		client_winode_put(c, wi);
+		wi = NULL;
+		ahead = false;
+	} else if (cap.session == sid && !client_recalled_since(c, ino, e.gen) &&
+		   (f->wi = wi ? wi : client_winode_get(c, &e.attr, &e.layout))) {
 		pthread_mutex_lock(&c->inodes_lock);
 		if ((alone = f->wi->refs == 1 && f->wi->opens == 0))
 			f->wi->opens++;
@@ -280,15 +483,18 @@ int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_
 	 * first READ follows at once */
 	bool started = false;
 	pthread_mutex_lock(&f->wi->lock);
-	if (!e.cached && (started = client_ra_first(c, f->wi)))
+	if (ahead || (!e.cached && (started = client_ra_first(c, f->wi))))
 		client_ra_first_confirm(c, f->wi);
 	pthread_mutex_unlock(&f->wi->lock);
 	if (started) {
 		stats_add(STATS_OPEN_PREFETCH_STARTED, 1);
 		stats_add(STATS_OPEN_PREFETCH_KEPT, 1);
 	}
+	if (ahead)
+		stats_add(STATS_OPEN_AHEAD_HITS, 1);
 	stats_add(STATS_OPEN_LOCAL, 1);
 	*attr = e.attr;
 	*out = f;
+	pf_ahead(c, cr, e.pos, sid);
 	return 0;
 }

@@ -652,8 +652,8 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	c->inodes_cap = 1024;
 	c->inodes = calloc(c->inodes_cap, sizeof(*c->inodes));
 	/* an open's first stripe unit read with it (prefetch.c): a kind of readahead */
-	if (c->readahead_units && !o->open_prefetch_off)
-		c->pf = calloc(CLIENT_PF_SLOTS, sizeof(*c->pf));
+	if (c->readahead_units && !o->open_prefetch_off && client_pf_init(c))
+		c->pf = NULL;
 	c->local_open = !o->local_open_off;
 	pthread_rwlock_init(&c->lopen_lock, NULL);
 	err = loop_new(&c->loop);
@@ -734,7 +734,7 @@ fail_rpc:
 fail_loop:
 	loop_free(c->loop);
 fail_free:
-	free(c->pf);
+	client_pf_free(c);
 	free(c->inodes);
 	free(c);
 	return err;
@@ -763,6 +763,7 @@ void weft_client_close(struct weft_client *c)
 	pthread_mutex_unlock(&c->beat_lock);
 	pthread_join(c->beat_thread, NULL);
 	client_acreate_stop(c); /* what it posted, answered */
+	client_pf_drop_held(c);
 	client_wbattr_flush_all(c, false); /* handles still open at the end (wbattr.c) */
 	/* an unmount is durable: what meta answered lazily (EXTEND at close, buffered
 	 * attributes) is synced before the session ends */
@@ -780,7 +781,7 @@ void weft_client_close(struct weft_client *c)
 	chaincache_free(c->cc);
 	rpc_free(c->meta);
 	loop_free(c->loop);
-	free(c->pf);
+	client_pf_free(c);
 	client_replay_free(c);
 	free(c->dirattr);
 	free(c->inodes);

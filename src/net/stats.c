@@ -179,6 +179,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_OPEN_PREFETCH_DROPPED] = "open_prefetch_dropped",
 		[STATS_OPEN_LOCAL] = "open_local",
 		[STATS_OPEN_LOCAL_REFUSED] = "open_local_refused",
+		[STATS_OPEN_AHEAD_READS] = "open_ahead_reads",
+		[STATS_OPEN_AHEAD_HITS] = "open_ahead_hits",
 		[STATS_DIR_AHEAD_FETCHED] = "dir_ahead_fetched",
 		[STATS_DIR_AHEAD_HITS] = "dir_ahead_hits",
 		[STATS_ASYNC_CREATES] = "async_creates",

@@ -50,6 +50,8 @@ enum stats_counter {
 	STATS_OPEN_PREFETCH_DROPPED, /* ... dropped unseen (open refused, or file changed) */
 	STATS_OPEN_LOCAL,            /* opens for reading answered by the mount (prefetch.c) */
 	STATS_OPEN_LOCAL_REFUSED,    /* ... that meta refused afterwards */
+	STATS_OPEN_AHEAD_READS,      /* files read ahead in listing order (prefetch.c) */
+	STATS_OPEN_AHEAD_HITS,       /* ... whose open took the read */
 	STATS_DIR_AHEAD_FETCHED,     /* subdirectory listings read ahead and kept */
 	STATS_DIR_AHEAD_HITS,        /* listings answered from them */
 	STATS_ASYNC_CREATES,         /* creates answered by the mount, sent behind (acreate.c) */

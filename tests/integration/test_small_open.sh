@@ -25,17 +25,19 @@ head -c $((256 << 10)) /dev/urandom >"$T/mid"; cp "$T/mid" "$MNT/d/mid"
 head -c $((2500 << 10)) /dev/urandom >"$T/big"; cp "$T/big" "$MNT/d/big" # 3 stripe units
 sync
 sleep 1
-l0=$(mcount open_local "$A") s0=$(mcount open_prefetch_started "$A")
+l0=$(mcount open_local "$A") s0=$(mcount open_prefetch_started "$A") h0=$(mcount open_ahead_hits "$A")
 echo 3 >/proc/sys/vm/drop_caches
 find "$MNT/d" -type f -print0 | xargs -0 cat >/dev/null # listing, then the opens
-l1=$(mcount open_local "$A") s1=$(mcount open_prefetch_started "$A")
+l1=$(mcount open_local "$A") s1=$(mcount open_prefetch_started "$A") h1=$(mcount open_ahead_hits "$A")
 [ $((l1 - l0)) -ge 40 ] || fail "expected >= 40 opens answered by the mount, counted $((l1 - l0))"
-[ $((s1 - s0)) -ge 40 ] || fail "expected >= 40 opens with the first stripe unit read at once, counted $((s1 - s0))"
+# the first opens read with the open; once they follow the listing, the next files ahead
+[ $((h1 - h0)) -ge 30 ] || fail "expected >= 30 opens to find their file read ahead in listing order, counted $((h1 - h0))"
+[ $((s1 - s0 + h1 - h0)) -ge 40 ] || fail "expected >= 40 opens with the first stripe unit read early, counted $((s1 - s0 + h1 - h0))"
 for f in $(seq 40) mid big; do
 	n=$f; [ "$f" = mid ] || [ "$f" = big ] || n=f$f
 	cmp -s "$MNT/d/$n" "$T/$n" || fail "$n read back wrong after a listing"
 done
-ok "$((l1 - l0)) opens answered by the mount under the listing's leases, their first stripe unit read at once; every byte right"
+ok "$((l1 - l0)) opens answered by the mount under the listing's leases, $((h1 - h0)) of them read ahead in listing order; every byte right"
 # another user than the lister: meta's answer (the listing's access check was the lister's)
 echo 3 >/proc/sys/vm/drop_caches
 ls -l "$MNT/d" >/dev/null
@@ -92,6 +94,24 @@ cat <&3 >"$T/held.read" || fail "reading held after B unlinked it"
 exec 3<&-
 tail -c +4097 "$T/held" | cmp -s - "$T/held.read" || fail "held read back wrong after B unlinked it"
 ok "a file opened by the mount alone and unlinked through B: A reads all of it"
+
+# --- a file read ahead in listing order and changed through B before its open: the
+# recall drops what was read; the open reads the new bytes
+chmod 666 "$MNT"/d/f[0-9] "$MNT"/d/f1[0-9] # before the listing: A's own change
+"$WEFT" sync "$MNT" # the new modes at meta (A buffered them: wbattr)
+echo 3 >/proc/sys/vm/drop_caches
+ls -l "$MNT/d" >/dev/null
+r0=$(mcount open_ahead_reads "$A") h0=$(mcount open_ahead_hits "$A")
+cat "$MNT/d/f1" "$MNT/d/f2" "$MNT/d/f3" >/dev/null # in listing order: f4... read ahead
+r1=$(mcount open_ahead_reads "$A")
+[ $((r1 - r0)) -ge 4 ] || fail "no files read ahead after three opens in listing order ($((r1 - r0)))"
+head -c "$(stat -c %s "$T/f6")" /dev/urandom >"$T/f6.new"
+cp "$T/f6.new" "$B/d/f6" # nobody on B may write it: mode 0666
+for f in f4 f5 f7; do cmp -s "$MNT/d/$f" "$T/$f" || fail "$f read back wrong after read-ahead"; done
+cmp -s "$MNT/d/f6" "$T/f6.new" || fail "A read f6 as it was read ahead, before B changed it"
+h1=$(mcount open_ahead_hits "$A")
+[ $((h1 - h0)) -ge 4 ] || fail "opens of files read ahead did not take the reads ($((h1 - h0)))"
+ok "files read ahead in listing order ($((r1 - r0)) reads, $((h1 - h0)) taken); one changed through B meanwhile is read as it is now"
 
 # --- permission revoked between the listing and the open: EACCES, no data
 printf 'XYZZY private bytes\n' >"$MNT/d/secret"
