@@ -54,14 +54,21 @@ void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
 	uint64_t now = loop_now_ms();
 	pthread_mutex_lock(&c->pf_lock);
 	struct client_pf *e = &c->pf[d->ino % CLIENT_PF_SLOTS];
+	/* listed again as it was (the kernel reads a listing in pieces, each a READDIR
+	 * from its cookie; or a second pass): its place in the listing order stays */
+	bool same = e->ino == d->ino && e->pos && e->attr.size == d->attr.size &&
+		    e->attr.mtime_ns == d->attr.mtime_ns && e->attr.ctime_ns == d->attr.ctime_ns &&
+		    c->pf_order[e->pos % CLIENT_PF_ORDER] == d->ino;
 	e->ino = d->ino;
 	e->attr = d->attr;
 	e->layout = d->layout;
 	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
 	e->written0 = d->written0;
 	e->cached = false;
-	e->pos = ++c->pf_next_pos;
-	c->pf_order[e->pos % CLIENT_PF_ORDER] = d->ino;
+	if (!same) {
+		e->pos = ++c->pf_next_pos;
+		c->pf_order[e->pos % CLIENT_PF_ORDER] = d->ino;
+	}
 	/* the lease ran from before the request left: the same margin as lease.c's */
 	e->lease_until_ms = d->lease && dw->cr ? now + d->lease - d->lease / 10 : 0;
 	e->gen = dw->gen;
@@ -385,9 +392,9 @@ static void pf_ahead(struct weft_client *c, const struct weft_cred *cr, uint64_t
 			i++;
 	bool seq = pos == c->pf_last_pos + 1;
 	c->pf_last_pos = pos;
-	uint64_t from = pos + 1 > c->pf_ahead_to + 1 ? pos + 1 : c->pf_ahead_to + 1;
 	if (!seq)
-		from = pos + PF_AHEAD + 1; /* nothing */
+		c->pf_ahead_to = pos; /* a new sequence starts here, if one follows */
+	uint64_t from = seq ? (pos > c->pf_ahead_to ? pos : c->pf_ahead_to) + 1 : pos + PF_AHEAD + 1;
 	for (uint64_t q = from; q <= pos + PF_AHEAD && q <= c->pf_next_pos; q++) {
 		uint64_t ino = c->pf_order[q % CLIENT_PF_ORDER];
 		const struct client_pf *e = &c->pf[ino % CLIENT_PF_SLOTS];
