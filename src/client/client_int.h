@@ -714,6 +714,9 @@ void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
  * read ahead in listing order (before the loop stops). */
 int client_pf_init(struct weft_client *c);
 void client_pf_drop_held(struct weft_client *c);
+/* Gives back the files read ahead longer ago than they are kept (the heartbeat's
+ * thread calls it too, so an idle mount keeps none). */
+void client_pf_expire(struct weft_client *c);
 void client_pf_free(struct weft_client *c);
 /* Gives back ino's winode if it is held, read ahead in listing order: an open that
  * asks meta makes its winode from meta's answer. */

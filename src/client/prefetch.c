@@ -279,6 +279,24 @@ void client_pf_drop_held(struct weft_client *c)
 	}
 }
 
+void client_pf_expire(struct weft_client *c)
+{
+	if (!c->pf)
+		return;
+	struct winode *old[CLIENT_PF_HELD];
+	int nold = 0;
+	uint64_t now = loop_now_ms();
+	pthread_mutex_lock(&c->pf_lock);
+	for (int i = 0; i < c->pf_nheld;)
+		if (c->pf_held[i].at_ms + CLIENT_PF_HELD_MS < now)
+			old[nold++] = held_take(c, i);
+		else
+			i++;
+	pthread_mutex_unlock(&c->pf_lock);
+	for (int i = 0; i < nold; i++)
+		client_winode_put(c, old[i]);
+}
+
 /* Whether wi is held: HELD_NOT, HELD_MINE (read ahead from the entry at pos; taken
  * out of the list, its reference now the caller's) or HELD_OLD (from an older entry:
  * given back, the caller's own reference aside). */
@@ -347,9 +365,8 @@ static void pf_read_ahead(struct weft_client *c, const struct weft_cred *cr,
 	if (wi) { /* read ahead from an older listing: read again from this one */
 		int held = pf_unhold(c, wi, e->pos);
 		if (held == HELD_MINE)
-			pf_hold(c, wi, e->pos, now); /* (not expected: ahead_to passed it) */
-		else
-			client_winode_put(c, wi);
+			pf_hold(c, wi, e->pos, now); /* read ahead already: stays held */
+		client_winode_put(c, wi); /* find's */
 		if (held != HELD_OLD)
 			return;
 	}
@@ -381,15 +398,9 @@ static void pf_ahead(struct weft_client *c, const struct weft_cred *cr, uint64_t
 {
 	struct client_pf next[PF_AHEAD];
 	int n = 0;
-	struct winode *old[CLIENT_PF_HELD];
-	int nold = 0;
 	uint64_t now = loop_now_ms();
+	client_pf_expire(c);
 	pthread_mutex_lock(&c->pf_lock);
-	for (int i = 0; i < c->pf_nheld;)
-		if (c->pf_held[i].at_ms + CLIENT_PF_HELD_MS < now)
-			old[nold++] = held_take(c, i);
-		else
-			i++;
 	bool seq = pos == c->pf_last_pos + 1;
 	c->pf_last_pos = pos;
 	if (!seq)
@@ -403,8 +414,6 @@ static void pf_ahead(struct weft_client *c, const struct weft_cred *cr, uint64_t
 		c->pf_ahead_to = q;
 	}
 	pthread_mutex_unlock(&c->pf_lock);
-	for (int i = 0; i < nold; i++)
-		client_winode_put(c, old[i]);
 	for (int i = 0; i < n; i++)
 		pf_read_ahead(c, cr, &next[i], sid, now);
 }

@@ -571,6 +571,7 @@ static void *beat_main(void *arg)
 		pthread_mutex_unlock(&c->beat_lock);
 		if (due) {
 			beat(c);
+			client_pf_expire(c);
 			clock_gettime(CLOCK_REALTIME, &next);
 			add_ms(&next, period);
 		}

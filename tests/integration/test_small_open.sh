@@ -101,10 +101,11 @@ chmod 666 "$MNT"/d/f[0-9] "$MNT"/d/f1[0-9] # before the listing: A's own change
 "$WEFT" sync "$MNT" # the new modes at meta (A buffered them: wbattr)
 echo 3 >/proc/sys/vm/drop_caches
 ls -l "$MNT/d" >/dev/null
-r0=$(mcount open_ahead_reads "$A") h0=$(mcount open_ahead_hits "$A")
+r0=$(mcount open_ahead_reads "$A") h0=$(mcount open_ahead_hits "$A") l0=$(mcount open_local "$A")
 cat "$MNT/d/f1" "$MNT/d/f2" "$MNT/d/f3" >/dev/null # in listing order: f4... read ahead
-r1=$(mcount open_ahead_reads "$A")
-[ $((r1 - r0)) -ge 4 ] || fail "no files read ahead after three opens in listing order ($((r1 - r0)))"
+r1=$(mcount open_ahead_reads "$A") l1=$(mcount open_local "$A")
+[ $((r1 - r0)) -ge 4 ] ||
+	fail "no files read ahead after three opens in listing order ($((r1 - r0)); $((l1 - l0)) of the opens answered by the mount)"
 head -c "$(stat -c %s "$T/f6")" /dev/urandom >"$T/f6.new"
 cp "$T/f6.new" "$B/d/f6" # nobody on B may write it: mode 0666
 for f in f4 f5 f7; do cmp -s "$MNT/d/$f" "$T/$f" || fail "$f read back wrong after read-ahead"; done
@@ -145,6 +146,16 @@ done
 d1=$(mcount open_prefetch_dropped "$BA")
 [ $((d1 - d0)) -ge 4 ] || fail "$((d1 - d0)) early reads dropped for the 4 changed files"
 ok "files changed through A after B's listing: B reads the new bytes ($((d1 - d0)) early reads dropped)"
+
+# files read ahead and never opened are given back (3 s, the heartbeat checks): nothing
+# of A's pagepool stays in use once every file is closed
+for n in $(seq 100); do
+	used=$(curl -s "http://$(cat "$A")/metrics" | awk '/^weft_pagepool_used_bytes/ {print $NF}')
+	[ "${used:-x}" = 0 ] && break
+	sleep 0.1
+done
+[ "${used:-x}" = 0 ] || fail "A's pagepool holds ${used:-?} bytes 10 s after its last file closed"
+ok "reads ahead nobody opened are given back"
 
 umount "$B"
 check_logs
