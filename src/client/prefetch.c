@@ -203,10 +203,11 @@ static void open_behind_done(void *arg, int status, struct frame *reply)
 	frame_free(reply);
 	if (status == 0)
 		return;
-	/* the file went between the check and meta's turn (an unlink by another mount
-	 * that did not wait for this one's lease): its reads fail as they would after it */
+	/* not counted at meta: the file went between the check and meta's turn (an
+	 * unlink by another mount that did not wait for this one's lease), or the
+	 * connection did; reads of it fail as reads of a removed file do */
 	stats_add(STATS_OPEN_LOCAL_REFUSED, 1);
-	log_info("open of inode %llu answered here: meta refused it afterwards: %s",
+	log_info("open of inode %llu answered by this mount: the OPEN sent behind it failed: %s",
 		 (unsigned long long)(uintptr_t)arg, weft_strerror(status));
 }
 

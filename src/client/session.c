@@ -656,7 +656,12 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	if (c->readahead_units && !o->open_prefetch_off && client_pf_init(c))
 		c->pf = NULL;
 	c->local_open = !o->local_open_off;
-	pthread_rwlock_init(&c->lopen_lock, NULL);
+	/* writer first: a stream of opens must not keep a recall's answer waiting */
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&c->lopen_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	err = loop_new(&c->loop);
 	if (err || !c->inodes || (c->readahead_units && !o->open_prefetch_off && !c->pf)) {
 		snprintf(errbuf, errlen, "out of memory");

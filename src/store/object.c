@@ -236,7 +236,7 @@ static int sync_dirs(struct store_objs *s, int xx)
 		if (!(s->xx_dirty[i / 8] & (1u << (i % 8))))
 			continue;
 		char d1[3];
-		snprintf(d1, sizeof(d1), "%02x", (unsigned)i);
+		snprintf(d1, sizeof(d1), "%02x", (unsigned)i & 0xffu); /* i < 256 */
 		rc = store_obj_fsync_dirat(s->root_fd, d1);
 		if (rc == 0)
 			s->xx_dirty[i / 8] &= (uint8_t)~(1u << (i % 8));
