@@ -558,8 +558,6 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 {
 	uint64_t gen = client_recall_gen(c), sid = 0;
 	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
-	if ((flags & O_ACCMODE) != O_RDONLY && op == WEFT_OP_OPEN)
-		client_pf_forget(c, ((struct weft_msg_open *)msg)->ino); /* it will change */
 	uint8_t written[WEFT_WRITTEN_MAX];
 	uint32_t wlen = 0;
 	int err = client_open_rpc(c, op, msg, o, written, &wlen, &sid);
@@ -653,6 +651,8 @@ int weft_file_open(struct weft_client *c, const struct weft_cred *cr, uint64_t i
 	if (rc <= 0)
 		return rc;
 	client_pf_unhold_ino(c, ino);
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		client_pf_forget(c, ino); /* it will change */
 	client_settle_ino(c, ino); /* meta checks the open by what this client showed */
 	struct weft_msg_open m = {.cred = *cr, .ino = ino, .flags = (uint32_t)flags};
 	struct weft_msg_opened o;

@@ -62,6 +62,8 @@ void client_pf_note(struct weft_client *c, const struct weft_dirent *d,
 	e->ino = d->ino;
 	e->attr = d->attr;
 	e->layout = d->layout;
+	if (e->layout.stripe_unit == 0)
+		e->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
 	memcpy(e->cap, d->cap, WEFT_CAP_LEN);
 	e->written0 = d->written0;
 	e->cached = false;
@@ -119,6 +121,37 @@ static bool pf_take(struct weft_client *c, uint64_t ino, struct client_pf *out)
 	return found;
 }
 
+/* A winode of its own made from entry e, with the read of its first stripe unit
+ * started (written0: the stripes known written), or NULL: the file is open or in use
+ * here (its readahead and the kernel's pages serve it), or nothing could start. */
+static struct winode *first_read(struct weft_client *c, const struct client_pf *e,
+				 uint8_t written0)
+{
+	struct winode *wi = client_winode_find(c, e->ino);
+	if (wi) {
+		client_winode_put(c, wi);
+		return NULL;
+	}
+	if (!(wi = client_winode_get(c, &e->attr, &e->layout)))
+		return NULL;
+	pthread_mutex_lock(&c->inodes_lock);
+	bool alone = wi->refs == 1 && wi->opens == 0;
+	pthread_mutex_unlock(&c->inodes_lock);
+	bool started = false;
+	if (alone) {
+		client_cap_note(wi, e->cap);
+		__atomic_fetch_or(&wi->written[0], written0, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&wi->lock);
+		started = !wi->frozen && !wi->writers && client_ra_first(c, wi);
+		pthread_mutex_unlock(&wi->lock);
+	}
+	if (!started) {
+		client_winode_put(c, wi);
+		return NULL;
+	}
+	return wi;
+}
+
 struct winode *client_pf_start(struct weft_client *c, uint64_t ino, int flags,
 			       struct client_pf *pf)
 {
@@ -132,30 +165,9 @@ struct winode *client_pf_start(struct weft_client *c, uint64_t ino, int flags,
 	if (cap.ino != ino || cap.session != sid || !(cap.rights & WEFT_CAP_READ) ||
 	    cap.expiry_ms < auth_realtime_ms() + PF_MARGIN_MS || pf->attr.size == 0)
 		return NULL;
-	if (pf->layout.stripe_unit == 0)
-		pf->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
-	struct winode *wi = client_winode_find(c, ino);
-	if (wi) { /* open here already: its readahead and the kernel's pages serve it */
-		client_winode_put(c, wi);
-		return NULL;
-	}
-	if (!(wi = client_winode_get(c, &pf->attr, &pf->layout)))
-		return NULL;
-	pthread_mutex_lock(&c->inodes_lock);
-	bool alone = wi->refs == 1 && wi->opens == 0;
-	pthread_mutex_unlock(&c->inodes_lock);
-	bool started = false;
-	if (alone) {
-		client_cap_note(wi, pf->cap);
-		pthread_mutex_lock(&wi->lock);
-		started = !wi->frozen && !wi->writers && client_ra_first(c, wi);
-		pthread_mutex_unlock(&wi->lock);
-	}
-	if (!started) {
-		client_winode_put(c, wi);
-		return NULL;
-	}
-	stats_add(STATS_OPEN_PREFETCH_STARTED, 1);
+	struct winode *wi = first_read(c, pf, 0); /* stripe 0 written: from the OPEN */
+	if (wi)
+		stats_add(STATS_OPEN_PREFETCH_STARTED, 1);
 	return wi;
 }
 
@@ -215,9 +227,9 @@ static void open_behind_done(void *arg, int status, struct frame *reply)
 static bool local_ok(struct weft_client *c, const struct client_pf *e, const struct weft_cred *cr,
 		     uint64_t now, const struct weft_cap *cap)
 {
-	uint64_t su = e->layout.stripe_unit ? e->layout.stripe_unit : WEFT_STRIPE_UNIT_DEFAULT;
 	/* the entry tells stripes 0-7 written or not: the file's data must lie there */
-	bool in_first_byte = e->layout.stripe_count <= 8 || e->attr.size <= 8 * su;
+	bool in_first_byte = e->layout.stripe_count <= 8 ||
+			     e->attr.size <= 8 * (uint64_t)e->layout.stripe_unit;
 	return e->lease_until_ms > now + LOCAL_OPEN_MARGIN_MS && in_first_byte &&
 	       e->uid == cr->uid && e->gid == cr->gid && e->groups_hash == groups_hash(cr) &&
 	       e->agen == atomic_load(&c->attr_gen) && cap->ino == e->ino &&
@@ -326,8 +338,7 @@ void client_pf_unhold_ino(struct weft_client *c, uint64_t ino)
 	struct winode *wi;
 	if (!c->pf || !(wi = client_winode_find(c, ino)))
 		return;
-	if (pf_unhold(c, wi, 0) == HELD_MINE) /* (pos 0 is no entry's) */
-		client_winode_put(c, wi);
+	pf_unhold(c, wi, 0); /* no entry's position is 0: a held winode is given back */
 	client_winode_put(c, wi);
 }
 
@@ -360,8 +371,6 @@ static void pf_read_ahead(struct weft_client *c, const struct weft_cred *cr,
 	if (e->attr.size == 0 || !local_ok(c, e, cr, now, &cap) || cap.session != sid ||
 	    client_recalled_since(c, e->ino, e->gen))
 		return;
-	if (e->layout.stripe_unit == 0)
-		e->layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
 	struct winode *wi = client_winode_find(c, e->ino);
 	if (wi) { /* read ahead from an older listing: read again from this one */
 		int held = pf_unhold(c, wi, e->pos);
@@ -371,23 +380,8 @@ static void pf_read_ahead(struct weft_client *c, const struct weft_cred *cr,
 		if (held != HELD_OLD)
 			return;
 	}
-	if (!(wi = client_winode_get(c, &e->attr, &e->layout)))
+	if (!(wi = first_read(c, e, e->written0)))
 		return;
-	pthread_mutex_lock(&c->inodes_lock);
-	bool alone = wi->refs == 1 && wi->opens == 0;
-	pthread_mutex_unlock(&c->inodes_lock);
-	bool started = false;
-	if (alone) {
-		client_cap_note(wi, e->cap);
-		__atomic_fetch_or(&wi->written[0], e->written0, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&wi->lock);
-		started = !wi->frozen && !wi->writers && client_ra_first(c, wi);
-		pthread_mutex_unlock(&wi->lock);
-	}
-	if (!started) {
-		client_winode_put(c, wi);
-		return;
-	}
 	stats_add(STATS_OPEN_AHEAD_READS, 1);
 	pf_hold(c, wi, e->pos, now);
 }
@@ -437,8 +431,6 @@ int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_
 	auth_cap_parse(e.cap, &cap);
 	if (!local_ok(c, &e, cr, loop_now_ms(), &cap))
 		return 1;
-	if (e.layout.stripe_unit == 0)
-		e.layout.stripe_unit = WEFT_STRIPE_UNIT_DEFAULT;
 	/* read ahead from this listing: its reference becomes the open's; else a winode
 	 * here means open or busy here, and meta's answer covers what this client did */
 	bool ahead = false;
@@ -463,12 +455,12 @@ int client_open_local(struct weft_client *c, const struct weft_cred *cr, uint64_
 	uint64_t sid = c->session;
 	pthread_rwlock_rdlock(&c->lopen_lock);
 	bool alone = false;
-	if (wi && (cap.session != sid || client_recalled_since(c, ino, e.gen))) {
-		client_winode_put(c, wi);
-		wi = NULL;
-		ahead = false;
-	} else if (cap.session == sid && !client_recalled_since(c, ino, e.gen) &&
-		   (f->wi = wi ? wi : client_winode_get(c, &e.attr, &e.layout))) {
+	bool current = cap.session == sid && !client_recalled_since(c, ino, e.gen);
+	if (current)
+		f->wi = wi ? wi : client_winode_get(c, &e.attr, &e.layout);
+	else if (wi)
+		client_winode_put(c, wi); /* read ahead, now stale */
+	if (f->wi) {
 		pthread_mutex_lock(&c->inodes_lock);
 		if ((alone = f->wi->refs == 1 && f->wi->opens == 0))
 			f->wi->opens++;
