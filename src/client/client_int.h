@@ -472,7 +472,7 @@ int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint6
  * generation before the request) and prefetch capabilities; collects subdirectories
  * (other than . and ..), the shortest lease, the last cookie and the count into dw;
  * calls fn for each entry when fn is set. Returns what fn stopped with, 0, or -EIO. */
-#define CLIENT_DIRWALK_SUBS 16
+#define CLIENT_DIRWALK_SUBS 64
 struct client_dirwalk {
 	bool note;
 	const struct weft_cred *cr;  /* the lister (with note) */

@@ -34,9 +34,10 @@
 #include "net/stats.h"
 
 #define DA_SLOTS 128
-#define DA_QUEUE 64
+#define DA_QUEUE 256
 #define DA_THREADS 2
 #define DA_MAX_BYTES 65536
+#define DA_WAIT_MS 100 /* the longest a listing waits for its fetch under way */
 
 struct da_listing {
 	uint64_t ino;             /* 0: free */
@@ -56,6 +57,7 @@ struct da_job {
 struct client_dirahead {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t done;       /* a fetch ended */
 	struct da_job q[DA_QUEUE];
 	size_t qhead, qn;
 	uint64_t busy[DA_THREADS]; /* directories being fetched */
@@ -96,6 +98,14 @@ static struct da_listing *find(struct client_dirahead *da, uint64_t ino)
 	return NULL;
 }
 
+static bool busy(const struct client_dirahead *da, uint64_t ino)
+{
+	for (int i = 0; i < DA_THREADS; i++)
+		if (da->busy[i] == ino)
+			return true;
+	return false;
+}
+
 static bool listing_valid(struct weft_client *c, const struct da_listing *l)
 {
 	return l->rgen == client_recall_gen(c) && l->agen == atomic_load(&c->attr_gen) &&
@@ -134,6 +144,16 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	if (!da)
 		return 1;
 	pthread_mutex_lock(&da->lock);
+	/* a fetch of it under way is waited for, not sent again: a depth-first walk comes
+	 * to the subdirectory it listed last while its fetch is in flight */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += DA_WAIT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	while (!find(da, ino) && busy(da, ino))
+		if (pthread_cond_timedwait(&da->done, &da->lock, &until) == ETIMEDOUT)
+			break;
 	struct da_listing *l = find(da, ino);
 	if (!l || !same_cred(&l->cred, cr) || !listing_valid(c, l)) {
 		if (l && !listing_valid(c, l))
@@ -210,17 +230,15 @@ static void *fetcher(void *arg)
 		if (da->stopping)
 			break;
 		struct da_job j = da->q[(da->qhead + --da->qn) % DA_QUEUE]; /* the newest */
-		bool dup = false;
-		for (int i = 0; i < DA_THREADS; i++)
-			dup |= da->busy[i] == j.ino;
 		struct da_listing *l = find(da, j.ino);
-		if (dup || (l && listing_valid(c, l)))
+		if (busy(da, j.ino) || (l && listing_valid(c, l)))
 			continue;
 		da->busy[me] = j.ino;
 		pthread_mutex_unlock(&da->lock);
 		fetch(c, j.ino, &j.cred);
 		pthread_mutex_lock(&da->lock);
 		da->busy[me] = 0;
+		pthread_cond_broadcast(&da->done);
 	}
 	pthread_mutex_unlock(&da->lock);
 	return NULL;
@@ -233,6 +251,7 @@ int client_dirahead_start(struct weft_client *c)
 		return -ENOMEM;
 	pthread_mutex_init(&da->lock, NULL);
 	pthread_cond_init(&da->cond, NULL);
+	pthread_cond_init(&da->done, NULL);
 	c->dirahead = da;
 	for (int i = 0; i < DA_THREADS; i++) {
 		da->args[i] = (struct da_arg){c, i};
@@ -261,6 +280,7 @@ void client_dirahead_stop(struct weft_client *c)
 	for (size_t i = 0; i < DA_SLOTS; i++)
 		slot_free(&da->slots[i]);
 	pthread_cond_destroy(&da->cond);
+	pthread_cond_destroy(&da->done);
 	pthread_mutex_destroy(&da->lock);
 	free(da);
 	c->dirahead = NULL;

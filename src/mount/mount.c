@@ -31,6 +31,7 @@
 #include "net/stats.h"
 #include "mount/layout_xattr.h"
 #include "mount/statsfile.h"
+#include "mount/workq.h"
 #include "weft/client.h"
 #include "weft/err.h"
 
@@ -40,6 +41,10 @@ static struct fuse_session *g_se; /* for notifications (blocks_changed) */
 static bool read_only;
 static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
 static uint32_t readahead_kb;
+static bool no_opendir; /* the kernel answers OPENDIR (do_readdir) */
+
+/* Workers that run RELEASEs (workq.h): each waits milliseconds for stores and meta. */
+#define RELEASE_WORKERS 16
 
 /* ---- credentials ---- */
 
@@ -303,14 +308,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * without them costs a LOOKUP round trip at its open or stat (find | xargs cat: one
 	 * file in five) */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
+	no_opendir = !root_squash && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	/* the kernel clears setuid/setgid itself (see kill_priv_of), whatever this says:
 	 * not asking keeps that one path on every kernel */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u (kernel offered %u), "
-		 "capable %#x want %#x", conn->proto_major, conn->proto_minor, conn->max_write,
-		 conn->max_read, conn->max_readahead, offered_ra, conn->capable, conn->want);
+		 "capable %#x want %#x, opendir %s", conn->proto_major, conn->proto_minor,
+		 conn->max_write, conn->max_read, conn->max_readahead, offered_ra, conn->capable,
+		 conn->want, no_opendir ? "answered by the kernel" : "sent");
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -691,11 +698,19 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, sys_err(err));
 }
 
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* RELEASE: the flush a close left behind (weft_file_close) and meta's RELEASE run on a
+ * worker of the mount (workq.h), so the FUSE thread goes back to the kernel at once; the
+ * kernel does not wait for RELEASE, so the answer after the work, and a notify from the
+ * worker, are safe. */
+struct release_job {
+	struct workq_job job;
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct weft_file *f;
+};
+
+static void release_now(fuse_req_t req, fuse_ino_t ino, struct weft_file *f)
 {
-	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
-	/* a flush the close left behind runs here (weft_file_close); the kernel does not
-	 * wait for RELEASE, so a notify from here is safe */
 	int err = weft_file_flush(f);
 	blocks_changed(ino, f);
 	int e2 = weft_file_release(f);
@@ -704,6 +719,25 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		log_warn("release of inode %llu: %s (reported at close)", (unsigned long long)ino,
 			 weft_strerror(err));
 	fuse_reply_err(req, sys_err(err));
+}
+
+static void release_run(struct workq_job *job)
+{
+	struct release_job *r = (struct release_job *)job;
+	release_now(r->req, r->ino, r->f);
+	free(r);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct weft_file *f = (struct weft_file *)(uintptr_t)fi->fh;
+	struct release_job *r = malloc(sizeof(*r));
+	if (!r) {
+		release_now(req, ino, f);
+		return;
+	}
+	*r = (struct release_job){.job.run = release_run, .req = req, .ino = ino, .f = f};
+	workq_push(&r->job);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -762,8 +796,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	fuse_reply_err(req, sys_err(err));
 }
 
-/* Directory handles keep the last batch of entries fetched from meta, so successive
- * readdir calls of one listing cost one round trip per 64 KiB of entries. */
+/* The last batch of entries fetched from meta waits for the kernel's next READDIR of the
+ * listing, so successive readdir calls of one listing cost one round trip per 64 KiB of
+ * entries. It is kept by the directory handle where OPENDIR made one, else (no_opendir,
+ * below) in one of LB_SLOTS slots chosen by the directory's inode number. */
 struct dent {
 	char *name;
 	uint64_t ino, next;
@@ -779,7 +815,25 @@ struct dirh {
 	uint64_t from;     /* cookie the batch started at */
 	bool eof;
 	bool plus;
+	fuse_ino_t ino;    /* a slot's: whose listing, for whom */
+	uint32_t uid, gid;
 };
+
+/* OPENDIR and RELEASEDIR are answered by the kernel (FUSE_CAP_NO_OPENDIR_SUPPORT: this
+ * mount answers the first OPENDIR with ENOSYS) unless root is squashed: the kernel has
+ * already checked the caller's read permission (default_permissions) and meta checks it
+ * again at every READDIR, so a handle carried nothing but the batch. A du of the kernel
+ * tree sent 5,143 OPENDIRs and as many RELEASEDIRs, a fifth of its requests. */
+#define LB_SLOTS 64
+static struct dirh lb_slots[LB_SLOTS];
+
+static void lb_init(void)
+{
+	for (int i = 0; i < LB_SLOTS; i++) {
+		pthread_mutex_init(&lb_slots[i].lock, NULL);
+		lb_slots[i].from = UINT64_MAX;
+	}
+}
 
 static void dirh_clear(struct dirh *d)
 {
@@ -821,6 +875,10 @@ static int collect(void *arg, const struct weft_dirent_out *o)
  * fails at opendir as it would on a local file system. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (no_opendir) {
+		fuse_reply_err(req, ENOSYS); /* the kernel answers every OPENDIR from now on */
+		return;
+	}
 	if (root_squash && fuse_req_ctx(req)->uid == 0) {
 		struct weft_cred cr;
 		struct weft_attr a;
@@ -846,10 +904,31 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
+/* The batch of ino's listing for cr, locked: the handle's, or its slot (emptied when it
+ * holds another listing, or when a listing starts: cookie 0 always asks meta). */
+static struct dirh *batch_of(fuse_ino_t ino, const struct fuse_file_info *fi,
+			     const struct weft_cred *cr, uint64_t cookie)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	if (d) {
+		pthread_mutex_lock(&d->lock);
+		return d;
+	}
+	d = &lb_slots[ino % LB_SLOTS];
+	pthread_mutex_lock(&d->lock);
+	if (d->ino != ino || d->uid != cr->uid || d->gid != cr->gid || cookie == 0) {
+		dirh_clear(d);
+		d->from = UINT64_MAX;
+		d->ino = ino;
+		d->uid = cr->uid;
+		d->gid = cr->gid;
+	}
+	return d;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
-	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	char *buf = malloc(size);
@@ -858,8 +937,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	size_t used = 0;
-	pthread_mutex_lock(&d->lock);
 	uint64_t cookie = (uint64_t)off;
+	struct dirh *d = batch_of(ino, fi, &cr, cookie);
 	for (;;) {
 		/* find cookie in the cached batch: at its start or after one of its entries */
 		size_t i = SIZE_MAX;
@@ -943,6 +1022,10 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	if (!d) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	dirh_clear(d);
 	free(d->ents);
 	pthread_mutex_destroy(&d->lock);
@@ -1234,8 +1317,11 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int idle = ncpu < 2 ? 4 : ncpu > 8 ? 16 : (int)ncpu * 2;
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)idle);
+	lb_init();
+	workq_start(RELEASE_WORKERS);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	workq_stop(); /* releases still queued run now: their flushes, meta's RELEASEs */
 	statsfile_stop();
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);

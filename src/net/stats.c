@@ -136,6 +136,7 @@ static const char *const gauge_names[STATS_GAUGES] = {
 	[STATS_META_RESERVE_BYTES] = "meta_reserve_bytes",
 	[STATS_META_ROOM_BYTES] = "meta_room_bytes",
 	[STATS_META_SPACE_LOW] = "meta_space_low",
+	[STATS_MOUNT_RELEASES_QUEUED] = "mount_releases_queued",
 };
 
 void stats_set_identity(const char *process, const char *node)

@@ -73,6 +73,7 @@ enum stats_gauge {
 	STATS_META_RESERVE_BYTES,    /* meta: reserve file held for deletes (0: released) */
 	STATS_META_ROOM_BYTES,       /* meta: room for growth: disk free + LMDB free pages */
 	STATS_META_SPACE_LOW,        /* meta: 1 while namespace growth is refused (ENOSPC) */
+	STATS_MOUNT_RELEASES_QUEUED, /* a mount: RELEASEs waiting for its workers (workq.c) */
 	STATS_GAUGES
 };
 
