@@ -32,9 +32,13 @@
  * refused at HELLO.
  * 5: ENTRY and OPENED end with dir_lease (the renewal of the caller's lease on the
  * directory the request named); version 4 peers are refused at HELLO (a 4 client would
- * fail to decode every ENTRY reply). */
-#define WEFT_PROTO_MIN    5
-#define WEFT_PROTO_MAX    5
+ * fail to decode every ENTRY reply).
+ * 6: READDIRPLUS entries of kind 2 carry written0 after the capability, and OPEN carries
+ * behind (opens answered by the mount); these came first without a new version, so a
+ * mount and a meta of different builds misread each other. Older peers are refused at
+ * HELLO. */
+#define WEFT_PROTO_MIN    6
+#define WEFT_PROTO_MAX    6
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
