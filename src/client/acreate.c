@@ -46,10 +46,11 @@
 #define ACREATE_DRAIN_MS 3000
 
 struct acreate_job {
-	uint16_t op;                    /* CREATE_OPEN or UNLINK */
+	uint16_t op;                    /* CREATE_OPEN, UNLINK or RMDIR */
 	struct acreate_job *next_q;     /* the send queue */
 	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
 	uint64_t seq, dir;
+	uint64_t child;                 /* RMDIR: the directory it removes */
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
 	char name[WEFT_NAME_MAX + 1];
@@ -159,7 +160,7 @@ void client_acreate_drain(struct weft_client *c, uint64_t dir)
 	for (;;) {
 		bool any = false;
 		for (struct acreate_job *j = a->oldest; j && j->seq <= upto && !any; j = j->next)
-			any = j->dir == dir;
+			any = j->dir == dir || j->child == dir;
 		if (!any)
 			break;
 		if (pthread_cond_timedwait(&a->done, &a->lock, &until) != 0) {
@@ -252,6 +253,7 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 		free(f);
 		return 1;
 	}
+	client_emptied_forget(c, parent); /* a name its listing did not show */
 	struct weft_attr at;
 	fill_attr(j, ino, &at);
 	at.blksize = su;
@@ -375,28 +377,121 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 	job_finish(a, j);
 }
 
-/* Sends j's UNLINK; a refusal puts the name back in the kernel's sight. */
-static void run_unlink(struct weft_client *c, struct acreate_job *j)
+/* Sends j's UNLINK or RMDIR; a refusal puts the name back in the kernel's sight. An
+ * RMDIR first waits for what was posted in the directory it removes: those removals
+ * were taken from the queue before it (posted before it, and the queue is in order),
+ * so the wait ends. */
+static void run_removal(struct weft_client *c, struct acreate_job *j)
 {
+	struct client_acreate *a = c->acreate;
+	if (j->child) {
+		pthread_mutex_lock(&a->lock);
+		for (;;) {
+			bool any = false;
+			for (struct acreate_job *o = a->oldest; o && o->seq < j->seq && !any; o = o->next)
+				any = o->dir == j->child;
+			if (!any)
+				break;
+			pthread_cond_wait(&a->done, &a->lock);
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_name m = {.cred = j->cred, .parent = j->dir,
 				  .name = proto_str_of(j->name, strlen(j->name)),
 				  .time_ns = j->time_ns};
 	proto_name_encode(&w, &m);
-	int err = client_meta_call(c, WEFT_OP_UNLINK, &w, NULL, 0, NULL);
+	int err = client_meta_call(c, j->op, &w, NULL, 0, NULL);
 	if (err) {
-		stats_add(STATS_ASYNC_UNLINKS_FAILED, 1);
-		log_warn("unlink of %s in directory %llu, answered before meta had it: %s; the "
-			 "name is back", j->name, (unsigned long long)j->dir, weft_strerror(err));
+		stats_add(j->child ? STATS_ASYNC_RMDIRS_FAILED : STATS_ASYNC_UNLINKS_FAILED, 1);
+		log_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
+			 "name is back", j->child ? "rmdir" : "unlink", j->name,
+			 (unsigned long long)j->dir, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
+		client_emptied_forget(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
 		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
 		if (!c->cb_err)
 			c->cb_err = err;
 		pthread_mutex_unlock(&c->cb_lock);
 	}
-	job_finish(c->acreate, j);
+	job_finish(a, j);
+}
+
+/* Nothing this client buffers waits to go to meta: what an unlink or rmdir sent the
+ * synchronous way would send first (remove_op). */
+static bool nothing_buffered(struct weft_client *c)
+{
+	pthread_mutex_lock(&c->cb_lock);
+	bool buffered = c->cb_list != NULL;
+	pthread_mutex_unlock(&c->cb_lock);
+	pthread_mutex_lock(&c->wb_list_lock);
+	buffered = buffered || c->wb_list != NULL;
+	pthread_mutex_unlock(&c->wb_list_lock);
+	return !buffered;
+}
+
+/* dir is claimed here for removals, asked of meta (DIR_CLAIM, one round trip per
+ * directory) if it was not. */
+static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+{
+	int held = client_uclaim_held(c, dir);
+	if (held != 0)
+		return held == 1;
+	uint64_t gen = client_recall_gen(c);
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_ino m = {.cred = *cr, .ino = dir};
+	proto_ino_encode(&w, &m);
+	struct frame *f = NULL;
+	uint32_t lease = 0;
+	struct weft_msg_entry e;
+	if (client_meta_call(c, WEFT_OP_DIR_CLAIM, &w, NULL, 0, &f) == 0 &&
+	    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
+		lease = e.lease;
+	frame_free(f);
+	client_uclaim_note(c, dir, lease, gen);
+	return lease != 0;
+}
+
+static struct acreate_job *removal_job(uint16_t op, const struct weft_cred *cr, uint64_t dir,
+				       const char *name, size_t len)
+{
+	struct acreate_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->op = op;
+	j->dir = dir;
+	j->cred = *cr;
+	memcpy(j->name, name, len + 1);
+	j->time_ns = loop_wall_ns();
+	return j;
+}
+
+/* Posts j (an UNLINK or RMDIR of j->name in j->dir) if nothing else on that name is
+ * posted and the directories it needs are still claimed; false if not. */
+static bool post_removal(struct weft_client *c, struct acreate_job *j)
+{
+	struct client_acreate *a = c->acreate;
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	/* checked with the job's registration: a recall after this waits for it */
+	bool ok = !a->stopping && !name_busy(a, j->dir, j->name) &&
+		  client_uclaim_held(c, j->dir) == 1 &&
+		  (!j->child || client_uclaim_held(c, j->child) == 1);
+	if (ok)
+		post_locked(a, j);
+	pthread_mutex_unlock(&a->lock);
+	return ok;
+}
+
+static void queue_job(struct client_acreate *a, struct acreate_job *j)
+{
+	pthread_mutex_lock(&a->lock);
+	queue_locked(a, j);
+	pthread_mutex_unlock(&a->lock);
 }
 
 int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
@@ -404,63 +499,46 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
 {
 	struct client_acreate *a = c->acreate;
 	size_t len = strlen(name);
-	if (!a || len > WEFT_NAME_MAX)
+	if (!a || len > WEFT_NAME_MAX || !nothing_buffered(c) || !claim_dir(c, cr, dir))
 		return 1;
-	/* what this client buffers goes to meta before an unlink (remove_op): not here */
-	pthread_mutex_lock(&c->cb_lock);
-	bool buffered = c->cb_list != NULL;
-	pthread_mutex_unlock(&c->cb_lock);
-	pthread_mutex_lock(&c->wb_list_lock);
-	buffered = buffered || c->wb_list != NULL;
-	pthread_mutex_unlock(&c->wb_list_lock);
-	if (buffered)
-		return 1;
-	int held = client_uclaim_held(c, dir);
-	if (held < 0)
-		return 1;
-	if (held == 0) { /* ask for the claim: one round trip per directory */
-		uint64_t gen = client_recall_gen(c);
-		struct wbuf w;
-		wbuf_init(&w);
-		struct weft_msg_ino m = {.cred = *cr, .ino = dir};
-		proto_ino_encode(&w, &m);
-		struct frame *f = NULL;
-		uint32_t lease = 0;
-		struct weft_msg_entry e;
-		if (client_meta_call(c, WEFT_OP_DIR_CLAIM, &w, NULL, 0, &f) == 0 &&
-		    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
-			lease = e.lease;
-		frame_free(f);
-		client_uclaim_note(c, dir, lease, gen);
-		if (!lease)
-			return 1;
-	}
-	struct acreate_job *j = calloc(1, sizeof(*j));
+	struct acreate_job *j = removal_job(WEFT_OP_UNLINK, cr, dir, name, len);
 	if (!j)
 		return 1;
-	j->op = WEFT_OP_UNLINK;
-	j->dir = dir;
-	j->cred = *cr;
-	memcpy(j->name, name, len + 1);
-	j->time_ns = loop_wall_ns();
-	pthread_mutex_lock(&a->lock);
-	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
-		pthread_cond_wait(&a->done, &a->lock);
-	/* checked with the job's registration: a recall after this waits for it */
-	bool ok = !a->stopping && !name_busy(a, dir, name) && client_uclaim_held(c, dir) == 1;
-	if (ok)
-		post_locked(a, j);
-	pthread_mutex_unlock(&a->lock);
-	if (!ok) {
+	if (!post_removal(c, j)) {
 		free(j);
 		return 1;
 	}
 	client_cdir_unlinked(c, dir, name); /* a complete directory's names */
 	client_dirattr_unlinked(c, dir, j->time_ns); /* as meta will stamp it */
+	client_emptied_removed(c, dir);
 	stats_add(STATS_ASYNC_UNLINKS, 1);
-	pthread_mutex_lock(&a->lock);
-	queue_locked(a, j);
-	pthread_mutex_unlock(&a->lock);
+	queue_job(a, j);
+	return 0;
+}
+
+int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			 const char *name)
+{
+	struct client_acreate *a = c->acreate;
+	size_t len = strlen(name);
+	uint64_t child;
+	if (!a || len > WEFT_NAME_MAX || !(child = client_emptied_child(c, dir, name)) ||
+	    !nothing_buffered(c) || !claim_dir(c, cr, dir))
+		return 1;
+	struct acreate_job *j = removal_job(WEFT_OP_RMDIR, cr, dir, name, len);
+	if (!j)
+		return 1;
+	j->child = child;
+	if (!post_removal(c, j)) {
+		free(j);
+		return 1;
+	}
+	client_emptied_forget(c, child);
+	client_emptied_removed(c, dir);
+	client_cdir_unlinked(c, dir, name);
+	client_dirattr_rmdired(c, dir, j->time_ns); /* as meta will stamp it, one link less */
+	stats_add(STATS_ASYNC_RMDIRS, 1);
+	queue_job(a, j);
 	return 0;
 }
 
@@ -479,8 +557,8 @@ static void *worker_main(void *arg)
 		if (!(a->q = j->next_q))
 			a->qtail = &a->q;
 		pthread_mutex_unlock(&a->lock);
-		if (j->op == WEFT_OP_UNLINK)
-			run_unlink(c, j);
+		if (j->op == WEFT_OP_UNLINK || j->op == WEFT_OP_RMDIR)
+			run_removal(c, j);
 		else
 			run_job(c, j);
 		pthread_mutex_lock(&a->lock);

@@ -56,6 +56,7 @@ struct weft_client {
 	bool complete_dirs;           /* lookups answered in complete directories (lease.c) */
 	struct client_dirahead *dirahead; /* subdirectories' listings read ahead, or NULL */
 	struct client_acreate *acreate;   /* asynchronous creates (acreate.c), or NULL */
+	struct client_emptied *emptied;   /* directories emptied here (emptied.c), or NULL */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
 	/* Bumped by every change this client sends meta that may alter attributes of an
@@ -362,6 +363,8 @@ void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* An asynchronous unlink in directory ino at time_ns: attr_gen moves on (the unlinked
  * file's nlink and ctime), and ino's slot, valid before, stays valid with that time. */
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns);
+/* An asynchronous rmdir in directory ino: as unlinked, and one link less. */
+void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {
@@ -424,7 +427,11 @@ void client_acreate_no_barrier(int delta);
  * need be): 0, or 1 when it may not (the caller asks meta). */
 int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
 			  const char *name);
-/* Waits (bounded) for the creates posted in dir (a recall of it). */
+/* Answers weft_rmdir here when name in dir is a directory this client emptied
+ * (emptied.c) and dir is claimed: 0, or 1 when it may not (the caller asks meta). */
+int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			 const char *name);
+/* Waits (bounded) for the creates posted in dir, and its removal (a recall of it). */
 void client_acreate_drain(struct weft_client *c, uint64_t dir);
 /* Waits until wi's own create was answered; returns its error (0: none, or not one). */
 int client_acreate_settle(struct weft_client *c, struct winode *wi);
@@ -476,16 +483,35 @@ int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint6
 struct client_dirwalk {
 	bool note;
 	const struct weft_cred *cr;  /* the lister (with note) */
+	uint64_t dir;                /* the directory listed (with note; 0: unknown) */
 	uint64_t gen, agen;          /* recall and attribute generations before the request */
 	uint64_t subs[CLIENT_DIRWALK_SUBS];
 	size_t nsubs;
 	uint32_t min_lease;  /* of entries other than . and ..: 0 if one had none; start high */
 	uint64_t cookie;
 	uint32_t n;
+	uint32_t names;      /* entries other than . and .. */
 };
 int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
 			struct client_dirwalk *dw,
 			int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg);
+
+/* emptied.c: directories this client emptied, for rmdir answered here (acreate.c).
+ * _sub: a listing of parent (recall generation rgen before it) showed name as directory
+ * child under a lease of lease_ms; _listed: a listing of dir came whole with names
+ * entries, its shortest lease min_lease_ms; _removed: one of dir's names was removed
+ * here, asynchronously; _forget: dir's names changed here otherwise (a create, or a
+ * synchronous change in it); _child: the directory name in parent names, if this client
+ * knows it is empty at meta once what it sent is applied, else 0. */
+int client_emptied_init(struct weft_client *c);
+void client_emptied_free(struct weft_client *c);
+void client_emptied_sub(struct weft_client *c, uint64_t parent, const char *name, size_t len,
+			uint64_t child, uint32_t lease_ms, uint64_t rgen);
+void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
+			   uint32_t min_lease_ms, uint64_t rgen);
+void client_emptied_removed(struct weft_client *c, uint64_t dir);
+void client_emptied_forget(struct weft_client *c, uint64_t dir);
+uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name);
 
 /* dirahead.c: listings of subdirectories fetched before they are asked */
 int client_dirahead_start(struct weft_client *c);

@@ -69,7 +69,7 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 /* ino's slot, if valid at attribute generation agen, takes time_ns as its mtime and
  * ctime and is valid at new_agen from now on. */
 static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t agen,
-		  uint64_t new_agen)
+		  uint64_t new_agen, int nlink_delta)
 {
 	if (!c->dirattr)
 		return;
@@ -78,6 +78,7 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
 	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen) {
 		s->agen = new_agen;
+		s->a.nlink = (uint32_t)((int64_t)s->a.nlink + nlink_delta);
 		if (s->a.ctime_ns < time_ns)
 			s->a.mtime_ns = s->a.ctime_ns = time_ns;
 	}
@@ -87,11 +88,17 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_load(&c->attr_gen);
-	touch(c, ino, time_ns, agen, agen);
+	touch(c, ino, time_ns, agen, agen, 0);
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1);
+	touch(c, ino, time_ns, agen, agen + 1, 0);
+}
+
+void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
+{
+	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
+	touch(c, ino, time_ns, agen, agen + 1, -1);
 }

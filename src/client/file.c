@@ -623,6 +623,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	struct weft_msg_opened o;
 	uint64_t gen = client_recall_gen(c);
 	client_cdir_begin(c, parent); /* the name is kept if parent is complete (lease.c) */
+	client_emptied_forget(c, parent);
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, &m, flags, out, &o);
 	/* an existing file's open in a directory thought complete would be a name it did
 	 * not know: not complete after all */

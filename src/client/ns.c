@@ -59,6 +59,7 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 	struct weft_layout lay = {0};
 	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
 	client_cdir_begin(c, parent);
+	client_emptied_forget(c, parent); /* a name its listing did not show */
 	int err = client_call_entry_lease(c, op, w, &a, &lay, &l);
 	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
 	if (err == 0 && op == WEFT_OP_MKDIR) {
@@ -123,6 +124,10 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	client_cdir_begin(c, parent);
 	err = client_meta_call(c, op, &w, NULL, 0, &f);
 	client_cdir_end(c, parent, name, -1, err, 0, 0);
+	if (err == 0) /* a name its listing showed, or one made since, which forgot it */
+		client_emptied_removed(c, parent);
+	else
+		client_emptied_forget(c, parent);
 	struct weft_msg_attr a;
 	if (err == 0 && f && f->h.payload_len &&
 	    proto_attr_decode(f->payload, f->h.payload_len, &a, NULL) == 0 && a.attr.ino == parent)
@@ -143,6 +148,9 @@ int weft_unlink(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 int weft_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name)
 {
+	/* a directory emptied here, in a directory claimed: answered here (acreate.c) */
+	if (c->acreate && check_name(name) == 0 && client_acreate_rmdir(c, cr, parent, name) == 0)
+		return 0;
 	return remove_op(c, WEFT_OP_RMDIR, cr, parent, name);
 }
 
@@ -165,6 +173,8 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	client_attrs_changed(c);
 	client_cdir_begin(c, parent);
 	client_cdir_begin(c, newparent);
+	client_emptied_forget(c, parent);
+	client_emptied_forget(c, newparent);
 	err = client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
 	/* RENAME_EXCHANGE (2) leaves both names in place */
 	client_cdir_end(c, parent, name, (flags & 2) ? 0 : -1, err, 0, 0);
@@ -243,6 +253,9 @@ int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
 			client_lease_note(c, d.ino, d.lease, dw->gen);
 		if (!dots && d.type == DT_DIR && dw->nsubs < CLIENT_DIRWALK_SUBS)
 			dw->subs[dw->nsubs++] = d.ino;
+		if (dw->note && !dots && d.type == DT_DIR && d.lease)
+			client_emptied_sub(c, dw->dir, d.name.p, d.name.len, d.ino, d.lease, dw->gen);
+		dw->names += !dots;
 		if (!dots && (!d.has_attr || d.lease < dw->min_lease))
 			dw->min_lease = d.has_attr ? d.lease : 0;
 		dw->cookie = d.next_cookie;
@@ -295,8 +308,9 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	}
 	/* a listing from its start: its subdirectories are read ahead (dirahead.c) */
 	bool from_start = cookie == 0 && plus;
-	struct client_dirwalk dw = {.note = true, .cr = cr, .cookie = cookie};
-	for (;;) {
+	struct client_dirwalk dw = {.note = true, .cr = cr, .dir = ino, .cookie = cookie,
+				    .min_lease = UINT32_MAX};
+	for (bool first = true;; first = false) {
 		dw.gen = client_recall_gen(c);
 		dw.agen = atomic_load(&c->attr_gen);
 		dw.n = 0;
@@ -311,6 +325,9 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		if (rc < 0)
 			return rc;
 		if (rc || dl.eof || dw.n == 0) {
+			/* the whole listing in one reply: what rmdir here needs (emptied.c) */
+			if (from_start && first && !rc && dl.eof && dw.min_lease != UINT32_MAX)
+				client_emptied_listed(c, ino, dw.names, dw.min_lease, dw.gen);
 			if (from_start)
 				client_dirahead_queue(c, cr, dw.subs, dw.nsubs);
 			return 0;

@@ -640,6 +640,7 @@ int weft_client_open(const struct weft_client_opts *o, struct weft_client **out,
 	pthread_mutex_init(&c->pf_lock, NULL);
 	pthread_mutex_init(&c->wb_list_lock, NULL);
 	client_dirattr_init(c); /* without it the mount asks meta, as before */
+	client_emptied_init(c); /* without it every rmdir asks meta */
 	pthread_mutex_init(&c->cb_lock, NULL);
 	pthread_cond_init(&c->cb_cond, NULL);
 	pthread_mutex_init(&c->beat_lock, NULL);
@@ -790,6 +791,7 @@ void weft_client_close(struct weft_client *c)
 	client_pf_free(c);
 	client_replay_free(c);
 	free(c->dirattr);
+	client_emptied_free(c);
 	free(c->inodes);
 	free(c);
 }

@@ -153,6 +153,8 @@ static int h_unlink(struct mreq *r, const struct meta_ctx *c)
 /* RMDIR {cred, parent, name} -> ATTR (the parent's, after). */
 static int h_rmdir(struct mreq *r, const struct meta_ctx *c)
 {
+	if (test_refused(r->s->test_refuse_unlink, &MSG(name)->name))
+		return -EIO; /* test hook (WEFT_META_TEST_REFUSE_UNLINK): as a disk error */
 	int rc = meta_ns_rmdir(c, ref_of(MSG(name)->parent, 0), NAME(MSG(name)->name));
 	return rc ? rc : meta_ns_getattr(c, ref_of(MSG(name)->parent, 0), &r->attr);
 }

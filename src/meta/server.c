@@ -169,7 +169,7 @@ static int mut_apply(MDB_txn *txn, void *arg)
 	}
 	if (r->h->op == WEFT_OP_CREATE_OPEN)
 		async_create_ctx(r, &ctx);
-	if (r->h->op == WEFT_OP_UNLINK) /* an asynchronous unlink's time (acreate.c) */
+	if (r->h->op == WEFT_OP_UNLINK || r->h->op == WEFT_OP_RMDIR) /* asynchronous ones' (acreate.c) */
 		client_time(((const struct weft_msg_name *)(const void *)r->msg)->time_ns, &ctx);
 	int rc = r->h->apply(r, &ctx);
 	if (rc == 0 && r->tagged) {

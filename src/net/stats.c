@@ -188,6 +188,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_ASYNC_CREATES_FAILED] = "async_creates_failed",
 		[STATS_ASYNC_UNLINKS] = "async_unlinks",
 		[STATS_ASYNC_UNLINKS_FAILED] = "async_unlinks_failed",
+		[STATS_ASYNC_RMDIRS] = "async_rmdirs",
+		[STATS_ASYNC_RMDIRS_FAILED] = "async_rmdirs_failed",
 	};
 	return names[c];
 }

@@ -165,6 +165,50 @@ echo "unlinks answered by mount A without meta: $((u1 - u0)) of 351; refused aft
 [ "$uf" -eq 1 ] || fail "async_unlinks_failed is $uf, not 1"
 ok "350 unlinks answered by A alone (50 in a directory B made), seen by B at once; one meta refused came back, weft sync reported it"
 
+# --- 3b. rm -rf on A of a tree B made: A lists each directory, unlinks what it showed
+# and removes it without waiting for meta (emptied.c); B sees the tree gone at once.
+# An rmdir meta refuses after A answered it comes back.
+r0=$(counter async_rmdirs)
+mkdir -p "$B/t"
+for i in $(seq 6); do for k in $(seq 3); do
+	mkdir -p "$B/t/s$i/k$k/deep"
+	for f in $(seq 4); do echo "$i $k $f" >"$B/t/s$i/k$k/f$f"; done
+	echo x >"$B/t/s$i/k$k/deep/x"
+done; echo y >"$B/t/s$i/y"; done
+"$WEFT" sync "$B" >/dev/null
+sleep 3.5 # B's leases run out: A may claim the directories
+rm -rf "$MNT/t" || fail "rm -rf of a tree B made, on A"
+[ -e "$B/t" ] && fail "B still sees t after A's rm -rf: $(find "$B/t" | head -5)"
+[ -e "$MNT/t" ] && fail "A still sees t after its rm -rf"
+mkdir "$MNT/t" && echo again >"$MNT/t/again" || fail "a new t where the old one was"
+[ "$(cat "$B/t/again")" = again ] || fail "B does not see the new t"
+r1=$(counter async_rmdirs)
+echo "rmdirs answered by mount A without meta: $((r1 - r0)) of 43"
+[ $((r1 - r0)) -ge 36 ] || fail "mount A answered only $((r1 - r0)) of 43 rmdirs itself"
+python3 - "$MNT" <<'PY' || fail "an rmdir meta refused after A answered it"
+import os, sys, time
+A = sys.argv[1]
+os.makedirs(os.path.join(A, "w2", "refused-u"))
+open(os.path.join(A, "w2", "refused-u", "f"), "w").close()
+time.sleep(0.5)
+os.listdir(os.path.join(A, "w2")); os.listdir(os.path.join(A, "w2", "refused-u"))
+os.unlink(os.path.join(A, "w2", "refused-u", "f"))
+os.rmdir(os.path.join(A, "w2", "refused-u"))
+for _ in range(60):
+    if os.path.isdir(os.path.join(A, "w2", "refused-u")):
+        break
+    time.sleep(0.1)
+else:
+    print("FAIL: the directory whose rmdir meta refused did not come back"); sys.exit(1)
+PY
+"$WEFT" sync "$MNT" >"$T/sync.out" 2>&1 && fail "weft sync after an rmdir meta refused: no error"
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
+rf=$(counter async_rmdirs_failed)
+[ "$rf" -eq 1 ] || fail "async_rmdirs_failed is $rf, not 1"
+rmdir "$MNT/w2/refused-u" 2>/dev/null && fail "an rmdir the hook refuses, the synchronous way, succeeded"
+[ -d "$MNT/w2/refused-u" ] || fail "a refused rmdir, the synchronous way, lost the directory"
+ok "rm -rf on A of a tree B made: $((r1 - r0)) of 43 rmdirs answered by A, the tree gone on B at once; one meta refused came back"
+
 # --- 4. unmount, weft down / up: every file as it was
 (cd "$MNT" && find d1 d2 r w -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
 umount "$B"
