@@ -149,6 +149,27 @@ void client_acreate_barrier(struct weft_client *c)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* A job posted up to seq is in dir or removes it (lock held). */
+static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
+{
+	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
+		if (j->dir == dir || j->child == dir)
+			return true;
+	return false;
+}
+
+void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a || no_barrier)
+		return;
+	pthread_mutex_lock(&a->lock);
+	uint64_t upto = a->next_seq;
+	while (busy_in(a, dir, upto))
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
 void client_acreate_drain(struct weft_client *c, uint64_t dir)
 {
 	struct client_acreate *a = c->acreate;
@@ -157,12 +178,7 @@ void client_acreate_drain(struct weft_client *c, uint64_t dir)
 	struct timespec until = loop_deadline_ms(ACREATE_DRAIN_MS);
 	pthread_mutex_lock(&a->lock);
 	uint64_t upto = a->next_seq;
-	for (;;) {
-		bool any = false;
-		for (struct acreate_job *j = a->oldest; j && j->seq <= upto && !any; j = j->next)
-			any = j->dir == dir || j->child == dir;
-		if (!any)
-			break;
+	while (busy_in(a, dir, upto)) {
 		if (pthread_cond_timedwait(&a->done, &a->lock, &until) != 0) {
 			log_warn("recall of directory %llu: creates sent in it not answered after "
 				 "%d ms; answered anyway", (unsigned long long)dir, ACREATE_DRAIN_MS);
@@ -386,14 +402,8 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 	struct client_acreate *a = c->acreate;
 	if (j->child) {
 		pthread_mutex_lock(&a->lock);
-		for (;;) {
-			bool any = false;
-			for (struct acreate_job *o = a->oldest; o && o->seq < j->seq && !any; o = o->next)
-				any = o->dir == j->child;
-			if (!any)
-				break;
+		while (busy_in(a, j->child, j->seq - 1))
 			pthread_cond_wait(&a->done, &a->lock);
-		}
 		pthread_mutex_unlock(&a->lock);
 	}
 	struct wbuf w;
@@ -439,7 +449,11 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	int held = client_uclaim_held(c, dir);
 	if (held != 0)
 		return held == 1;
-	uint64_t gen = client_recall_gen(c);
+	/* what this client sent in it comes first; what it sent elsewhere need not (the
+	 * first unlink in each directory of an rm -rf waited for every one before it) */
+	client_acreate_barrier_dir(c, dir);
+	uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+		 dgen = atomic_load(&c->dir_gen);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = dir};
@@ -452,6 +466,12 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 		lease = e.lease;
 	frame_free(f);
 	client_uclaim_note(c, dir, lease, gen);
+	if (lease && e.attr.ino == dir) {
+		/* the claim comes with a lease, and the directory's attributes as it starts:
+		 * kept, the kernel's checks before each unlink in it are answered here */
+		client_lease_note(c, dir, lease, gen);
+		client_dirattr_note(c, &e.attr, gen, agen, dgen);
+	}
 	return lease != 0;
 }
 

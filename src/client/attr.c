@@ -68,7 +68,16 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		return 0; /* a directory as this client's creates left it (dirattr.c) */
 	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 		 dgen = atomic_load(&c->dir_gen);
+	/* a directory's attributes change only with its names, so its GETATTR waits for
+	 * what this client sent in it, not elsewhere (dirattr.c knows it is one) */
+	bool dir = client_dirattr_is_dir(c, ino);
+	if (dir) {
+		client_acreate_barrier_dir(c, ino);
+		client_acreate_no_barrier(+1);
+	}
 	int err = getattr_layout(c, cr, ino, attr, NULL);
+	if (dir)
+		client_acreate_no_barrier(-1);
 	/* kept for the kernel's next GETATTR of it after a create there (dirattr.c) */
 	if (err == 0 && S_ISDIR(attr->mode))
 		client_dirattr_note(c, attr, rgen, agen, dgen);

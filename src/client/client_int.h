@@ -355,6 +355,8 @@ int client_dirattr_init(struct weft_client *c);
 /* pa: a CREATE_OPEN reply's parent attributes; the generations read before the request */
 void client_dirattr_note(struct weft_client *c, const struct weft_attr *pa, uint64_t rgen,
 			 uint64_t agen, uint64_t dgen);
+/* True if ino is known to be a directory (its slot, current or not, holds it). */
+bool client_dirattr_is_dir(struct weft_client *c, uint64_t ino);
 /* True with *a when this client knows directory ino's attributes as meta has them. */
 bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a);
 /* An asynchronous create in directory ino at time_ns (acreate.c): meta will stamp it as
@@ -421,6 +423,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 /* Waits until every create posted before this call was answered (client_meta_call does,
  * so that this client's own requests see its creates). */
 void client_acreate_barrier(struct weft_client *c);
+/* The same for the creates and removals posted in dir, or of it (a listing of dir). */
+void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
 void client_acreate_no_barrier(int delta);
 /* Answers weft_unlink here when dir is claimed (asking meta for the claim first if
@@ -484,7 +488,7 @@ struct client_dirwalk {
 	bool note;
 	const struct weft_cred *cr;  /* the lister (with note) */
 	uint64_t dir;                /* the directory listed (with note; 0: unknown) */
-	uint64_t gen, agen;          /* recall and attribute generations before the request */
+	uint64_t gen, agen, dgen;    /* recall, attribute, dir generations before the request */
 	uint64_t subs[CLIENT_DIRWALK_SUBS];
 	size_t nsubs;
 	uint32_t min_lease;  /* of entries other than . and ..: 0 if one had none; start high */

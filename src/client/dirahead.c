@@ -187,7 +187,7 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 		return;
 	/* the entries' leases and prefetch capabilities noted, as for any listing */
 	struct client_dirwalk dw = {.note = true, .cr = cr, .dir = ino, .gen = rgen, .agen = agen,
-				    .min_lease = UINT32_MAX};
+				    .dgen = dgen, .min_lease = UINT32_MAX};
 	int rc = client_dirents_walk(c, f->bulk, f->h.bulk_len, &dw, NULL, NULL);
 	if (rc == 0 && dl.eof && dw.min_lease != UINT32_MAX)
 		client_emptied_listed(c, ino, dw.names, dw.min_lease, rgen);

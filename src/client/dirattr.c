@@ -23,11 +23,11 @@ struct dirattr_slot {
 	struct weft_attr a;
 };
 
-#define DIRATTR_SLOTS 64
+#define DIRATTR_SLOTS 1024 /* a power of two */
 
 static size_t slot_of(uint64_t ino)
 {
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 58) & (DIRATTR_SLOTS - 1);
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (DIRATTR_SLOTS - 1);
 }
 
 int client_dirattr_init(struct weft_client *c)
@@ -51,6 +51,16 @@ void client_dirattr_note(struct weft_client *c, const struct weft_attr *pa, uint
 	pthread_mutex_unlock(&c->dirattr_lock);
 }
 
+bool client_dirattr_is_dir(struct weft_client *c, uint64_t ino)
+{
+	if (!c->dirattr)
+		return false;
+	pthread_mutex_lock(&c->dirattr_lock);
+	bool dir = c->dirattr[slot_of(ino)].ino == ino;
+	pthread_mutex_unlock(&c->dirattr_lock);
+	return dir;
+}
+
 bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a)
 {
 	if (!c->dirattr || weft_lease_left_ms(c, ino) == 0)
@@ -67,14 +77,23 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 }
 
 /* ino's slot, if valid at attribute generation agen, takes time_ns as its mtime and
- * ctime and is valid at new_agen from now on. */
+ * ctime (and nlink_delta) and is valid at new_agen from now on. With others, every
+ * other slot valid at agen is too: the step from agen to new_agen is an asynchronous
+ * removal in ino, which changes no other directory's attributes (an rm -rf that ended
+ * every directory's kept attributes at each unlink sent the kernel's permission checks
+ * of the parents to meta, each waiting for every removal sent before it). */
 static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t agen,
-		  uint64_t new_agen, int nlink_delta)
+		  uint64_t new_agen, int nlink_delta, bool others)
 {
 	if (!c->dirattr)
 		return;
 	uint64_t rgen = client_recall_gen(c), dgen = atomic_load(&c->dir_gen);
 	pthread_mutex_lock(&c->dirattr_lock);
+	for (size_t i = 0; others && i < DIRATTR_SLOTS; i++) {
+		struct dirattr_slot *o = &c->dirattr[i];
+		if (o->ino && o->ino != ino && o->rgen == rgen && o->agen == agen && o->dgen == dgen)
+			o->agen = new_agen;
+	}
 	struct dirattr_slot *s = &c->dirattr[slot_of(ino)];
 	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen) {
 		s->agen = new_agen;
@@ -88,17 +107,17 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_load(&c->attr_gen);
-	touch(c, ino, time_ns, agen, agen, 0);
+	touch(c, ino, time_ns, agen, agen, 0, false);
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, 0);
+	touch(c, ino, time_ns, agen, agen + 1, 0, true);
 }
 
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, -1);
+	touch(c, ino, time_ns, agen, agen + 1, -1, true);
 }

@@ -251,6 +251,12 @@ int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
 			client_pf_note(c, &d, dw); /* meta's attributes, as the open will see them */
 		if (dw->note && d.lease)
 			client_lease_note(c, d.ino, d.lease, dw->gen);
+		/* a subdirectory's attributes under its lease, and the directory's own ("."):
+		 * kept for the kernel's GETATTR after a change in it (dirattr.c; rm -rf sent
+		 * one per directory to meta, each waiting for every removal sent before it) */
+		if (dw->note && d.has_attr && d.type == DT_DIR &&
+		    (d.lease || (d.name.len == 1 && d.name.p[0] == '.')))
+			client_dirattr_note(c, &d.attr, dw->gen, dw->agen, dw->dgen);
 		if (!dots && d.type == DT_DIR && dw->nsubs < CLIENT_DIRWALK_SUBS)
 			dw->subs[dw->nsubs++] = d.ino;
 		if (dw->note && !dots && d.type == DT_DIR && d.lease)
@@ -287,6 +293,9 @@ int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint6
 	struct weft_msg_readdir m = {.cred = *cr, .ino = ino, .cookie = cookie,
 				     .max_bytes = max_bytes, .plus = level};
 	proto_readdir_encode(&w, &m);
+	/* this client's own creates and removals in it come first; those elsewhere need not
+	 * (rm -rf's listing of the next directory waited for every unlink sent before it) */
+	client_acreate_barrier_dir(c, ino);
 	int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, f);
 	if (!err && proto_dirlist_decode((*f)->payload, (*f)->h.payload_len, dl, NULL) < 0)
 		err = -EIO;
@@ -313,6 +322,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	for (bool first = true;; first = false) {
 		dw.gen = client_recall_gen(c);
 		dw.agen = atomic_load(&c->attr_gen);
+		dw.dgen = atomic_load(&c->dir_gen);
 		dw.n = 0;
 		struct frame *f;
 		struct weft_msg_dirlist dl;

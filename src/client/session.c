@@ -73,7 +73,9 @@ static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
 
 /* Requests that need not wait for this client's asynchronous creates (acreate.c): the
  * creates themselves, what a worker sending one may need (sessions), requests about a
- * file that waited for its own create (EXTEND, RELEASE), and what concerns no name. */
+ * file that waited for its own create (EXTEND, RELEASE), what concerns no name, and a
+ * listing or a claim, which wait for those in their own directory only
+ * (client_readdir_call, acreate.c's claim_dir). */
 static bool acreate_exempt(uint16_t op)
 {
 	switch (op) {
@@ -88,6 +90,8 @@ static bool acreate_exempt(uint16_t op)
 	case WEFT_OP_CAP_GET:
 	case WEFT_OP_CHAINS_GET:
 	case WEFT_OP_TARGET_FAILED:
+	case WEFT_OP_READDIR:
+	case WEFT_OP_DIR_CLAIM:
 		return true;
 	default:
 		return false;
@@ -742,6 +746,7 @@ fail_loop:
 	loop_free(c->loop);
 fail_free:
 	client_pf_free(c);
+	client_emptied_free(c);
 	free(c->inodes);
 	free(c);
 	return err;
