@@ -44,4 +44,5 @@ python3 -c 'import glob, json, sys
 for f in glob.glob(sys.argv[1] + "/mounts/*.json"):
     c = json.load(open(f))["counters"]
     print(" ".join("%s %d" % (k, c.get(k, 0)) for k in
-          ("async_creates", "async_creates_failed", "async_unlinks", "async_unlinks_failed")))' "$WEFT_RUN_DIR"
+          ("async_creates", "async_creates_failed", "async_unlinks", "async_unlinks_failed",
+           "async_rmdirs", "async_rmdirs_failed")))' "$WEFT_RUN_DIR"
