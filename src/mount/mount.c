@@ -41,7 +41,6 @@ static struct fuse_session *g_se; /* for notifications (blocks_changed) */
 static bool read_only;
 static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
 static uint32_t readahead_kb;
-static bool no_opendir; /* the kernel answers OPENDIR (do_readdir) */
 
 /* Workers that run RELEASEs (workq.h): each waits milliseconds for stores and meta. */
 #define RELEASE_WORKERS 16
@@ -308,16 +307,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * without them costs a LOOKUP round trip at its open or stat (find | xargs cat: one
 	 * file in five) */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
-	no_opendir = !root_squash && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	/* the kernel clears setuid/setgid itself (see kill_priv_of), whatever this says:
 	 * not asking keeps that one path on every kernel */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	log_info("FUSE: protocol %u.%u, max_write %u, max_read %u, max_readahead %u (kernel offered %u), "
-		 "capable %#x want %#x, opendir %s", conn->proto_major, conn->proto_minor,
-		 conn->max_write, conn->max_read, conn->max_readahead, offered_ra, conn->capable,
-		 conn->want, no_opendir ? "answered by the kernel" : "sent");
+		 "capable %#x want %#x", conn->proto_major, conn->proto_minor, conn->max_write,
+		 conn->max_read, conn->max_readahead, offered_ra, conn->capable, conn->want);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -796,10 +793,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	fuse_reply_err(req, sys_err(err));
 }
 
-/* The last batch of entries fetched from meta waits for the kernel's next READDIR of the
- * listing, so successive readdir calls of one listing cost one round trip per 64 KiB of
- * entries. It is kept by the directory handle where OPENDIR made one, else (no_opendir,
- * below) in one of LB_SLOTS slots chosen by the directory's inode number. */
+/* Directory handles keep the last batch of entries fetched from meta, so successive
+ * readdir calls of one listing cost one round trip per 64 KiB of entries. */
 struct dent {
 	char *name;
 	uint64_t ino, next;
@@ -815,25 +810,7 @@ struct dirh {
 	uint64_t from;     /* cookie the batch started at */
 	bool eof;
 	bool plus;
-	fuse_ino_t ino;    /* a slot's: whose listing, for whom */
-	uint32_t uid, gid;
 };
-
-/* OPENDIR and RELEASEDIR are answered by the kernel (FUSE_CAP_NO_OPENDIR_SUPPORT: this
- * mount answers the first OPENDIR with ENOSYS) unless root is squashed: the kernel has
- * already checked the caller's read permission (default_permissions) and meta checks it
- * again at every READDIR, so a handle carried nothing but the batch. A du of the kernel
- * tree sent 5,143 OPENDIRs and as many RELEASEDIRs, a fifth of its requests. */
-#define LB_SLOTS 64
-static struct dirh lb_slots[LB_SLOTS];
-
-static void lb_init(void)
-{
-	for (int i = 0; i < LB_SLOTS; i++) {
-		pthread_mutex_init(&lb_slots[i].lock, NULL);
-		lb_slots[i].from = UINT64_MAX;
-	}
-}
 
 static void dirh_clear(struct dirh *d)
 {
@@ -875,10 +852,6 @@ static int collect(void *arg, const struct weft_dirent_out *o)
  * fails at opendir as it would on a local file system. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (no_opendir) {
-		fuse_reply_err(req, ENOSYS); /* the kernel answers every OPENDIR from now on */
-		return;
-	}
 	if (root_squash && fuse_req_ctx(req)->uid == 0) {
 		struct weft_cred cr;
 		struct weft_attr a;
@@ -904,31 +877,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-/* The batch of ino's listing for cr, locked: the handle's, or its slot (emptied when it
- * holds another listing, or when a listing starts: cookie 0 always asks meta). */
-static struct dirh *batch_of(fuse_ino_t ino, const struct fuse_file_info *fi,
-			     const struct weft_cred *cr, uint64_t cookie)
-{
-	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
-	if (d) {
-		pthread_mutex_lock(&d->lock);
-		return d;
-	}
-	d = &lb_slots[ino % LB_SLOTS];
-	pthread_mutex_lock(&d->lock);
-	if (d->ino != ino || d->uid != cr->uid || d->gid != cr->gid || cookie == 0) {
-		dirh_clear(d);
-		d->from = UINT64_MAX;
-		d->ino = ino;
-		d->uid = cr->uid;
-		d->gid = cr->gid;
-	}
-	return d;
-}
-
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	struct weft_cred cr;
 	cred_of(req, &cr);
 	char *buf = malloc(size);
@@ -937,8 +889,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	size_t used = 0;
+	pthread_mutex_lock(&d->lock);
 	uint64_t cookie = (uint64_t)off;
-	struct dirh *d = batch_of(ino, fi, &cr, cookie);
 	for (;;) {
 		/* find cookie in the cached batch: at its start or after one of its entries */
 		size_t i = SIZE_MAX;
@@ -1022,10 +974,6 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
-	if (!d) {
-		fuse_reply_err(req, 0);
-		return;
-	}
 	dirh_clear(d);
 	free(d->ents);
 	pthread_mutex_destroy(&d->lock);
@@ -1317,7 +1265,6 @@ int mount_run(const struct mount_opts *o, void (*ready)(int status))
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int idle = ncpu < 2 ? 4 : ncpu > 8 ? 16 : (int)ncpu * 2;
 	fuse_loop_cfg_set_idle_threads(cfg, (unsigned)idle);
-	lb_init();
 	workq_start(RELEASE_WORKERS);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
