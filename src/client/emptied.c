@@ -57,6 +57,11 @@ static size_t hash64(uint64_t x)
 	return (size_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
+static struct em_dir *dir_slot(struct client_emptied *e, uint64_t dir)
+{
+	return &e->dirs[hash64(dir) % EMPTIED_DIRS];
+}
+
 static uint64_t *gen_of(struct client_emptied *e, uint64_t dir)
 {
 	return &e->gens[hash64(dir ^ 0x5bd1e995u) % EMPTIED_DIRS];
@@ -121,7 +126,7 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 	if (!e || !names || !min_lease_ms)
 		return; /* an empty listing does not show that the directory's lease was granted */
 	pthread_mutex_lock(&e->lock);
-	e->dirs[hash64(dir) % EMPTIED_DIRS] =
+	*dir_slot(e, dir) =
 		(struct em_dir){.dir = dir, .rgen = rgen, .gen = *gen_of(e, dir),
 				.until_ms = until_of(min_lease_ms), .left = names};
 	pthread_mutex_unlock(&e->lock);
@@ -130,7 +135,7 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 /* dir's record, if it still holds (lock held), else NULL. */
 static struct em_dir *record(struct weft_client *c, struct client_emptied *e, uint64_t dir)
 {
-	struct em_dir *d = &e->dirs[hash64(dir) % EMPTIED_DIRS];
+	struct em_dir *d = dir_slot(e, dir);
 	if (d->dir != dir)
 		return NULL;
 	if (d->gen != *gen_of(e, dir) || loop_now_ms() >= d->until_ms ||
