@@ -146,11 +146,7 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	pthread_mutex_lock(&da->lock);
 	/* a fetch of it under way is waited for, not sent again: a depth-first walk comes
 	 * to the subdirectory it listed last while its fetch is in flight */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += DA_WAIT_MS * 1000000L;
-	until.tv_sec += until.tv_nsec / 1000000000;
-	until.tv_nsec %= 1000000000;
+	struct timespec until = loop_deadline_ms(DA_WAIT_MS);
 	while (!find(da, ino) && busy(da, ino))
 		if (pthread_cond_timedwait(&da->done, &da->lock, &until) == ETIMEDOUT)
 			break;
