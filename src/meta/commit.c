@@ -65,6 +65,7 @@ struct meta_commit {
 	uint64_t transno;
 	_Atomic uint64_t committed, synced;
 	FILE *synclog; /* test hook (WEFT_META_TEST_SYNCLOG), written by whoever syncs */
+	FILE *commitlog; /* test hook (WEFT_META_TEST_COMMITLOG), written by the writer */
 	unsigned test_delay_ms; /* test hook (WEFT_META_TEST_COMMIT_DELAY_MS): a slow disk */
 };
 
@@ -293,6 +294,17 @@ static int stamp(struct meta_commit *gc, struct batch *b)
 	return meta_mdb_err(meta_mdb_put(b->txn, gc->db->super, &k, &val, 0));
 }
 
+/* The commit log test hook: "TXNID WHAT..." for a batch just committed. */
+static void log_commit(struct meta_commit *gc, const struct batch *b, size_t txnid)
+{
+	fprintf(gc->commitlog, "%zu", txnid);
+	for (const struct meta_mutation *m = b->first; m; m = m->next)
+		if (m->result == 0)
+			fprintf(gc->commitlog, " %s", m->what ? m->what : "?");
+	fputc('\n', gc->commitlog);
+	fflush(gc->commitlog);
+}
+
 /* Numbers and commits a batch txn. LMDB reports a write that the full disk cut short as
  * EIO: on a full disk that is ENOSPC, which the writer answers with the reserve. On
  * success the numbers are committed; the commit's own data sync also made the meta page
@@ -307,6 +319,7 @@ static int commit_txn(struct meta_commit *gc, struct batch *b)
 		return rc;
 	}
 	bool wrote = meta_mdb_writes != writes || b->wrote;
+	size_t txnid = mdb_txn_id(b->txn);
 	if (gc->test_delay_ms)
 		usleep(gc->test_delay_ms * 1000);
 	rc = meta_mdb_err(mdb_txn_commit(b->txn));
@@ -314,6 +327,8 @@ static int commit_txn(struct meta_commit *gc, struct batch *b)
 		rc = -ENOSPC;
 	if (rc)
 		return rc;
+	if (wrote && gc->commitlog)
+		log_commit(gc, b, txnid);
 	if (wrote) {
 		uint64_t before = atomic_load(&gc->committed);
 		if (before > atomic_load(&gc->synced))
@@ -548,6 +563,8 @@ static void destroy(struct meta_commit *gc)
 {
 	if (gc->synclog)
 		fclose(gc->synclog);
+	if (gc->commitlog)
+		fclose(gc->commitlog);
 	pthread_cond_destroy(&gc->dwake);
 	pthread_mutex_destroy(&gc->dlock);
 	pthread_cond_destroy(&gc->sync_wake);
@@ -595,6 +612,9 @@ int meta_commit_start(struct meta_db *db, unsigned max_batch, struct meta_commit
 	const char *log = getenv("WEFT_META_TEST_SYNCLOG");
 	if (log && *log && !(gc->synclog = fopen(log, "a")))
 		log_warn("WEFT_META_TEST_SYNCLOG %s: %s", log, strerror(errno));
+	log = getenv("WEFT_META_TEST_COMMITLOG");
+	if (log && *log && !(gc->commitlog = fopen(log, "a")))
+		log_warn("WEFT_META_TEST_COMMITLOG %s: %s", log, strerror(errno));
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_cond_init(&gc->wake, NULL);
 	pthread_cond_init(&gc->sync_wake, NULL);

@@ -38,6 +38,9 @@
  * data sync also flushes the meta page written before it). WEFT_META_TEST_SYNCLOG=FILE
  * (tests only) appends to FILE the LMDB txn id each sync made durable, so a test can
  * model that power cut on a copy of data.mdb (tests/integration/powercut.sh).
+ * WEFT_META_TEST_COMMITLOG=FILE (tests only) appends a line per commit that wrote:
+ * its LMDB txn id and the `what` of each mutation in it, so that a test can tell which
+ * commit a power cut takes back (a store's heartbeat may commit at any moment).
  *
  * Guarantees: done(arg, 0) means the mutation is committed (it survives a crash of meta;
  * a power cut keeps it once meta_commit_synced() >= its transno, or if it is durable:
@@ -83,6 +86,8 @@ struct meta_mutation {
 	/* Grows the namespace (space.h): refused with -ENOSPC, unapplied, when a batch is
 	 * redone after its ENOSPC released meta's reserve: the reserve is for deletes. */
 	bool grows;
+	/* What it is, for the commit log test hook (WEFT_META_TEST_COMMITLOG); may be NULL */
+	const char *what;
 	/* owned by the committer while queued */
 	struct meta_mutation *next;
 	int result;

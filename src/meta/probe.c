@@ -103,7 +103,8 @@ static void *probe_main(void *arg)
 		probe_end(p);
 		return NULL;
 	}
-	p->mut = (struct meta_mutation){.apply = offline_apply, .done = offline_done, .arg = p};
+	p->mut = (struct meta_mutation){.apply = offline_apply, .done = offline_done, .arg = p,
+					.what = "offline"};
 	if (meta_commit_submit(p->s->gc, &p->mut))
 		probe_end(p);
 	return NULL;

@@ -222,7 +222,7 @@ static void evict(struct meta_server *s, uint64_t session)
 	e->s = s;
 	e->session = session;
 	e->mut = (struct meta_mutation){.apply = evict_apply, .done = evict_done, .arg = e,
-					.lazy = true};
+					.lazy = true, .what = "evict"};
 	if (meta_commit_submit(s->gc, &e->mut))
 		free(e);
 }

@@ -561,7 +561,7 @@ static void on_request(struct conn *c, struct frame *f)
 		if (rc == 0 && op == WEFT_OP_RELEASE && r->flag) {
 			/* an orphan's last open went: free it now, reply once that is committed */
 			r->mut = (struct meta_mutation){.apply = reap_apply, .done = reap_done,
-							.arg = r, .lazy = true};
+							.arg = r, .lazy = true, .what = "reap"};
 			if (meta_commit_submit(s->gc, &r->mut) == 0)
 				return;
 		}
@@ -570,6 +570,7 @@ static void on_request(struct conn *c, struct frame *f)
 	}
 	r->mut.apply = mut_apply;
 	r->mut.done = mut_done;
+	r->mut.what = proto_op_name(op);
 	r->mut.stamped = mut_stamped;
 	r->mut.arg = r;
 	if (r->tagged) {
@@ -791,7 +792,7 @@ static void expire_tick(void *arg)
 	/* lazy: it writes nothing unless something expires, and an expiry a power cut loses
 	 * happens again after the restart */
 	s->expire_mut = (struct meta_mutation){.apply = expire_apply, .done = expire_done, .arg = s,
-					       .lazy = true};
+					       .lazy = true, .what = "expire"};
 	if (meta_commit_submit(s->gc, &s->expire_mut))
 		atomic_store(&s->expiring, false);
 }

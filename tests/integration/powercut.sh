@@ -37,3 +37,27 @@ powercut_copy() {
 		echo "powercut: txn $newest synced: nothing lost"
 	fi
 }
+
+# A store's heartbeat commits at meta once a second: one that lands between a test's last
+# change and its cut is the commit the cut takes back. With WEFT_META_TEST_COMMITLOG
+# (commit.h: "TXNID OP..." per commit) a test starts its last changes right after a
+# heartbeat and checks which commit the cut took back.
+#
+# powercut_after_heartbeat COMMITLOG: returns just after the next heartbeat's commit
+powercut_after_heartbeat() {
+	local n i
+	n=$(wc -l < "$1" 2>/dev/null || echo 0)
+	for i in $(seq 500); do
+		tail -n +$((n + 1)) "$1" 2>/dev/null | grep -q " TARGET_HEARTBEAT" && return 0
+		sleep 0.01
+	done
+	fail "powercut_after_heartbeat: no heartbeat committed in 5 s ($1)"
+}
+# powercut_taken CUTOUT COMMITLOG: prints the ops of the commit the cut took back
+# (powercut_copy's output in CUTOUT); nothing if it took none back
+powercut_taken() {
+	local txn
+	txn=$(sed -n 's/^powercut: txn \([0-9]*\) not synced.*/\1/p' "$1")
+	[ -n "$txn" ] && awk -v t="$txn" '$1 == t { $1 = ""; print substr($0, 2) }' "$2" | tail -1
+	return 0
+}

@@ -12,7 +12,7 @@
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/powercut.sh"
 
-export WEFT_META_TEST_SYNCLOG=$T/synced.log
+export WEFT_META_TEST_SYNCLOG=$T/synced.log WEFT_META_TEST_COMMITLOG=$T/commits.log
 export WEFT_META_SYNC_DELAY_MS=600000 WEFT_META_IDLE_SYNC_MS=600000
 cluster_up --stores 1 --replicas 1
 
@@ -35,19 +35,38 @@ build_tree() {
 	chmod 640 t/d/b/c/x3
 	mv t/d/b/c/x4 t/y4
 	rm t/d/b/c/x5
-	# the last: a parallel burst, several mutations in one batch (the one a power cut
-	# takes back)
+	cd /
+}
+# the last: a parallel burst, several mutations in one batch (the one a power cut takes
+# back), right after a store's heartbeat (one coming after it would be what the cut took
+# back); again, with other names, if one did
+burst() { # burst TRY
+	cd "$MNT"
 	for i in $(seq 6 21); do
-		{ mkdir "t/d/b/c/x$i"; chmod 700 "t/d/b/c/x$i"; } &
+		{ mkdir "t/d/b/c/x$1.$i"; chmod 700 "t/d/b/c/x$1.$i"; } &
 	done
 	wait
 	cd /
 }
 build_tree
-listing "$MNT" > "$T/before"
-sleep 0.3
-powercut_copy "$STATE/meta" "$T/cut" "$WEFT_META_TEST_SYNCLOG" | tee "$T/cut.out"
+for try in 1 2 3 4; do
+	powercut_after_heartbeat "$WEFT_META_TEST_COMMITLOG"
+	burst $try
+	listing "$MNT" > "$T/before"
+	sleep 0.3
+	rm -rf "$T/cut"
+	powercut_copy "$STATE/meta" "$T/cut" "$WEFT_META_TEST_SYNCLOG" | tee "$T/cut.out"
+	taken=$(powercut_taken "$T/cut.out" "$WEFT_META_TEST_COMMITLOG")
+	case " $taken " in
+	*" TARGET_HEARTBEAT "*) echo "a heartbeat came last ($taken): again" ;;
+	*) echo "the cut took back: $taken"; break ;;
+	esac
+done
 grep -q "rolled back" "$T/cut.out" || fail "the last commit was synced: nothing to replay"
+case " $taken " in
+*" MKDIR "*|*" SETATTR "*) ;;
+*) fail "the cut took back '$taken', not the burst's mkdir and chmod" ;;
+esac
 
 # the power cut: meta dies, comes back on what the disk held
 kill -9 "$(cat "$STATE/meta.pid")"
