@@ -202,6 +202,24 @@ void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir)
 	pthread_mutex_unlock(&a->lock);
 }
 
+void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char *name)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a || no_barrier)
+		return;
+	pthread_mutex_lock(&a->lock);
+	uint64_t upto = a->next_seq;
+	for (;;) {
+		bool busy = false;
+		for (const struct acreate_job *j = a->oldest; j && j->seq <= upto && !busy; j = j->next)
+			busy = j->dir == dir && strcmp(j->name, name) == 0;
+		if (!busy)
+			break;
+		pthread_cond_wait(&a->done, &a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
 void client_acreate_drain(struct weft_client *c, uint64_t dir)
 {
 	struct client_acreate *a = c->acreate;

@@ -425,6 +425,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 void client_acreate_barrier(struct weft_client *c);
 /* The same for the creates and removals posted in dir, or of it (a listing of dir). */
 void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir);
+/* The same for name in dir (a LOOKUP of it). */
+void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char *name);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
 void client_acreate_no_barrier(int delta);
 /* Answers weft_unlink here when dir is claimed (asking meta for the claim first if

@@ -39,6 +39,10 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	wbuf_init(&w);
 	struct weft_msg_lookup m = {.cred = *cr, .parent = parent, .name = name_of(name)};
 	proto_lookup_encode(&w, &m);
+	/* this client's own create or removal of the name comes first; those of other
+	 * names need not (rm -rf's lookup of each name whose entry expired waited for every
+	 * unlink sent before it) */
+	client_acreate_barrier_name(c, parent, name);
 	struct client_entry_lease l;
 	err = client_call_entry_lease(c, WEFT_OP_LOOKUP, &w, attr, NULL, &l);
 	/* the renewal of the parent's lease keeps a complete directory complete */

@@ -75,7 +75,8 @@ static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
  * creates themselves, what a worker sending one may need (sessions), requests about a
  * file that waited for its own create (EXTEND, RELEASE), what concerns no name, and a
  * listing or a claim, which wait for those in their own directory only
- * (client_readdir_call, acreate.c's claim_dir). */
+ * (client_readdir_call, acreate.c's claim_dir), and a LOOKUP, which waits for those
+ * of its name (weft_lookup). */
 static bool acreate_exempt(uint16_t op)
 {
 	switch (op) {
@@ -92,6 +93,7 @@ static bool acreate_exempt(uint16_t op)
 	case WEFT_OP_TARGET_FAILED:
 	case WEFT_OP_READDIR:
 	case WEFT_OP_DIR_CLAIM:
+	case WEFT_OP_LOOKUP:
 		return true;
 	default:
 		return false;
