@@ -4,7 +4,15 @@
  * discarded. It negotiates what weft's mount does (1 MiB requests, async reads, the
  * kernel's read-ahead raised through sysfs), so a read through it measures FUSE itself.
  *
- * usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] [--readahead-kb KB] [-f]
+ * It also takes creates, mkdir, symlink, setattr and removals and answers them at once:
+ * what was created keeps only its name (a hash table, for lookups) and an inode number
+ * from a counter with its type in the low bits; attributes and data are not kept. It
+ * answers GETXATTR with ENODATA and FLUSH
+ * with success as weft's mount does, so the kernel sends it the requests it sends weft:
+ * `tar xf` onto it measures what FUSE alone costs an extraction (bench/tar_floor.sh).
+ *
+ * usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] [--readahead-kb KB]
+ *                 [--idle-threads N (default 4)] [--default-permissions] [-f]
  * Unmount with fusermount3 -u MOUNTPOINT (or umount). */
 #define FUSE_USE_VERSION 35
 #include <errno.h>
@@ -23,14 +31,51 @@
 static uint64_t file_size = 2ull << 30;
 static unsigned nfiles = 64;
 static unsigned readahead_kb = 4096;
+static unsigned idle_threads = 4; /* as weft's mount: two per core */
+static int default_permissions; /* as weft's mount: the kernel checks permissions */
 static char mount_real[PATH_MAX];
 static char zeros[MAX_REQ];
+
+/* inode numbers of what was created: NEW_BASE + 4 * n + type */
+#define NEW_BASE (1ull << 40)
+enum { NEW_FILE, NEW_DIR, NEW_LINK };
+static uint64_t created;
+
+/* (parent, name) -> inode number of what was created; never shrinks */
+struct name_ent {
+	struct name_ent *next;
+	uint64_t parent, ino;
+	char name[];
+};
+#define NAME_BUCKETS (1u << 20)
+static struct name_ent **names;
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned name_hash(uint64_t parent, const char *name)
+{
+	uint64_t h = parent * 0x9e3779b97f4a7c15ull;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return (unsigned)(h >> 20) & (NAME_BUCKETS - 1);
+}
+
+static struct name_ent **name_slot(uint64_t parent, const char *name)
+{
+	struct name_ent **e = &names[name_hash(parent, name)];
+	while (*e && ((*e)->parent != parent || strcmp((*e)->name, name) != 0))
+		e = &(*e)->next;
+	return e;
+}
 
 static void fill_attr(fuse_ino_t ino, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	if (ino == FUSE_ROOT_ID) {
+	if (ino >= NEW_BASE) {
+		static const mode_t modes[] = {S_IFREG | 0644, S_IFDIR | 0755, S_IFLNK | 0777};
+		st->st_mode = modes[(ino - NEW_BASE) % 4 < 3 ? (ino - NEW_BASE) % 4 : 0];
+		st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
+	} else if (ino == FUSE_ROOT_ID) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
 	} else {
@@ -88,6 +133,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	pthread_mutex_lock(&names_lock);
+	struct name_ent *ne = *name_slot(parent, name);
+	uint64_t known = ne ? ne->ino : 0;
+	pthread_mutex_unlock(&names_lock);
+	if (known) {
+		struct fuse_entry_param e = {.ino = known, .attr_timeout = 3600,
+					     .entry_timeout = 3600};
+		fill_attr(e.ino, &e.attr);
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	char *end;
 	unsigned long i = strtoul(name, &end, 10);
 	if (parent != FUSE_ROOT_ID || *end || end == name || i >= nfiles) {
@@ -165,7 +221,114 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* What was created is answered and forgotten. */
+static void reply_new(fuse_req_t req, uint64_t parent, const char *name, int type,
+		      struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e = {.attr_timeout = 3600, .entry_timeout = 3600};
+	e.ino = NEW_BASE + 4 * __atomic_add_fetch(&created, 1, __ATOMIC_RELAXED) + (uint64_t)type;
+	fill_attr(e.ino, &e.attr);
+	size_t len = strlen(name) + 1;
+	struct name_ent *ne = malloc(sizeof(*ne) + len);
+	if (!ne) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ne->parent = parent;
+	ne->ino = e.ino;
+	memcpy(ne->name, name, len);
+	pthread_mutex_lock(&names_lock);
+	struct name_ent **slot = name_slot(parent, name);
+	if (*slot) { /* replaced (tar unlinks first only when asked) */
+		ne->next = (*slot)->next;
+		free(*slot);
+	} else {
+		ne->next = NULL;
+	}
+	*slot = ne;
+	pthread_mutex_unlock(&names_lock);
+	if (fi)
+		fuse_reply_create(req, &e, fi);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	(void)mode;
+	reply_new(req, parent, name, NEW_FILE, fi);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)mode;
+	reply_new(req, parent, name, NEW_DIR, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link;
+	reply_new(req, parent, name, NEW_LINK, NULL);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct stat st;
+	fill_attr(ino, &st);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		st.st_mode = (st.st_mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		st.st_uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		st.st_gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		st.st_size = attr->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		st.st_atim = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		st.st_mtim = attr->st_mtim;
+	fuse_reply_attr(req, &st, 3600);
+}
+
+static void op_remove(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	pthread_mutex_lock(&names_lock);
+	struct name_ent **slot = name_slot(parent, name), *ne = *slot;
+	if (ne)
+		*slot = ne->next;
+	pthread_mutex_unlock(&names_lock);
+	int err = ne ? 0 : ENOENT;
+	free(ne);
+	fuse_reply_err(req, err);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	(void)ino;
+	(void)name;
+	(void)size;
+	fuse_reply_err(req, ENODATA);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
 static const struct fuse_lowlevel_ops ops = {
+	.create = op_create,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.setattr = op_setattr,
+	.unlink = op_remove,
+	.rmdir = op_remove,
+	.getxattr = op_getxattr,
+	.flush = op_flush,
 	.init = op_init,
 	.lookup = op_lookup,
 	.getattr = op_getattr,
@@ -178,7 +341,7 @@ static const struct fuse_lowlevel_ops ops = {
 static int usage(void)
 {
 	fprintf(stderr, "usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] "
-			"[--readahead-kb KB] [-f]\n");
+			"[--readahead-kb KB] [--idle-threads N] [--default-permissions] [-f]\n");
 	return 2;
 }
 
@@ -193,6 +356,10 @@ int main(int argc, char **argv)
 			nfiles = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--readahead-kb") == 0 && i + 1 < argc)
 			readahead_kb = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--idle-threads") == 0 && i + 1 < argc)
+			idle_threads = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--default-permissions") == 0)
+			default_permissions = 1;
 		else if (strcmp(argv[i], "-f") == 0)
 			foreground = 1;
 		else if (argv[i][0] != '-' && !mnt)
@@ -202,12 +369,17 @@ int main(int argc, char **argv)
 	}
 	if (!mnt)
 		return usage();
+	if (!(names = calloc(NAME_BUCKETS, sizeof(*names)))) {
+		fprintf(stderr, "nullfuse: out of memory\n");
+		return 1;
+	}
 	if (!realpath(mnt, mount_real)) {
 		fprintf(stderr, "nullfuse: %s: %s\n", mnt, strerror(errno));
 		return 1;
 	}
-	char *fargv[] = {"nullfuse", "-ofsname=nullfuse,subtype=nullfuse", NULL};
-	struct fuse_args args = FUSE_ARGS_INIT(2, fargv);
+	char *fargv[] = {"nullfuse", "-ofsname=nullfuse,subtype=nullfuse", "-odefault_permissions",
+			 NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(2 + default_permissions, fargv);
 	struct fuse_session *se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, mnt) != 0) {
 		fprintf(stderr, "nullfuse: cannot mount at %s\n", mnt);
@@ -216,7 +388,7 @@ int main(int argc, char **argv)
 	fuse_daemonize(foreground);
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(cfg, 64);
-	fuse_loop_cfg_set_idle_threads(cfg, 16);
+	fuse_loop_cfg_set_idle_threads(cfg, idle_threads);
 	int rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	fuse_session_unmount(se);

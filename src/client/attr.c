@@ -88,6 +88,9 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
  * and starts again from its GETATTR (the layout may have changed). */
 #define SETATTR_MIGRATING_WAIT_MS 50
 
+static int setattr_at_meta(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			   uint32_t valid, const struct weft_attr *in, struct weft_attr *out);
+
 int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
 		 uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
 {
@@ -107,6 +110,26 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	client_attrs_changed(c);
 	if (valid & (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID))
 		client_cdir_unclaim(c, ino); /* its creates' owners followed the old ones */
+	/* A directory's attributes change only with its own names, and meta checks a
+	 * create against its parent alone: so a directory's SETATTR (tar sets each
+	 * directory's times, owner and mode once its files are out) waits for what this
+	 * client sent in it or to remove it, not for every create sent behind elsewhere
+	 * (dirattr.c knows it is one) */
+	bool dir = client_dirattr_is_dir(c, ino);
+	if (dir) {
+		client_acreate_barrier_dir(c, ino);
+		client_acreate_no_barrier(+1);
+	}
+	err = setattr_at_meta(c, cr, ino, valid, in, out);
+	if (dir)
+		client_acreate_no_barrier(-1);
+	return err;
+}
+
+static int setattr_at_meta(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			   uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
+{
+	int err;
 again:
 	if (valid & WEFT_SET_SIZE) {
 		if (in->size > (uint64_t)WEFT_FILE_SIZE_MAX)
