@@ -158,6 +158,18 @@ static int read_obj(uint64_t ino, uint32_t stripe, uint64_t off, uint32_t len, u
 	proto_obj_read_encode(&w, &m);
 	struct frame *rep = NULL;
 	int rc = call(store, WEFT_OP_OBJ_READ, &w, NULL, 0, &rep);
+	/* an old chain version (the stores heard of a change before meta's table reached
+	 * us): refresh it and ask again, as libweft does */
+	for (int k = 0; rc == -WEFT_ESTALECHAIN && want_ver < 0 && k < 50; k++) {
+		frame_free(rep);
+		rep = NULL;
+		usleep(100 * 1000);
+		if (load_chain() == 0)
+			m.chain_ver = chain.version;
+		wbuf_init(&w); /* the call took the last payload */
+		proto_obj_read_encode(&w, &m);
+		rc = call(store, WEFT_OP_OBJ_READ, &w, NULL, 0, &rep);
+	}
 	if (rc) {
 		rc = quiet ? 1 : print_err(rc, rep);
 		frame_free(rep);
