@@ -46,18 +46,19 @@
 #define ACREATE_DRAIN_MS 3000
 
 struct acreate_job {
-	uint16_t op;                    /* CREATE_OPEN, UNLINK or RMDIR */
+	uint16_t op;                    /* CREATE_OPEN, UNLINK, RMDIR or SETATTR */
 	struct acreate_job *next_q;     /* the send queue */
 	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
 	uint64_t seq, dir;
-	uint64_t child;                 /* RMDIR: the directory it removes */
+	uint64_t child;                 /* RMDIR: the directory it removes; SETATTR: dir */
+	uint32_t valid;                 /* SETATTR: what it sets, from attr */
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
 	char name[WEFT_NAME_MAX + 1];
 	uint32_t mode, open_flags;
 	int64_t time_ns;
 	uint64_t gen;                   /* the recall generation when posted */
-	struct weft_attr attr;          /* what the kernel was told (CREATE_OPEN) */
+	struct weft_attr attr;          /* what the kernel was told (CREATE_OPEN, SETATTR) */
 };
 
 struct client_acreate {
@@ -120,6 +121,16 @@ static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *
 {
 	for (const struct acreate_job *j = a->oldest; j; j = j->next)
 		if (j->dir == dir && strcmp(j->name, name) == 0)
+			return true;
+	return false;
+}
+
+/* A SETATTR of dir is posted and not answered (lock held): a create or removal in dir
+ * goes the synchronous way behind it, since meta checks them against dir's mode. */
+static bool setattr_posted(const struct client_acreate *a, uint64_t dir)
+{
+	for (const struct acreate_job *j = a->oldest; j; j = j->next)
+		if (j->op == WEFT_OP_SETATTR && j->dir == dir)
 			return true;
 	return false;
 }
@@ -212,7 +223,8 @@ void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char
 	for (;;) {
 		bool busy = false;
 		for (const struct acreate_job *j = a->oldest; j && j->seq <= upto && !busy; j = j->next)
-			busy = j->dir == dir && strcmp(j->name, name) == 0;
+			busy = j->dir == dir &&
+			       (j->op == WEFT_OP_SETATTR || strcmp(j->name, name) == 0);
 		if (!busy)
 			break;
 		pthread_cond_wait(&a->done, &a->lock);
@@ -305,7 +317,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	/* the name goes into the directory's known names with the check, so that a recall
 	 * after it waits for this create (client_acreate_drain) */
 	uint32_t su = 0;
-	if (ok && (name_busy(a, parent, name) || !(su = client_cdir_claim_name(c, parent, name))))
+	if (ok && (name_busy(a, parent, name) || setattr_posted(a, parent) ||
+		   !(su = client_cdir_claim_name(c, parent, name))))
 		ok = false;
 	if (ok) {
 		a->count++;
@@ -541,7 +554,7 @@ static bool post_removal(struct weft_client *c, struct acreate_job *j)
 	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
 		pthread_cond_wait(&a->done, &a->lock);
 	/* checked with the job's registration: a recall after this waits for it */
-	bool ok = !a->stopping && !name_busy(a, j->dir, j->name) &&
+	bool ok = !a->stopping && !name_busy(a, j->dir, j->name) && !setattr_posted(a, j->dir) &&
 		  client_uclaim_held(c, j->dir) == 1 &&
 		  (!j->child || client_uclaim_held(c, j->child) == 1);
 	if (ok)
@@ -605,6 +618,104 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	return 0;
 }
 
+/* Sends j's SETATTR of directory j->dir, behind like a buffered chmod at close (lazy at
+ * meta: durable with the next sync, weft sync or an unmount); a refusal drops what the
+ * kernel and dirattr were told. It comes here only once what was posted in the
+ * directory before it was answered (worker_main sets it aside until then). */
+static void run_setattr(struct weft_client *c, struct acreate_job *j)
+{
+	struct client_acreate *a = c->acreate;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_setattr m = {.cred = j->cred, .ino = j->dir,
+				     .valid = j->valid | WEFT_SET_CTIME | WEFT_SET_DEFERRED |
+					      WEFT_SET_BEHIND,
+				     .mode = j->attr.mode, .uid = j->attr.uid, .gid = j->attr.gid,
+				     .atime_ns = j->attr.atime_ns, .mtime_ns = j->attr.mtime_ns,
+				     .ctime_ns = j->time_ns};
+	proto_setattr_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, NULL);
+	if (err) {
+		stats_add(STATS_ASYNC_SETATTRS_FAILED, 1);
+		log_warn("setattr of directory %llu, answered before meta had it: %s; its "
+			 "attributes are meta's again", (unsigned long long)j->dir,
+			 weft_strerror(err));
+		client_attrs_changed(c); /* dirattr's copy of them is wrong */
+		client_cdir_unclaim(c, j->dir);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_ATTR, NULL);
+		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
+		if (!c->cb_err)
+			c->cb_err = err;
+		pthread_mutex_unlock(&c->cb_lock);
+	}
+	job_finish(a, j);
+}
+
+/* dir is claimed at meta by this client: made here (and claimed with its MKDIR), or
+ * claimed for removals; no round trip either way */
+static bool claimed(struct weft_client *c, uint64_t dir)
+{
+	return client_cdir_claimed(c, dir) || client_uclaim_held(c, dir) == 1;
+}
+
+/* What a directory's setattr may carry to be answered here: no size, no "now" (meta's
+ * clock), nothing but what tar, cp -a and rsync set. */
+#define ASYNC_SETATTR_VALID \
+	(WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID | WEFT_SET_ATIME | WEFT_SET_MTIME)
+
+int client_acreate_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			   uint32_t valid, const struct weft_attr *in, struct weft_attr *out)
+{
+	struct client_acreate *a = c->acreate;
+	struct weft_attr cur;
+	if (!a || !valid || (valid & ~(uint32_t)ASYNC_SETATTR_VALID) ||
+	    ((valid & WEFT_SET_MODE) && (in->mode & S_ISGID)) || !claimed(c, ino) ||
+	    !client_dirattr_get(c, ino, &cur) || !S_ISDIR(cur.mode) ||
+	    (cur.mode & (S_ISUID | S_ISGID)) ||
+	    !client_setattr_allowed(cr, &cur, valid, in))
+		return 1;
+	struct acreate_job *j = removal_job(WEFT_OP_SETATTR, cr, ino, "", 0);
+	if (!j)
+		return 1;
+	j->child = ino; /* set aside until what was posted in ino before it is answered */
+	j->valid = valid;
+	j->attr = *in;
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	/* checked with the job's registration: a recall after this waits for it */
+	bool ok = !a->stopping && claimed(c, ino);
+	if (ok)
+		post_locked(a, j);
+	pthread_mutex_unlock(&a->lock);
+	if (!ok) {
+		free(j);
+		return 1;
+	}
+	/* what meta will make of it (meta_setattr), shown to the kernel now */
+	if (valid & WEFT_SET_MODE)
+		cur.mode = (cur.mode & S_IFMT) | (in->mode & 07777);
+	if (valid & WEFT_SET_UID)
+		cur.uid = in->uid;
+	if (valid & WEFT_SET_GID)
+		cur.gid = in->gid;
+	if (valid & WEFT_SET_ATIME)
+		cur.atime_ns = in->atime_ns;
+	if (valid & WEFT_SET_MTIME)
+		cur.mtime_ns = in->mtime_ns;
+	cur.ctime_ns = j->time_ns;
+	/* the directory stays claimed for creates: with no setgid bit before or after, a
+	 * new file's owner and group are its creator's, and a create in it goes the
+	 * synchronous way while this is posted (setattr_posted), so meta checks it against
+	 * the new mode as the kernel does */
+	client_dirattr_set(c, &cur);
+	if (out)
+		*out = cur;
+	stats_add(STATS_ASYNC_SETATTRS, 1);
+	queue_job(a, j);
+	return 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct weft_client *c = arg;
@@ -619,9 +730,10 @@ static void *worker_main(void *arg)
 			break;
 		if (!(a->q = j->next_q))
 			a->qtail = &a->q;
-		/* an RMDIR whose directory's removals are still on their way waits aside, not
-		 * in a worker: eight RMDIRs of a deep tree waiting in all eight workers for
-		 * one unlink at a time made rm -rf of the kernel tree three times slower */
+		/* an RMDIR whose directory's removals are still on their way, or a SETATTR
+		 * whose directory's creates are, waits aside, not in a worker: eight RMDIRs
+		 * of a deep tree waiting in all eight workers for one unlink at a time made
+		 * rm -rf of the kernel tree three times slower */
 		if (j->child && busy_in(a, j->child, j->seq - 1)) {
 			j->next_q = a->deferred;
 			a->deferred = j;
@@ -630,6 +742,8 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&a->lock);
 		if (j->op == WEFT_OP_UNLINK || j->op == WEFT_OP_RMDIR)
 			run_removal(c, j);
+		else if (j->op == WEFT_OP_SETATTR)
+			run_setattr(c, j);
 		else
 			run_job(c, j);
 		pthread_mutex_lock(&a->lock);

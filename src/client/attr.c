@@ -106,16 +106,19 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		if (err)
 			return err;
 	}
+	/* A directory's attributes change only with its own names, and meta checks a
+	 * create against its parent alone: so a directory's SETATTR (tar sets each
+	 * directory's times, owner and mode once its files are out) is answered here and
+	 * sent behind what this client sent in it when the directory is claimed
+	 * (acreate.c), else waits for what this client sent in it or to remove it, not
+	 * for every create sent behind elsewhere (dirattr.c knows it is a directory) */
+	bool dir = client_dirattr_is_dir(c, ino);
+	if (dir && client_acreate_setattr(c, cr, ino, valid, in, out) == 0)
+		return 0;
 	client_settle_ino(c, ino);
 	client_attrs_changed(c);
 	if (valid & (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID))
 		client_cdir_unclaim(c, ino); /* its creates' owners followed the old ones */
-	/* A directory's attributes change only with its own names, and meta checks a
-	 * create against its parent alone: so a directory's SETATTR (tar sets each
-	 * directory's times, owner and mode once its files are out) waits for what this
-	 * client sent in it or to remove it, not for every create sent behind elsewhere
-	 * (dirattr.c knows it is one) */
-	bool dir = client_dirattr_is_dir(c, ino);
 	if (dir) {
 		client_acreate_barrier_dir(c, ino);
 		client_acreate_no_barrier(+1);

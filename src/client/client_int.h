@@ -367,6 +367,8 @@ void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns);
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* An asynchronous rmdir in directory ino: as unlinked, and one link less. */
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns);
+/* The same for an asynchronous setattr of directory a->ino: its slot takes *a. */
+void client_dirattr_set(struct weft_client *c, const struct weft_attr *a);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {
@@ -437,6 +439,15 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
  * (emptied.c) and dir is claimed: 0, or 1 when it may not (the caller asks meta). */
 int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
 			 const char *name);
+/* Whether meta would allow cr's setattr (valid, in) of an inode with attributes a
+ * (setattr_check in meta's ns.c, for the bits buffered: mode, owner, times); wbattr.c. */
+bool client_setattr_allowed(const struct weft_cred *cr, const struct weft_attr *a, uint32_t valid,
+			    const struct weft_attr *in);
+/* Answers weft_setattr of directory ino here (chmod, chown, explicit times) when it is
+ * claimed and its attributes are known under a lease (dirattr.c): 0 with *out, or 1 when
+ * it may not (the caller asks meta). */
+int client_acreate_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
+			   uint32_t valid, const struct weft_attr *in, struct weft_attr *out);
 /* Waits (bounded) for the creates posted in dir, and its removal (a recall of it). */
 void client_acreate_drain(struct weft_client *c, uint64_t dir);
 /* Waits until wi's own create was answered; returns its error (0: none, or not one). */
@@ -552,6 +563,8 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
  * name is not in it: name is added, and the stripe unit of dir's files returned; else
  * 0. */
 uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name);
+/* dir is complete and claimed here for creates, its lease running. */
+bool client_cdir_claimed(struct weft_client *c, uint64_t dir);
 /* name was unlinked from dir (asynchronously): gone from dir's names if complete. */
 void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name);
 /* dir is no longer complete (nor claimed, for creates or unlinks). */

@@ -77,13 +77,14 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 }
 
 /* ino's slot, if valid at attribute generation agen, takes time_ns as its mtime and
- * ctime (and nlink_delta) and is valid at new_agen from now on. With others, every
- * other slot valid at agen is too: the step from agen to new_agen is an asynchronous
- * removal in ino, which changes no other directory's attributes (an rm -rf that ended
- * every directory's kept attributes at each unlink sent the kernel's permission checks
- * of the parents to meta, each waiting for every removal sent before it). */
+ * ctime (and nlink_delta), or *set when given, and is valid at new_agen from now on.
+ * With others, every other slot valid at agen is too: the step from agen to new_agen is
+ * an asynchronous removal in ino or setattr of it, which changes no other directory's
+ * attributes (an rm -rf that ended every directory's kept attributes at each unlink sent
+ * the kernel's permission checks of the parents to meta, each waiting for every removal
+ * sent before it). */
 static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t agen,
-		  uint64_t new_agen, int nlink_delta, bool others)
+		  uint64_t new_agen, int nlink_delta, bool others, const struct weft_attr *set)
 {
 	if (!c->dirattr)
 		return;
@@ -98,7 +99,9 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 	if (s->ino == ino && s->rgen == rgen && s->agen == agen && s->dgen == dgen) {
 		s->agen = new_agen;
 		s->a.nlink = (uint32_t)((int64_t)s->a.nlink + nlink_delta);
-		if (s->a.ctime_ns < time_ns)
+		if (set)
+			s->a = *set;
+		else if (s->a.ctime_ns < time_ns)
 			s->a.mtime_ns = s->a.ctime_ns = time_ns;
 	}
 	pthread_mutex_unlock(&c->dirattr_lock);
@@ -107,17 +110,23 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_load(&c->attr_gen);
-	touch(c, ino, time_ns, agen, agen, 0, false);
+	touch(c, ino, time_ns, agen, agen, 0, false, NULL);
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, 0, true);
+	touch(c, ino, time_ns, agen, agen + 1, 0, true, NULL);
 }
 
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, -1, true);
+	touch(c, ino, time_ns, agen, agen + 1, -1, true, NULL);
+}
+
+void client_dirattr_set(struct weft_client *c, const struct weft_attr *a)
+{
+	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
+	touch(c, a->ino, 0, agen, agen + 1, 0, true, a);
 }

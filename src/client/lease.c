@@ -242,6 +242,18 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 	return ok;
 }
 
+bool client_cdir_claimed(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return false;
+	uint32_t mode, su;
+	pthread_mutex_lock(&cr->slot_lock);
+	bool ok = cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, &mode, &su);
+	pthread_mutex_unlock(&cr->slot_lock);
+	return ok;
+}
+
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir)
 {
 	struct client_recall *cr = c->recall;

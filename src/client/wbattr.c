@@ -77,10 +77,8 @@ void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a)
 		apply(&wi->wb, wi->wb.mtime_wgen == wi->wgen, true, a);
 }
 
-/* Whether meta would allow cr's setattr (valid, in) of a file with attributes a
- * (setattr_check in meta's ns.c, for the bits buffered). */
-static bool allowed(const struct weft_cred *cr, const struct weft_attr *a, uint32_t valid,
-		    const struct weft_attr *in)
+bool client_setattr_allowed(const struct weft_cred *cr, const struct weft_attr *a, uint32_t valid,
+			    const struct weft_attr *in)
 {
 	bool root = cr->uid == 0, owner = root || cr->uid == a->uid;
 	if ((valid & WEFT_SET_UID) && !root && !(cr->uid == a->uid && in->uid == a->uid))
@@ -238,7 +236,7 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 	bool same = !wi->wb.valid || memcmp(&wi->wb.cred, cr, sizeof(*cr)) == 0;
 	bool order = !((wi->wb.valid & WEFT_SET_MODE) && (valid & (WEFT_SET_UID | WEFT_SET_GID)));
 	bool ok = wi->wb_created && valid && !(valid & ~(uint32_t)WB_BUFFERABLE) &&
-		  allowed(cr, &cur, valid, in);
+		  client_setattr_allowed(cr, &cur, valid, in);
 	pthread_mutex_unlock(&wi->lock);
 	if (!ok || !same || !order)
 		flush_locked(c, wi, false, false); /* its error waits for the file's next flush */

@@ -73,6 +73,9 @@ static int h_setattr(struct mreq *r, const struct meta_ctx *c)
 		return -EINVAL;
 	if ((m->valid & WEFT_SET_SIZE) && meta_migrate_busy(r->s, m->ino))
 		return -WEFT_EMIGRATING;
+	if ((m->valid & WEFT_SET_MODE) && r->s->test_refuse_mode &&
+	    (m->mode & 07777) == r->s->test_refuse_mode)
+		return -EIO; /* test hook (WEFT_META_TEST_REFUSE_MODE): as a disk error */
 	static const struct {
 		uint32_t wire, meta;
 	} bits[] = {

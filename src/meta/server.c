@@ -982,6 +982,8 @@ int meta_server_start(const struct meta_server_opts *o, struct meta_server **out
 	s->started_ms = loop_now_ms();
 	s->test_refuse_create = getenv("WEFT_META_TEST_REFUSE_CREATE");
 	s->test_refuse_unlink = getenv("WEFT_META_TEST_REFUSE_UNLINK");
+	const char *rm = getenv("WEFT_META_TEST_REFUSE_MODE");
+	s->test_refuse_mode = rm ? (uint32_t)strtoul(rm, NULL, 8) : 0;
 	/* WEFT_META_RECOVERY_MS (default 5000): after an unclean stop, namespace mutations
 	 * wait that long for clients to replay what they hold (ARCHITECTURE.md) */
 	const char *rw = getenv("WEFT_META_RECOVERY_MS");

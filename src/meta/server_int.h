@@ -70,6 +70,7 @@ struct meta_server {
 	/* test hooks, read at start: CREATE_OPEN and UNLINK of names with these prefixes
 	 * fail (WEFT_META_TEST_REFUSE_CREATE: ENOSPC, _UNLINK: EIO); NULL: none */
 	const char *test_refuse_create, *test_refuse_unlink;
+	uint32_t test_refuse_mode; /* WEFT_META_TEST_REFUSE_MODE: a chmod to it fails */
 	/* Replay (ARCHITECTURE.md, "Metadata durability"): boot is this incarnation's id,
 	 * sent in every DURABLE record; boundary the last transaction number the database
 	 * held at start (a REPLAY of one at or below it is already applied); until

@@ -190,6 +190,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_ASYNC_UNLINKS_FAILED] = "async_unlinks_failed",
 		[STATS_ASYNC_RMDIRS] = "async_rmdirs",
 		[STATS_ASYNC_RMDIRS_FAILED] = "async_rmdirs_failed",
+		[STATS_ASYNC_SETATTRS] = "async_setattrs",
+		[STATS_ASYNC_SETATTRS_FAILED] = "async_setattrs_failed",
 	};
 	return names[c];
 }

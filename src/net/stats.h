@@ -60,6 +60,8 @@ enum stats_counter {
 	STATS_ASYNC_UNLINKS_FAILED,  /* ... that meta refused after all */
 	STATS_ASYNC_RMDIRS,          /* rmdirs answered by the mount, sent behind */
 	STATS_ASYNC_RMDIRS_FAILED,   /* ... that meta refused after all */
+	STATS_ASYNC_SETATTRS,        /* directory setattrs answered by the mount, sent behind */
+	STATS_ASYNC_SETATTRS_FAILED, /* ... that meta refused after all */
 	STATS_COUNTERS
 };
 

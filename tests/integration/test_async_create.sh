@@ -14,6 +14,7 @@
 export WEFT_META_LEASE_MS=3000
 export WEFT_RUN_DIR=$T/run # the mounts' stats files
 export WEFT_META_TEST_REFUSE_CREATE=refused-c WEFT_META_TEST_REFUSE_UNLINK=refused-u
+export WEFT_META_TEST_REFUSE_MODE=0712 # a chmod to 0712 fails at meta
 export WEFT_META_TEST_COMMIT_DELAY_MS=20 # a slow disk: creates stay in flight a while
 ALLOWED_ERRORS='refused-'
 cluster_up --stores 2 --replicas 2 --metrics
@@ -95,6 +96,40 @@ a1=$(counter async_creates)
 echo "creates answered by mount A without meta: $((a1 - a0)) of 1200"
 [ $((a1 - a0)) -ge 1190 ] || fail "mount A answered only $((a1 - a0)) of 1200 creates itself"
 ok "1200 creates answered by A alone; B saw every file, its bytes, mode and the directory's mtime at once; a directory's times and mode set behind its creates stay as set"
+
+# --- 1b. a directory's times, owner and mode set on A as tar sets them, behind its
+# files: answered by A and sent behind them (acreate.c); B sees them at once. One meta
+# refuses after A answered it: the mode is meta's again, and weft sync reports it.
+s0=$(counter async_setattrs)
+python3 - "$MNT" "$B" <<'PY' || fail "a directory's setattrs answered by A, as B sees them"
+import os, sys
+A, B = sys.argv[1], sys.argv[2]
+d = os.path.join(A, "d4")
+os.mkdir(d)
+for i in range(50):
+    with open(os.path.join(d, "h%d" % i), "w") as f:
+        f.write("h")
+os.utime(d, ns=(2 * 10**18, 2 * 10**18))
+os.chown(d, 1234, 4321)
+os.chmod(d, 0o751)
+for p in (d, os.path.join(B, "d4")):
+    st = os.stat(p)
+    got = (st.st_mtime_ns, st.st_uid, st.st_gid, st.st_mode & 0o7777)
+    if got != (2 * 10**18, 1234, 4321, 0o751):
+        print("FAIL: %s: mtime, uid, gid, mode %r" % (p, got)); sys.exit(1)
+PY
+s1=$(counter async_setattrs)
+echo "directory setattrs answered by mount A: $((s1 - s0))"
+[ $((s1 - s0)) -ge 3 ] || fail "mount A answered only $((s1 - s0)) directory setattrs itself"
+mkdir -m 0755 "$MNT/d5" && touch "$MNT/d5/a" "$MNT/d5/b" && stat "$MNT/d5" >/dev/null
+chmod 0712 "$MNT/d5" || fail "chmod 0712 on A"
+"$WEFT" sync "$MNT" >"$T/sync.out" 2>&1 && fail "weft sync after a chmod meta refused: no error"
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
+[ "$(stat -c %a "$MNT/d5")" = 755 ] || fail "d5 on A after the refused chmod: $(stat -c %a "$MNT/d5")"
+[ "$(stat -c %a "$B/d5")" = 755 ] || fail "d5 on B after the refused chmod: $(stat -c %a "$B/d5")"
+sf=$(counter async_setattrs_failed)
+[ "$sf" -eq 1 ] || fail "async_setattrs_failed is $sf, not 1"
+ok "a directory's times, owner and mode answered by A ($((s1 - s0)) setattrs), seen by B at once; a chmod meta refused came back, weft sync reported it"
 
 # --- 2. a create meta refuses after A answered it: reported, and the name is gone
 f0=$(counter async_creates_failed)
