@@ -201,6 +201,17 @@ static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 	return false;
 }
 
+void client_acreate_dir_scope(struct weft_client *c, uint64_t dir)
+{
+	client_acreate_barrier_dir(c, dir);
+	no_barrier++;
+}
+
+void client_acreate_dir_scope_end(void)
+{
+	no_barrier--;
+}
+
 void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir)
 {
 	struct client_acreate *a = c->acreate;

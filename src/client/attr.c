@@ -71,13 +71,11 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	/* a directory's attributes change only with its names, so its GETATTR waits for
 	 * what this client sent in it, not elsewhere (dirattr.c knows it is one) */
 	bool dir = client_dirattr_is_dir(c, ino);
-	if (dir) {
-		client_acreate_barrier_dir(c, ino);
-		client_acreate_no_barrier(+1);
-	}
+	if (dir)
+		client_acreate_dir_scope(c, ino);
 	int err = getattr_layout(c, cr, ino, attr, NULL);
 	if (dir)
-		client_acreate_no_barrier(-1);
+		client_acreate_dir_scope_end();
 	/* kept for the kernel's next GETATTR of it after a create there (dirattr.c) */
 	if (err == 0 && S_ISDIR(attr->mode))
 		client_dirattr_note(c, attr, rgen, agen, dgen);
@@ -119,13 +117,11 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	client_attrs_changed(c);
 	if (valid & (WEFT_SET_MODE | WEFT_SET_UID | WEFT_SET_GID))
 		client_cdir_unclaim(c, ino); /* its creates' owners followed the old ones */
-	if (dir) {
-		client_acreate_barrier_dir(c, ino);
-		client_acreate_no_barrier(+1);
-	}
+	if (dir)
+		client_acreate_dir_scope(c, ino);
 	err = setattr_at_meta(c, cr, ino, valid, in, out);
 	if (dir)
-		client_acreate_no_barrier(-1);
+		client_acreate_dir_scope_end();
 	return err;
 }
 

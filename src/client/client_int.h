@@ -427,6 +427,10 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 void client_acreate_barrier(struct weft_client *c);
 /* The same for the creates and removals posted in dir, or of it (a listing of dir). */
 void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir);
+/* A request about directory dir alone: waits as client_acreate_barrier_dir, then lets
+ * this thread's meta calls pass the full barrier until client_acreate_dir_scope_end. */
+void client_acreate_dir_scope(struct weft_client *c, uint64_t dir);
+void client_acreate_dir_scope_end(void);
 /* The same for name in dir (a LOOKUP of it). */
 void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char *name);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
