@@ -201,18 +201,8 @@ static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 	return false;
 }
 
-void client_acreate_dir_scope(struct weft_client *c, uint64_t dir)
-{
-	client_acreate_barrier_dir(c, dir);
-	no_barrier++;
-}
-
-void client_acreate_dir_scope_end(void)
-{
-	no_barrier--;
-}
-
-void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir)
+/* Waits until no job posted before this call is in dir or removes it. */
+static void barrier_dir(struct weft_client *c, uint64_t dir)
 {
 	struct client_acreate *a = c->acreate;
 	if (!a || no_barrier)
@@ -224,23 +214,36 @@ void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir)
 	pthread_mutex_unlock(&a->lock);
 }
 
-void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char *name)
+void client_acreate_dir_scope(struct weft_client *c, uint64_t dir)
+{
+	barrier_dir(c, dir);
+	no_barrier++;
+}
+
+void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *name)
 {
 	struct client_acreate *a = c->acreate;
-	if (!a || no_barrier)
-		return;
-	pthread_mutex_lock(&a->lock);
-	uint64_t upto = a->next_seq;
-	for (;;) {
-		bool busy = false;
-		for (const struct acreate_job *j = a->oldest; j && j->seq <= upto && !busy; j = j->next)
-			busy = j->dir == dir &&
-			       (j->op == WEFT_OP_SETATTR || strcmp(j->name, name) == 0);
-		if (!busy)
-			break;
-		pthread_cond_wait(&a->done, &a->lock);
+	if (a && !no_barrier) {
+		pthread_mutex_lock(&a->lock);
+		uint64_t upto = a->next_seq;
+		for (;;) {
+			bool busy = false;
+			for (const struct acreate_job *j = a->oldest; j && j->seq <= upto && !busy;
+			     j = j->next)
+				busy = j->dir == dir &&
+				       (j->op == WEFT_OP_SETATTR || strcmp(j->name, name) == 0);
+			if (!busy)
+				break;
+			pthread_cond_wait(&a->done, &a->lock);
+		}
+		pthread_mutex_unlock(&a->lock);
 	}
-	pthread_mutex_unlock(&a->lock);
+	no_barrier++;
+}
+
+void client_acreate_scope_end(void)
+{
+	no_barrier--;
 }
 
 void client_acreate_drain(struct weft_client *c, uint64_t dir)
@@ -518,7 +521,7 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 		return held == 1;
 	/* what this client sent in it comes first; what it sent elsewhere need not (the
 	 * first unlink in each directory of an rm -rf waited for every one before it) */
-	client_acreate_barrier_dir(c, dir);
+	client_acreate_dir_scope(c, dir);
 	uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 		 dgen = atomic_load(&c->dir_gen);
 	struct wbuf w;
@@ -531,6 +534,7 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	if (client_meta_call(c, WEFT_OP_DIR_CLAIM, &w, NULL, 0, &f) == 0 &&
 	    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
 		lease = e.lease;
+	client_acreate_scope_end();
 	frame_free(f);
 	client_uclaim_note(c, dir, lease, gen);
 	if (lease && e.attr.ino == dir) {

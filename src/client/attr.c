@@ -75,7 +75,7 @@ int weft_getattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		client_acreate_dir_scope(c, ino);
 	int err = getattr_layout(c, cr, ino, attr, NULL);
 	if (dir)
-		client_acreate_dir_scope_end();
+		client_acreate_scope_end();
 	/* kept for the kernel's next GETATTR of it after a create there (dirattr.c) */
 	if (err == 0 && S_ISDIR(attr->mode))
 		client_dirattr_note(c, attr, rgen, agen, dgen);
@@ -121,7 +121,7 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		client_acreate_dir_scope(c, ino);
 	err = setattr_at_meta(c, cr, ino, valid, in, out);
 	if (dir)
-		client_acreate_dir_scope_end();
+		client_acreate_scope_end();
 	return err;
 }
 

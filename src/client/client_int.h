@@ -425,14 +425,14 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 /* Waits until every create posted before this call was answered (client_meta_call does,
  * so that this client's own requests see its creates). */
 void client_acreate_barrier(struct weft_client *c);
-/* The same for the creates and removals posted in dir, or of it (a listing of dir). */
-void client_acreate_barrier_dir(struct weft_client *c, uint64_t dir);
-/* A request about directory dir alone: waits as client_acreate_barrier_dir, then lets
- * this thread's meta calls pass the full barrier until client_acreate_dir_scope_end. */
+/* A request that depends only on what this client sent in directory dir, or to remove
+ * it (a listing of dir, its attributes, a create in it): waits for those jobs alone,
+ * then lets this thread's meta calls pass the full barrier until
+ * client_acreate_scope_end. */
 void client_acreate_dir_scope(struct weft_client *c, uint64_t dir);
-void client_acreate_dir_scope_end(void);
-/* The same for name in dir (a LOOKUP of it). */
-void client_acreate_barrier_name(struct weft_client *c, uint64_t dir, const char *name);
+/* The same for name in dir and the setattrs of dir (a LOOKUP of name). */
+void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *name);
+void client_acreate_scope_end(void);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
 void client_acreate_no_barrier(int delta);
 /* Answers weft_unlink here when dir is claimed (asking meta for the claim first if

@@ -42,9 +42,10 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	/* this client's own create or removal of the name comes first; those of other
 	 * names need not (rm -rf's lookup of each name whose entry expired waited for every
 	 * unlink sent before it) */
-	client_acreate_barrier_name(c, parent, name);
+	client_acreate_name_scope(c, parent, name);
 	struct client_entry_lease l;
 	err = client_call_entry_lease(c, WEFT_OP_LOOKUP, &w, attr, NULL, &l);
+	client_acreate_scope_end();
 	/* the renewal of the parent's lease keeps a complete directory complete */
 	if (err == 0 && l.dir_lease) {
 		client_cdir_begin(c, parent);
@@ -64,7 +65,16 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 	uint64_t agen = atomic_load(&c->attr_gen), dgen = atomic_load(&c->dir_gen);
 	client_cdir_begin(c, parent);
 	client_emptied_forget(c, parent); /* a name its listing did not show */
+	/* a create, mkdir or symlink depends on parent's names, mode and times alone, so
+	 * it waits for what this client sent in parent, not for every create sent behind
+	 * elsewhere (tar's mkdir of each directory waited for them all); a link also on
+	 * its target, which may be such a create */
+	bool scoped = op != WEFT_OP_LINK;
+	if (scoped)
+		client_acreate_dir_scope(c, parent);
 	int err = client_call_entry_lease(c, op, w, &a, &lay, &l);
+	if (scoped)
+		client_acreate_scope_end();
 	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
 	if (err == 0 && op == WEFT_OP_MKDIR) {
 		client_cdir_created(c, a.ino, l.lease, l.gen, /* empty, and ours */
@@ -299,8 +309,9 @@ int client_readdir_call(struct weft_client *c, const struct weft_cred *cr, uint6
 	proto_readdir_encode(&w, &m);
 	/* this client's own creates and removals in it come first; those elsewhere need not
 	 * (rm -rf's listing of the next directory waited for every unlink sent before it) */
-	client_acreate_barrier_dir(c, ino);
+	client_acreate_dir_scope(c, ino);
 	int err = client_meta_call(c, WEFT_OP_READDIR, &w, NULL, 0, f);
+	client_acreate_scope_end();
 	if (!err && proto_dirlist_decode((*f)->payload, (*f)->h.payload_len, dl, NULL) < 0)
 		err = -EIO;
 	if (err) {

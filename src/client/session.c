@@ -73,10 +73,9 @@ static void bind_conn(struct weft_client *c, struct conn *cn, uint16_t op)
 
 /* Requests that need not wait for this client's asynchronous creates (acreate.c): the
  * creates themselves, what a worker sending one may need (sessions), requests about a
- * file that waited for its own create (EXTEND, RELEASE), what concerns no name, and a
- * listing or a claim, which wait for those in their own directory only
- * (client_readdir_call, acreate.c's claim_dir), and a LOOKUP, which waits for those
- * of its name (weft_lookup). */
+ * file that waited for its own create (EXTEND, RELEASE) and what concerns no name.
+ * A request that depends on one directory or name alone (a listing, a lookup, a create
+ * in it) waits for its own scope instead (client_acreate_dir_scope, _name_scope). */
 static bool acreate_exempt(uint16_t op)
 {
 	switch (op) {
@@ -91,9 +90,6 @@ static bool acreate_exempt(uint16_t op)
 	case WEFT_OP_CAP_GET:
 	case WEFT_OP_CHAINS_GET:
 	case WEFT_OP_TARGET_FAILED:
-	case WEFT_OP_READDIR:
-	case WEFT_OP_DIR_CLAIM:
-	case WEFT_OP_LOOKUP:
 		return true;
 	default:
 		return false;
