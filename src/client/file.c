@@ -226,10 +226,16 @@ ssize_t weft_file_read(struct weft_file *f, void *buf, size_t len, uint64_t off)
 	return err ? err : (ssize_t)len;
 }
 
-/* Pins the readahead blocks holding the range and points v at their bytes; their
+/* What a read view points at for the zeros of a hole or past an object's end. Never
+ * written: in .bss (not const, which would put a MiB of zeros in the binary), so its
+ * pages are the kernel's one zero page. */
+static uint8_t view_zeros[1u << 20];
+
+/* Pins the readahead blocks holding the range and points v at their bytes (and at
+ * view_zeros for a hole's); their
  * checksums are checked here, outside wi->lock, so the kernel's requests handled by
  * several threads are checked at once. Anything else (a range readahead does not hold,
- * a hole or short object to fill with zeros, a bad checksum) takes the copying path,
+ * more pieces than WEFT_VIEW_IOV, a bad checksum) takes the copying path,
  * which reads again with replica failover. */
 ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 			    struct weft_read_view *v)
@@ -250,7 +256,7 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 		client_ra_ahead(c, wi, off + len); /* pinned blocks stay while it drops the lock */
 	pthread_mutex_unlock(&wi->lock);
 	if (pinned) {
-		int n = (int)((off + len - 1) / su - off / su + 1);
+		int n = (int)((off + len - 1) / su - off / su + 1), k = 0;
 		signed char verdict[WEFT_VIEW_IOV] = {0};
 		bool all = true;
 		for (int i = 0; i < n && all; i++) {
@@ -258,18 +264,33 @@ ssize_t weft_file_read_view(struct weft_file *f, size_t len, uint64_t off,
 			uint64_t bstart = b->block * su;
 			uint64_t from = off > bstart ? off : bstart;
 			uint64_t to = off + len < bstart + su ? off + len : bstart + su;
-			if (!b->reply || to - bstart > b->reply->h.bulk_len) {
-				all = false; /* zeros to fill in: the copying path */
+			/* the reply holds got bytes; past them a hole or the object's end */
+			uint64_t a = from - bstart, e = to - bstart;
+			uint64_t got = b->reply ? b->reply->h.bulk_len : 0, have = e < got ? e : got;
+			if (to > bstart + b->len) {
+				all = false; /* the file grew past what was fetched */
 				break;
 			}
-			verdict[i] = checked[i] ||
+			verdict[i] = !b->reply || checked[i] ||
 				     client_data_read_verify(c, b->reply, b->obj_off, b->len) == 0 ? 1 : -1;
 			all = verdict[i] > 0;
-			v->iov[i] = (struct iovec){b->reply->bulk + (from - bstart), to - from};
+			if (all && a < have) {
+				all = k < WEFT_VIEW_IOV;
+				if (all)
+					v->iov[k++] = (struct iovec){b->reply->bulk + a, have - a};
+			}
+			if (all && have < e) {
+				/* zeros from one read-only region no one writes: no memset, and
+				 * its pages are the kernel's zero page (view_zeros) */
+				uint64_t z = e - (have > a ? have : a);
+				all = k < WEFT_VIEW_IOV && z <= sizeof(view_zeros);
+				if (all)
+					v->iov[k++] = (struct iovec){(void *)view_zeros, z};
+			}
 		}
 		if (all) {
 			stats_add(STATS_READAHEAD_HITS, 1); /* once: a fallback counts in weft_file_read */
-			v->niov = n;
+			v->niov = k;
 			v->npins = n;
 			memcpy(v->pins, bs, sizeof(bs[0]) * (size_t)n);
 			return (ssize_t)len;

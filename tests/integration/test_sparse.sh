@@ -132,6 +132,25 @@ for r in 1 2; do
 	ok "replicas $r: a second writer: stat %b $wb vs $lb, same extents"
 done
 
+# read cold on the default layout (1 MiB stripe units, so a read of a block is one
+# readahead block): data then a hole inside one block, a block all hole, zeros past the
+# last object's end; the mount answers from the fetched data and a region of zeros
+python3 - "$LOCAL/g" "$MNT/g" <<'EOF'
+import os, sys
+for path in sys.argv[1:]:
+	fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+	for off, n in [(0, 4096), ((2 << 20) + 500, 3000), ((5 << 20) - 100, 200), (6 << 20, 10)]:
+		os.pwrite(fd, bytes((off + i * 31) % 251 + 1 for i in range(n)), off)
+	os.ftruncate(fd, (6 << 20) + 100000)
+	os.close(fd)
+EOF
+"$WEFT" sync "$MNT" >/dev/null
+sync; echo 3 >/proc/sys/vm/drop_caches
+cmp "$LOCAL/g" "$MNT/g" || fail "a sparse file read cold: bytes differ from $fstype"
+dd if="$MNT/g" bs=1M iflag=direct status=none | cmp - "$LOCAL/g" ||
+	fail "a sparse file read with O_DIRECT: bytes differ from $fstype"
+ok "a sparse file read cold and with O_DIRECT: holes and the tail past the data read as zeros"
+
 # a byte flipped in the data of a sparse file (in its object on a store): a hole is
 # not checked, but data still is, end to end: replicas 2 reads the right bytes from the
 # other copy, replicas 1 gives EIO
