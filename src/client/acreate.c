@@ -50,7 +50,10 @@ struct acreate_job {
 	struct acreate_job *next_q;     /* the send queue */
 	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
 	uint64_t seq, dir;
-	uint64_t child;                 /* RMDIR: the directory it removes; SETATTR: dir */
+	uint64_t removes;               /* RMDIR: the directory it removes */
+	uint64_t after_dir;             /* set aside until the jobs posted before it in this
+					 * directory, or to remove it, are answered: RMDIR's
+					 * removes, SETATTR's own dir; 0 for none */
 	uint32_t valid;                 /* SETATTR: what it sets, from attr */
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
@@ -85,8 +88,8 @@ static void release_deferred(struct client_acreate *a, const struct acreate_job 
 {
 	for (struct acreate_job **pp = &a->deferred; *pp;) {
 		struct acreate_job *d = *pp;
-		if ((d->child == j->dir || d->child == j->child) &&
-		    !busy_in(a, d->child, d->seq - 1)) {
+		if ((d->after_dir == j->dir || d->after_dir == j->removes) &&
+		    !busy_in(a, d->after_dir, d->seq - 1)) {
 			*pp = d->next_q;
 			queue_front_locked(a, d);
 		} else {
@@ -196,7 +199,7 @@ void client_acreate_barrier(struct weft_client *c)
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 {
 	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
-		if (j->dir == dir || j->child == dir)
+		if (j->dir == dir || j->removes == dir)
 			return true;
 	return false;
 }
@@ -484,9 +487,10 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 	proto_name_encode(&w, &m);
 	int err = client_meta_call(c, j->op, &w, NULL, 0, NULL);
 	if (err) {
-		stats_add(j->child ? STATS_ASYNC_RMDIRS_FAILED : STATS_ASYNC_UNLINKS_FAILED, 1);
+		bool rmdir = j->op == WEFT_OP_RMDIR;
+		stats_add(rmdir ? STATS_ASYNC_RMDIRS_FAILED : STATS_ASYNC_UNLINKS_FAILED, 1);
 		log_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
-			 "name is back", j->child ? "rmdir" : "unlink", j->name,
+			 "name is back", rmdir ? "rmdir" : "unlink", j->name,
 			 (unsigned long long)j->dir, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
 		client_emptied_forget(c, j->dir);
@@ -571,7 +575,7 @@ static bool post_removal(struct weft_client *c, struct acreate_job *j)
 	/* checked with the job's registration: a recall after this waits for it */
 	bool ok = !a->stopping && !name_busy(a, j->dir, j->name) && !setattr_posted(a, j->dir) &&
 		  client_uclaim_held(c, j->dir) == 1 &&
-		  (!j->child || client_uclaim_held(c, j->child) == 1);
+		  (!j->removes || client_uclaim_held(c, j->removes) == 1);
 	if (ok)
 		post_locked(a, j);
 	pthread_mutex_unlock(&a->lock);
@@ -619,7 +623,7 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	struct acreate_job *j = removal_job(WEFT_OP_RMDIR, cr, dir, name, len);
 	if (!j)
 		return 1;
-	j->child = child;
+	j->removes = j->after_dir = child;
 	if (!post_removal(c, j)) {
 		free(j);
 		return 1;
@@ -692,7 +696,7 @@ int client_acreate_setattr(struct weft_client *c, const struct weft_cred *cr, ui
 	struct acreate_job *j = removal_job(WEFT_OP_SETATTR, cr, ino, "", 0);
 	if (!j)
 		return 1;
-	j->child = ino; /* set aside until what was posted in ino before it is answered */
+	j->after_dir = ino;
 	j->valid = valid;
 	j->attr = *in;
 	pthread_mutex_lock(&a->lock);
@@ -749,7 +753,7 @@ static void *worker_main(void *arg)
 		 * whose directory's creates are, waits aside, not in a worker: eight RMDIRs
 		 * of a deep tree waiting in all eight workers for one unlink at a time made
 		 * rm -rf of the kernel tree three times slower */
-		if (j->child && busy_in(a, j->child, j->seq - 1)) {
+		if (j->after_dir && busy_in(a, j->after_dir, j->seq - 1)) {
 			j->next_q = a->deferred;
 			a->deferred = j;
 			continue;
