@@ -5,11 +5,13 @@
  * kernel's read-ahead raised through sysfs), so a read through it measures FUSE itself.
  *
  * It also takes creates, mkdir, symlink, setattr and removals and answers them at once:
- * what was created keeps only its name (a hash table, for lookups) and an inode number
- * from a counter with its type in the low bits; attributes and data are not kept. It
+ * what was created keeps only its name (a hash table, for lookups; a list per
+ * directory, for listings) and an inode number from a counter with its type in the low
+ * bits; attributes and data are not kept. It
  * answers GETXATTR with ENODATA and FLUSH
  * with success as weft's mount does, so the kernel sends it the requests it sends weft:
- * `tar xf` onto it measures what FUSE alone costs an extraction (bench/tar_floor.sh).
+ * `tar xf` onto it measures what FUSE alone costs an extraction, and `du -s` and
+ * `rm -rf` of what it made a traversal and a removal (bench/tar_floor.sh).
  *
  * usage: nullfuse MOUNTPOINT [--size BYTES] [--files N] [--readahead-kb KB]
  *                 [--idle-threads N (default 4)] [--default-permissions] [-f]
@@ -19,6 +21,7 @@
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +44,23 @@ static char zeros[MAX_REQ];
 enum { NEW_FILE, NEW_DIR, NEW_LINK };
 static uint64_t created;
 
-/* (parent, name) -> inode number of what was created; never shrinks */
+/* (parent, name) -> inode number of what was created, also in its parent's list */
 struct name_ent {
-	struct name_ent *next;
+	struct name_ent *next;          /* the hash chain */
+	struct name_ent *dnext, **dprev; /* the parent's list */
 	uint64_t parent, ino;
 	char name[];
 };
 #define NAME_BUCKETS (1u << 20)
 static struct name_ent **names;
+/* directory inode number -> the names made in it, newest first; never shrinks */
+struct dir_ent {
+	struct dir_ent *next;
+	uint64_t ino;
+	struct name_ent *first;
+};
+#define DIR_BUCKETS (1u << 16)
+static struct dir_ent *dirs[DIR_BUCKETS];
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned name_hash(uint64_t parent, const char *name)
@@ -65,6 +77,26 @@ static struct name_ent **name_slot(uint64_t parent, const char *name)
 	while (*e && ((*e)->parent != parent || strcmp((*e)->name, name) != 0))
 		e = &(*e)->next;
 	return e;
+}
+
+/* The list of names made in directory ino (names_lock held); NULL without memory. */
+static struct dir_ent *dir_of(uint64_t ino, bool make)
+{
+	struct dir_ent **d = &dirs[(ino * 0x9e3779b97f4a7c15ull) >> 48];
+	while (*d && (*d)->ino != ino)
+		d = &(*d)->next;
+	if (!*d && make && (*d = calloc(1, sizeof(**d))))
+		(*d)->ino = ino;
+	return *d;
+}
+
+static void list_remove(struct name_ent *ne)
+{
+	if (ne->dprev) {
+		*ne->dprev = ne->dnext;
+		if (ne->dnext)
+			ne->dnext->dprev = ne->dprev;
+	}
 }
 
 static void fill_attr(fuse_ino_t ino, struct stat *st)
@@ -129,6 +161,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = readahead_kb * 1024u;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -193,11 +228,42 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	fuse_reply_write(req, size);
 }
 
+/* The root lists files 0..nfiles-1, then what was made in it; a directory made here
+ * what was made in it. The offset is a position in that order. */
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus);
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	(void)fi;
-	if (ino != FUSE_ROOT_ID) {
+	list_dir(req, ino, size, off, false);
+}
+
+/* with the entries' attributes, for every piece of a listing, as weft's mount asks */
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	list_dir(req, ino, size, off, true);
+}
+
+/* One entry into buf at used; its size, or more than the room left when it is full. */
+static size_t add_entry(fuse_req_t req, char *buf, size_t room, const char *name,
+			uint64_t ino, off_t next, bool plus)
+{
+	if (!plus) {
+		struct stat st;
+		fill_attr(ino, &st);
+		return fuse_add_direntry(req, buf, room, name, &st, next);
+	}
+	struct fuse_entry_param e = {.ino = ino, .attr_timeout = 3600, .entry_timeout = 3600};
+	fill_attr(ino, &e.attr);
+	return fuse_add_direntry_plus(req, buf, room, name, &e, next);
+}
+
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	if (ino != FUSE_ROOT_ID && (ino < NEW_BASE || (ino - NEW_BASE) % 4 != NEW_DIR)) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -207,16 +273,28 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	size_t used = 0;
-	for (unsigned i = (unsigned)off; i < nfiles; i++) {
+	uint64_t pos = (uint64_t)off, fixed = ino == FUSE_ROOT_ID ? nfiles : 0;
+	bool full = false;
+	for (; pos < fixed && !full; pos++) {
 		char name[16];
-		struct stat st;
-		snprintf(name, sizeof(name), "%u", i);
-		fill_attr(i + 2, &st);
-		size_t n = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
-		if (n > size - used)
-			break;
-		used += n;
+		snprintf(name, sizeof(name), "%u", (unsigned)pos);
+		size_t n = add_entry(req, buf + used, size - used, name, pos + 2, (off_t)pos + 1,
+				     plus);
+		full = n > size - used;
+		used += full ? 0 : n;
 	}
+	pthread_mutex_lock(&names_lock);
+	struct dir_ent *d = dir_of(ino, false);
+	struct name_ent *ne = d ? d->first : NULL;
+	for (uint64_t i = fixed; ne && i < pos; i++)
+		ne = ne->dnext;
+	for (; ne && !full; ne = ne->dnext, pos++) {
+		size_t n = add_entry(req, buf + used, size - used, ne->name, ne->ino,
+				     (off_t)pos + 1, plus);
+		full = n > size - used;
+		used += full ? 0 : n;
+	}
+	pthread_mutex_unlock(&names_lock);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
@@ -238,14 +316,25 @@ static void reply_new(fuse_req_t req, uint64_t parent, const char *name, int typ
 	ne->ino = e.ino;
 	memcpy(ne->name, name, len);
 	pthread_mutex_lock(&names_lock);
+	struct dir_ent *d = dir_of(parent, true);
 	struct name_ent **slot = name_slot(parent, name);
 	if (*slot) { /* replaced (tar unlinks first only when asked) */
 		ne->next = (*slot)->next;
+		list_remove(*slot);
 		free(*slot);
 	} else {
 		ne->next = NULL;
 	}
 	*slot = ne;
+	ne->dprev = NULL;
+	ne->dnext = NULL;
+	if (d) {
+		ne->dnext = d->first;
+		if (d->first)
+			d->first->dprev = &ne->dnext;
+		ne->dprev = &d->first;
+		d->first = ne;
+	}
 	pthread_mutex_unlock(&names_lock);
 	if (fi)
 		fuse_reply_create(req, &e, fi);
@@ -297,8 +386,10 @@ static void op_remove(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	pthread_mutex_lock(&names_lock);
 	struct name_ent **slot = name_slot(parent, name), *ne = *slot;
-	if (ne)
+	if (ne) {
 		*slot = ne->next;
+		list_remove(ne);
+	}
 	pthread_mutex_unlock(&names_lock);
 	int err = ne ? 0 : ENOENT;
 	free(ne);
@@ -336,6 +427,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 	.write = op_write,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 };
 
 static int usage(void)
