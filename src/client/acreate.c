@@ -204,23 +204,22 @@ static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 	return false;
 }
 
-/* Waits until no job posted before this call is in dir or removes it. */
-static void barrier_dir(struct weft_client *c, uint64_t dir)
+void client_acreate_dirs_scope(struct weft_client *c, uint64_t dir, uint64_t dir2)
 {
 	struct client_acreate *a = c->acreate;
-	if (!a || no_barrier)
-		return;
-	pthread_mutex_lock(&a->lock);
-	uint64_t upto = a->next_seq;
-	while (busy_in(a, dir, upto))
-		pthread_cond_wait(&a->done, &a->lock);
-	pthread_mutex_unlock(&a->lock);
+	if (a && !no_barrier) {
+		pthread_mutex_lock(&a->lock);
+		uint64_t upto = a->next_seq;
+		while (busy_in(a, dir, upto) || (dir2 && busy_in(a, dir2, upto)))
+			pthread_cond_wait(&a->done, &a->lock);
+		pthread_mutex_unlock(&a->lock);
+	}
+	no_barrier++;
 }
 
 void client_acreate_dir_scope(struct weft_client *c, uint64_t dir)
 {
-	barrier_dir(c, dir);
-	no_barrier++;
+	client_acreate_dirs_scope(c, dir, 0);
 }
 
 void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *name)

@@ -430,6 +430,8 @@ void client_acreate_barrier(struct weft_client *c);
  * then lets this thread's meta calls pass the full barrier until
  * client_acreate_scope_end. */
 void client_acreate_dir_scope(struct weft_client *c, uint64_t dir);
+/* The same for two directories (an rmdir: the parent and the directory it removes). */
+void client_acreate_dirs_scope(struct weft_client *c, uint64_t dir, uint64_t dir2);
 /* The same for name in dir and the setattrs of dir (a LOOKUP of name). */
 void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *name);
 void client_acreate_scope_end(void);
@@ -533,6 +535,9 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 void client_emptied_removed(struct weft_client *c, uint64_t dir);
 void client_emptied_forget(struct weft_client *c, uint64_t dir);
 uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name);
+/* The directory name in parent names, whenever this client knows it (as for _child,
+ * empty or not), else 0. */
+uint64_t client_emptied_subdir(struct weft_client *c, uint64_t parent, const char *name);
 
 /* dirahead.c: listings of subdirectories fetched before they are asked */
 int client_dirahead_start(struct weft_client *c);

@@ -168,23 +168,42 @@ void client_emptied_forget(struct weft_client *c, uint64_t dir)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The subdirectory (parent, name) names, when its record holds (lock held), or 0. */
+static uint64_t subdir_locked(struct weft_client *c, struct client_emptied *e,
+			      uint64_t parent, const char *name)
+{
+	struct em_sub *s = &e->subs[sub_slot(parent, name, strlen(name))];
+	if (s->parent == parent && s->name && strcmp(s->name, name) == 0 &&
+	    s->gen == *gen_of(e, parent) && loop_now_ms() < s->until_ms &&
+	    !client_recalled_since(c, parent, s->rgen) &&
+	    !client_recalled_since(c, s->child, s->rgen))
+		return s->child;
+	return 0;
+}
+
 uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name)
 {
 	struct client_emptied *e = c->emptied;
 	if (!e)
 		return 0;
-	size_t len = strlen(name);
-	uint64_t child = 0;
 	pthread_mutex_lock(&e->lock);
-	struct em_sub *s = &e->subs[sub_slot(parent, name, len)];
-	if (s->parent == parent && s->name && strcmp(s->name, name) == 0 &&
-	    s->gen == *gen_of(e, parent) && loop_now_ms() < s->until_ms &&
-	    !client_recalled_since(c, parent, s->rgen) &&
-	    !client_recalled_since(c, s->child, s->rgen)) {
-		struct em_dir *d = record(c, e, s->child);
-		if (d && d->left == 0)
-			child = s->child;
+	uint64_t child = subdir_locked(c, e, parent, name);
+	if (child) {
+		struct em_dir *d = record(c, e, child);
+		if (!d || d->left != 0)
+			child = 0;
 	}
+	pthread_mutex_unlock(&e->lock);
+	return child;
+}
+
+uint64_t client_emptied_subdir(struct weft_client *c, uint64_t parent, const char *name)
+{
+	struct client_emptied *e = c->emptied;
+	if (!e)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	uint64_t child = subdir_locked(c, e, parent, name);
 	pthread_mutex_unlock(&e->lock);
 	return child;
 }

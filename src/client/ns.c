@@ -135,9 +135,20 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	struct weft_msg_name m = {.cred = *cr, .parent = parent, .name = name_of(name)};
 	proto_name_encode(&w, &m);
 	struct frame *f = NULL;
+	/* An unlink depends on parent's names and mode alone, an rmdir also on what was
+	 * sent in the directory it removes: each waits for those jobs, not for every one
+	 * sent behind (rm -rf's rmdirs the mount could not answer waited for hundreds of
+	 * unlinks elsewhere). An rmdir of a directory this client cannot name waits for
+	 * all. */
+	uint64_t sub = op == WEFT_OP_RMDIR ? client_emptied_subdir(c, parent, name) : 0;
+	bool scoped = op == WEFT_OP_UNLINK || sub;
+	if (scoped)
+		client_acreate_dirs_scope(c, parent, sub);
 	client_cdir_begin(c, parent);
 	err = client_meta_call(c, op, &w, NULL, 0, &f);
 	client_cdir_end(c, parent, name, -1, err, 0, 0);
+	if (scoped)
+		client_acreate_scope_end();
 	if (err == 0) /* a name its listing showed, or one made since, which forgot it */
 		client_emptied_removed(c, parent);
 	else
