@@ -181,14 +181,16 @@ static uint64_t subdir_locked(struct weft_client *c, struct client_emptied *e,
 	return 0;
 }
 
-uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name)
+/* The subdirectory (parent, name) names, when its record holds; with empty, only
+ * if every name its listing showed was removed here since. 0 otherwise. */
+static uint64_t subdir(struct weft_client *c, uint64_t parent, const char *name, bool empty)
 {
 	struct client_emptied *e = c->emptied;
 	if (!e)
 		return 0;
 	pthread_mutex_lock(&e->lock);
 	uint64_t child = subdir_locked(c, e, parent, name);
-	if (child) {
+	if (child && empty) {
 		struct em_dir *d = record(c, e, child);
 		if (!d || d->left != 0)
 			child = 0;
@@ -197,14 +199,13 @@ uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char
 	return child;
 }
 
+uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name)
+{
+	return subdir(c, parent, name, true);
+}
+
 uint64_t client_emptied_subdir(struct weft_client *c, uint64_t parent, const char *name)
 {
-	struct client_emptied *e = c->emptied;
-	if (!e)
-		return 0;
-	pthread_mutex_lock(&e->lock);
-	uint64_t child = subdir_locked(c, e, parent, name);
-	pthread_mutex_unlock(&e->lock);
-	return child;
+	return subdir(c, parent, name, false);
 }
 
