@@ -118,21 +118,22 @@ static void job_finish(struct client_acreate *a, struct acreate_job *j)
 	free(j);
 }
 
-/* A job on name in dir is posted and not answered (lock held): a create and an unlink of
- * one name must reach meta in order, which the workers do not keep. */
-static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name)
+/* A job on name in dir, posted up to seq upto, is not answered (lock held): a create
+ * and an unlink of one name must reach meta in order, which the workers do not keep. */
+static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name,
+		      uint64_t upto)
 {
-	for (const struct acreate_job *j = a->oldest; j; j = j->next)
+	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
 		if (j->dir == dir && strcmp(j->name, name) == 0)
 			return true;
 	return false;
 }
 
-/* A SETATTR of dir is posted and not answered (lock held): a create or removal in dir
+/* A SETATTR of dir, posted up to upto, is not answered (lock held): a create or removal in dir
  * goes the synchronous way behind it, since meta checks them against dir's mode. */
-static bool setattr_posted(const struct client_acreate *a, uint64_t dir)
+static bool setattr_posted(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 {
-	for (const struct acreate_job *j = a->oldest; j; j = j->next)
+	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
 		if (j->op == WEFT_OP_SETATTR && j->dir == dir)
 			return true;
 	return false;
@@ -228,16 +229,8 @@ void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *
 	if (a && !no_barrier) {
 		pthread_mutex_lock(&a->lock);
 		uint64_t upto = a->next_seq;
-		for (;;) {
-			bool busy = false;
-			for (const struct acreate_job *j = a->oldest; j && j->seq <= upto && !busy;
-			     j = j->next)
-				busy = j->dir == dir &&
-				       (j->op == WEFT_OP_SETATTR || strcmp(j->name, name) == 0);
-			if (!busy)
-				break;
+		while (name_busy(a, dir, name, upto) || setattr_posted(a, dir, upto))
 			pthread_cond_wait(&a->done, &a->lock);
-		}
 		pthread_mutex_unlock(&a->lock);
 	}
 	no_barrier++;
@@ -333,7 +326,8 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	/* the name goes into the directory's known names with the check, so that a recall
 	 * after it waits for this create (client_acreate_drain) */
 	uint32_t su = 0;
-	if (ok && (name_busy(a, parent, name) || setattr_posted(a, parent) ||
+	if (ok && (name_busy(a, parent, name, UINT64_MAX) ||
+		   setattr_posted(a, parent, UINT64_MAX) ||
 		   !(su = client_cdir_claim_name(c, parent, name))))
 		ok = false;
 	if (ok) {
@@ -572,7 +566,8 @@ static bool post_removal(struct weft_client *c, struct acreate_job *j)
 	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
 		pthread_cond_wait(&a->done, &a->lock);
 	/* checked with the job's registration: a recall after this waits for it */
-	bool ok = !a->stopping && !name_busy(a, j->dir, j->name) && !setattr_posted(a, j->dir) &&
+	bool ok = !a->stopping && !name_busy(a, j->dir, j->name, UINT64_MAX) &&
+		  !setattr_posted(a, j->dir, UINT64_MAX) &&
 		  client_uclaim_held(c, j->dir) == 1 &&
 		  (!j->removes || client_uclaim_held(c, j->removes) == 1);
 	if (ok)
