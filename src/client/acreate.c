@@ -11,7 +11,9 @@
  * certain to succeed at meta but for a full metadata disk: weft_create gives the file
  * an inode number of its own session's (types.h, WEFT_INO_CLIENT), the attributes meta
  * would give it, and returns; a worker thread sends the CREATE_OPEN with that number
- * and time, and meta imposes both.
+ * and time, and meta imposes both. A mkdir there is answered the same way
+ * (client_acreate_mkdir): the new directory starts empty, complete and claimed here, and
+ * every job in it is set aside until meta answered its MKDIR (must_wait).
  *
  * Until the reply the winode is "pending" (no layout, no capability): whatever needs the
  * stores or meta's view of the file waits for it (client_acreate_settle: a flush,
@@ -46,11 +48,12 @@
 #define ACREATE_DRAIN_MS 3000
 
 struct acreate_job {
-	uint16_t op;                    /* CREATE_OPEN, UNLINK, RMDIR or SETATTR */
+	uint16_t op;                    /* CREATE_OPEN, MKDIR, UNLINK, RMDIR or SETATTR */
 	struct acreate_job *next_q;     /* the send queue */
 	struct acreate_job *next, *prev; /* posted and not answered, oldest first */
 	uint64_t seq, dir;
 	uint64_t removes;               /* RMDIR: the directory it removes */
+	uint64_t makes;                 /* MKDIR: the directory it makes */
 	uint64_t after_dir;             /* set aside until the jobs posted before it in this
 					 * directory, or to remove it, are answered: RMDIR's
 					 * removes, SETATTR's own dir; 0 for none */
@@ -72,6 +75,7 @@ struct client_acreate {
 					 * were answered (next_q), back in q once they are */
 	struct acreate_job *oldest, *newest;
 	size_t posted;
+	size_t mkdirs_posted;           /* MKDIRs among them */
 	uint64_t next_seq;
 	uint64_t count_session, count; /* the session whose numbers are given, the last one */
 	bool stopping;
@@ -81,15 +85,39 @@ struct client_acreate {
 
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto);
 static void queue_front_locked(struct client_acreate *a, struct acreate_job *j);
+static void queue_job(struct client_acreate *a, struct acreate_job *j);
 
-/* j was answered (lock held): an RMDIR set aside for the directory j was in, or
- * removed, goes back to the queue once nothing posted before it is left there. */
+/* The MKDIR of dir, posted up to upto, is not answered (lock held). */
+static bool made_posted(const struct client_acreate *a, uint64_t dir, uint64_t upto)
+{
+	if (!a->mkdirs_posted)
+		return false;
+	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
+		if (j->makes == dir)
+			return true;
+	return false;
+}
+
+/* j must not go to meta yet (lock held): an RMDIR before the removals in the directory
+ * it removes are answered, a SETATTR before the jobs in its directory, and any job in a
+ * directory made here before meta answered its MKDIR. */
+static bool must_wait(const struct client_acreate *a, const struct acreate_job *j)
+{
+	return (j->after_dir && busy_in(a, j->after_dir, j->seq - 1)) ||
+	       made_posted(a, j->dir, j->seq - 1);
+}
+
+/* j was answered (lock held): a job set aside for the directory j was in, removed or
+ * made goes back to the queue once nothing it waits for is left. */
 static void release_deferred(struct client_acreate *a, const struct acreate_job *j)
 {
 	for (struct acreate_job **pp = &a->deferred; *pp;) {
 		struct acreate_job *d = *pp;
-		if ((d->after_dir == j->dir || d->after_dir == j->removes) &&
-		    !busy_in(a, d->after_dir, d->seq - 1)) {
+		bool related = (d->after_dir && (d->after_dir == j->dir ||
+						 d->after_dir == j->removes ||
+						 d->after_dir == j->makes)) ||
+			       (j->makes && d->dir == j->makes);
+		if (related && !must_wait(a, d)) {
 			*pp = d->next_q;
 			queue_front_locked(a, d);
 		} else {
@@ -111,6 +139,8 @@ static void job_finish(struct client_acreate *a, struct acreate_job *j)
 	else
 		a->newest = j->prev;
 	a->posted--;
+	if (j->op == WEFT_OP_MKDIR)
+		a->mkdirs_posted--;
 	if (a->deferred)
 		release_deferred(a, j);
 	pthread_cond_broadcast(&a->done);
@@ -196,11 +226,11 @@ void client_acreate_barrier(struct weft_client *c)
 	pthread_mutex_unlock(&a->lock);
 }
 
-/* A job posted up to seq is in dir or removes it (lock held). */
+/* A job posted up to seq is in dir, removes it or makes it (lock held). */
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto)
 {
 	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
-		if (j->dir == dir || j->removes == dir)
+		if (j->dir == dir || j->removes == dir || j->makes == dir)
 			return true;
 	return false;
 }
@@ -229,7 +259,8 @@ void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *
 	if (a && !no_barrier) {
 		pthread_mutex_lock(&a->lock);
 		uint64_t upto = a->next_seq;
-		while (name_busy(a, dir, name, upto) || setattr_posted(a, dir, upto))
+		while (name_busy(a, dir, name, upto) || setattr_posted(a, dir, upto) ||
+		       made_posted(a, dir, upto))
 			pthread_cond_wait(&a->done, &a->lock);
 		pthread_mutex_unlock(&a->lock);
 	}
@@ -268,6 +299,27 @@ int client_acreate_settle(struct weft_client *c, struct winode *wi)
 	int err = wi->acreate_err;
 	pthread_mutex_unlock(&wi->lock);
 	return err;
+}
+
+/* A number of session sid's for a new inode named name in parent, which is claimed and
+ * complete here with nothing posted on that name nor a setattr of parent (lock held):
+ * *ino, and the stripe unit of parent's files in *su; false if not. The name goes into
+ * parent's known names with the check, so that a recall after it waits for the job
+ * (client_acreate_drain). */
+static bool claim_name_locked(struct weft_client *c, uint64_t sid, uint64_t parent,
+			      const char *name, uint64_t *ino, uint32_t *su)
+{
+	struct client_acreate *a = c->acreate;
+	if (a->count_session != sid) {
+		a->count_session = sid;
+		a->count = 0;
+	}
+	if (a->stopping || !sid || sid > WEFT_INO_SESSION_MAX || a->count >= WEFT_INO_COUNT_MAX ||
+	    name_busy(a, parent, name, UINT64_MAX) || setattr_posted(a, parent, UINT64_MAX) ||
+	    !(*su = client_cdir_claim_name(c, parent, name)))
+		return false;
+	*ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | ++a->count;
+	return true;
 }
 
 /* The attributes meta will give the file (meta's make_node and meta_perm_new_owner for
@@ -315,23 +367,11 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 		pthread_cond_wait(&a->done, &a->lock);
 	pthread_mutex_unlock(&a->lock);
 	pthread_rwlock_rdlock(&c->sess_lock);
-	uint64_t sid = c->session;
+	uint64_t sid = c->session, ino;
 	pthread_mutex_lock(&a->lock);
-	if (a->count_session != sid) {
-		a->count_session = sid;
-		a->count = 0;
-	}
-	bool ok = !a->stopping && sid && sid <= WEFT_INO_SESSION_MAX && a->count < WEFT_INO_COUNT_MAX;
-	uint64_t ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | (a->count + 1);
-	/* the name goes into the directory's known names with the check, so that a recall
-	 * after it waits for this create (client_acreate_drain) */
 	uint32_t su = 0;
-	if (ok && (name_busy(a, parent, name, UINT64_MAX) ||
-		   setattr_posted(a, parent, UINT64_MAX) ||
-		   !(su = client_cdir_claim_name(c, parent, name))))
-		ok = false;
+	bool ok = claim_name_locked(c, sid, parent, name, &ino, &su);
 	if (ok) {
-		a->count++;
 		j->op = WEFT_OP_CREATE_OPEN;
 		post_locked(a, j);
 	}
@@ -383,6 +423,110 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	*out = f;
 	*attr = at;
 	return 0;
+}
+
+int client_acreate_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+			 const char *name, uint32_t mode, struct weft_attr *attr)
+{
+	struct client_acreate *a = c->acreate;
+	size_t len = strlen(name);
+	/* setuid and setgid bits follow meta's rules; a metadata disk (nearly) full refuses
+	 * mkdirs, which must then be seen at once */
+	if (!a || len > WEFT_NAME_MAX || (mode & (S_ISUID | S_ISGID)) ||
+	    !client_space_to_spare(c, true))
+		return 1;
+	struct acreate_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return 1;
+	j->op = WEFT_OP_MKDIR;
+	j->dir = parent;
+	j->cred = *cr;
+	memcpy(j->name, name, len + 1);
+	j->mode = mode;
+	j->time_ns = loop_wall_ns();
+	j->gen = client_recall_gen(c);
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+	pthread_rwlock_rdlock(&c->sess_lock);
+	uint64_t sid = c->session, ino;
+	uint32_t su = 0;
+	pthread_mutex_lock(&a->lock);
+	bool ok = claim_name_locked(c, sid, parent, name, &ino, &su);
+	if (ok) {
+		j->makes = ino;
+		post_locked(a, j);
+		a->mkdirs_posted++;
+	}
+	pthread_mutex_unlock(&a->lock);
+	pthread_rwlock_unlock(&c->sess_lock);
+	if (!ok) {
+		free(j);
+		return 1;
+	}
+	client_emptied_forget(c, parent); /* a name its listing did not show */
+	/* what meta's make_node gives a directory in a parent without S_ISGID */
+	struct weft_attr at = {.ino = ino, .gen = 1, .nlink = 2, .blksize = 4096,
+			       .mode = S_IFDIR | (mode & 07777 & ~cr->umask),
+			       .uid = cr->uid, .gid = cr->gid, .atime_ns = j->time_ns,
+			       .mtime_ns = j->time_ns, .ctime_ns = j->time_ns};
+	j->attr = at;
+	client_dirattr_mkdired(c, parent, j->time_ns); /* as meta will stamp the parent */
+	/* it starts empty, complete and claimed, as after a MKDIR with CLAIM that meta
+	 * answered: nobody else can see it before meta has it, and meta's claim on it runs
+	 * from then. Jobs in it wait for its MKDIR (must_wait). */
+	client_cdir_created(c, ino, c->lease_ms_seen, j->gen, &at, su);
+	client_lease_note(c, ino, c->lease_ms_seen, j->gen);
+	client_dirattr_note(c, &at, j->gen, atomic_load(&c->attr_gen), atomic_load(&c->dir_gen));
+	stats_add(STATS_ASYNC_MKDIRS, 1);
+	queue_job(a, j);
+	*attr = at;
+	return 0;
+}
+
+/* Sends j's MKDIR with the number and time the kernel was told. A refusal is reported
+ * as a create's; the jobs in the directory then fail at meta in turn. */
+static void run_mkdir(struct weft_client *c, struct acreate_job *j)
+{
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_create m = {.cred = j->cred, .parent = j->dir,
+				    .name = proto_str_of(j->name, strlen(j->name)),
+				    .mode = (j->mode & 07777) | S_IFDIR,
+				    .flags = WEFT_CREATE_EXCL | WEFT_CREATE_CLAIM,
+				    .ino = j->makes, .time_ns = j->time_ns};
+	proto_create_encode(&w, &m);
+	struct client_entry_lease l;
+	struct weft_attr at;
+	int err = client_call_entry_lease(c, WEFT_OP_MKDIR, &w, &at, NULL, &l);
+	if (err == 0 && at.ino != j->makes)
+		err = -EIO; /* meta made another one: not what the kernel was told */
+	if (err == 0) {
+		client_cdir_renewed(c, j->dir, l.dir_lease, j->gen);
+		client_cdir_renewed(c, j->makes, l.lease, j->gen);
+		if (at.uid != j->attr.uid || at.gid != j->attr.gid || at.mode != j->attr.mode) {
+			/* meta gave it another owner (root squashed): meta's are taken */
+			client_attrs_changed(c);
+			client_lease_invalidate(c, j->makes, WEFT_RECALL_ATTR, NULL);
+		}
+	} else {
+		stats_add(STATS_ASYNC_MKDIRS_FAILED, 1);
+		log_warn("mkdir of %s in directory %llu (inode %llx), answered before meta had it: "
+			 "%s; the directory and what was made in it are gone", j->name,
+			 (unsigned long long)j->dir, (unsigned long long)j->makes,
+			 weft_strerror(err));
+		client_attrs_changed(c); /* the parent's links in dirattr */
+		client_cdir_unclaim(c, j->dir);
+		client_cdir_unclaim(c, j->makes);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
+		client_lease_invalidate(c, j->makes, WEFT_RECALL_ATTR, NULL);
+		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
+		if (!c->cb_err)
+			c->cb_err = err;
+		pthread_mutex_unlock(&c->cb_lock);
+	}
+	job_finish(c->acreate, j);
 }
 
 /* Meta gave the file another owner or mode than this client told the kernel (meta
@@ -509,38 +653,85 @@ static bool nothing_buffered(struct weft_client *c)
 	return !buffered;
 }
 
-/* dir is claimed here for removals, asked of meta (DIR_CLAIM, one round trip per
- * directory) if it was not. */
-static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+/* Asks meta for a claim on dir (DIR_CLAIM): its length in ms, 0 refused; *renewed: it
+ * continues a lease this client held without a break (the reply's dir_lease), so no
+ * other client changed dir unseen since; *attr: dir's attributes at meta. */
+static uint32_t dir_claim_rpc(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			      bool *renewed, struct weft_attr *attr)
 {
-	int held = client_uclaim_held(c, dir);
-	if (held != 0)
-		return held == 1;
-	/* what this client sent in it comes first; what it sent elsewhere need not (the
-	 * first unlink in each directory of an rm -rf waited for every one before it) */
-	client_acreate_dir_scope(c, dir);
-	uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
-		 dgen = atomic_load(&c->dir_gen);
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_ino m = {.cred = *cr, .ino = dir};
 	proto_ino_encode(&w, &m);
 	struct frame *f = NULL;
-	uint32_t lease = 0;
 	struct weft_msg_entry e;
+	uint32_t lease = 0;
+	*renewed = false;
 	if (client_meta_call(c, WEFT_OP_DIR_CLAIM, &w, NULL, 0, &f) == 0 &&
-	    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0)
+	    proto_entry_decode(f->payload, f->h.payload_len, &e, NULL) == 0 && e.attr.ino == dir) {
 		lease = e.lease;
-	client_acreate_scope_end();
-	frame_free(f);
-	client_uclaim_note(c, dir, lease, gen);
-	if (lease && e.attr.ino == dir) {
-		/* the claim comes with a lease, and the directory's attributes as it starts:
-		 * kept, the kernel's checks before each unlink in it are answered here */
-		client_lease_note(c, dir, lease, gen);
-		client_dirattr_note(c, &e.attr, gen, agen, dgen);
+		*renewed = e.dir_lease != 0;
+		*attr = e.attr;
 	}
-	return lease != 0;
+	frame_free(f);
+	return lease;
+}
+
+/* A job posted so far is in dir, removes it or makes it; *unmade: makes it. */
+static bool jobs_in(struct client_acreate *a, uint64_t dir, bool *unmade)
+{
+	pthread_mutex_lock(&a->lock);
+	bool busy = busy_in(a, dir, a->next_seq);
+	*unmade = made_posted(a, dir, a->next_seq);
+	pthread_mutex_unlock(&a->lock);
+	return busy;
+}
+
+/* dir is claimed here for removals, asked of meta (DIR_CLAIM, one round trip per
+ * directory) if it was not, and renewed once half its lease is gone.
+ *
+ * A claim granted anew carries dir's attributes, which are kept: the kernel's checks
+ * before each unlink in dir are answered from them. They must not be older than this
+ * client's own removals in dir, so the request does not wait for those only when
+ * it cannot matter: none are on their way, or meta renewed a lease that never lapsed
+ * (then nobody else changed dir, and the attributes kept here, which the removals
+ * updated as they were posted, stay right; the reply's are not taken, and meta renews
+ * while this client's own removals there are under way). Otherwise it waits for them
+ * and asks again. An rm -rf stalled 30-120 ms whenever a directory's
+ * claim ran out behind the rmdir of a subdirectory that was still queued behind that
+ * subdirectory's own removals. */
+static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+{
+	int held = client_uclaim_held(c, dir);
+	if (held == -1 || (held == 1 && !client_uclaim_due(c, dir)))
+		return held == 1;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
+			 dgen = atomic_load(&c->dir_gen);
+		bool unmade, mine = jobs_in(c->acreate, dir, &unmade), renewed;
+		struct weft_attr attr;
+		if (unmade)
+			pass = 1; /* meta does not have dir yet: its MKDIR first */
+		if (pass == 1)
+			client_acreate_dir_scope(c, dir); /* what this client sent in it first */
+		else
+			client_acreate_no_barrier(1);
+		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr);
+		client_acreate_scope_end();
+		if (lease && mine && !renewed && pass == 0)
+			continue;
+		client_uclaim_note(c, dir, lease, gen);
+		if (lease)
+			client_lease_note(c, dir, lease, gen);
+		/* a renewal may come while this client's own changes there are under way at
+		 * meta, so its attributes are never taken (those kept here stay right) */
+		if (lease && !renewed && (!mine || pass == 1))
+			client_dirattr_note(c, &attr, gen, agen, dgen);
+		if (lease && renewed)
+			stats_add(STATS_CLAIM_RENEWALS, 1);
+		return lease != 0;
+	}
+	return false;
 }
 
 static struct acreate_job *removal_job(uint16_t op, const struct weft_cred *cr, uint64_t dir,
@@ -611,8 +802,9 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	struct client_acreate *a = c->acreate;
 	size_t len = strlen(name);
 	uint64_t child;
+	/* the removed directory's claim too: its removals may still be on their way */
 	if (!a || len > WEFT_NAME_MAX || !(child = client_emptied_child(c, dir, name)) ||
-	    !nothing_buffered(c) || !claim_dir(c, cr, dir))
+	    !nothing_buffered(c) || !claim_dir(c, cr, dir) || !claim_dir(c, cr, child))
 		return 1;
 	struct acreate_job *j = removal_job(WEFT_OP_RMDIR, cr, dir, name, len);
 	if (!j)
@@ -747,7 +939,7 @@ static void *worker_main(void *arg)
 		 * whose directory's creates are, waits aside, not in a worker: eight RMDIRs
 		 * of a deep tree waiting in all eight workers for one unlink at a time made
 		 * rm -rf of the kernel tree three times slower */
-		if (j->after_dir && busy_in(a, j->after_dir, j->seq - 1)) {
+		if (must_wait(a, j)) {
 			j->next_q = a->deferred;
 			a->deferred = j;
 			continue;
@@ -757,6 +949,8 @@ static void *worker_main(void *arg)
 			run_removal(c, j);
 		else if (j->op == WEFT_OP_SETATTR)
 			run_setattr(c, j);
+		else if (j->op == WEFT_OP_MKDIR)
+			run_mkdir(c, j);
 		else
 			run_job(c, j);
 		pthread_mutex_lock(&a->lock);

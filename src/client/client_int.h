@@ -367,6 +367,8 @@ void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns);
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* An asynchronous rmdir in directory ino: as unlinked, and one link less. */
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns);
+/* An asynchronous mkdir in directory ino: as unlinked, and one link more. */
+void client_dirattr_mkdired(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* The same for an asynchronous setattr of directory a->ino: its slot takes *a. */
 void client_dirattr_set(struct weft_client *c, const struct weft_attr *a);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
@@ -445,6 +447,10 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
  * (emptied.c) and dir is claimed: 0, or 1 when it may not (the caller asks meta). */
 int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
 			 const char *name);
+/* Answers weft_mkdir here when parent is claimed and complete (as a create): 0 with
+ * *attr, or 1 when it may not (the caller asks meta). */
+int client_acreate_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
+			 const char *name, uint32_t mode, struct weft_attr *attr);
 /* Whether meta would allow cr's setattr (valid, in) of an inode with attributes a
  * (setattr_check in meta's ns.c, for the bits buffered: mode, owner, times); wbattr.c. */
 bool client_setattr_allowed(const struct weft_cred *cr, const struct weft_attr *a, uint32_t valid,
@@ -582,6 +588,9 @@ void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
  * known, -1 meta refused lately (do not ask). note: DIR_CLAIM's answer (lease_ms 0:
  * refused; gen: the recall generation when it was asked). */
 int client_uclaim_held(struct weft_client *c, uint64_t dir);
+/* dir is claimed here and half its claim's lease is gone: renewed at its next use, before
+ * it runs out while removals in it are on their way (acreate.c, claim_dir). */
+bool client_uclaim_due(struct weft_client *c, uint64_t dir);
 void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen);
 /* A reply renewed the lease on dir (dir_lease ms; gen: the recall generation when the
  * request went). */

@@ -125,6 +125,12 @@ void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns
 	touch(c, ino, time_ns, agen, agen + 1, -1, true, NULL);
 }
 
+void client_dirattr_mkdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
+{
+	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
+	touch(c, ino, time_ns, agen, agen + 1, +1, true, NULL);
+}
+
 void client_dirattr_set(struct weft_client *c, const struct weft_attr *a)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);

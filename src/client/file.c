@@ -645,7 +645,11 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	uint64_t gen = client_recall_gen(c);
 	client_cdir_begin(c, parent); /* the name is kept if parent is complete (lease.c) */
 	client_emptied_forget(c, parent);
+	/* what this client sent in parent comes first (an unlink of the name on its way
+	 * would otherwise be met, and the old file opened), not every job sent elsewhere */
+	client_acreate_dir_scope(c, parent);
 	int err = open_call(c, cr, WEFT_OP_CREATE_OPEN, &m, flags, out, &o);
+	client_acreate_scope_end();
 	/* an existing file's open in a directory thought complete would be a name it did
 	 * not know: not complete after all */
 	client_cdir_end(c, parent, name, 1, err ? err : o.created || excl ? 0 : -EEXIST,

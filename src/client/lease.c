@@ -44,7 +44,7 @@
 #define RECALL_WAIT_MS 300
 #define CDIR_MAX_DIRS 1024
 #define CDIR_MAX_NAMES 65536
-#define UCLAIM_SLOTS 64
+#define UCLAIM_SLOTS 256
 #define RECALL_RING 64
 #define UCLAIM_REFUSED_MS 1000
 
@@ -74,8 +74,9 @@ struct client_recall {
 	struct { uint64_t ino; uint64_t until_ms; } *slots;
 	struct cdir *cdirs;    /* slot_lock; NULL: the mount's neg_cache=off */
 	/* directories claimed for asynchronous unlinks (DIR_CLAIM), direct-mapped; until_ms:
-	 * the claim's lease here; refused_ms: meta said no, not asked again before (slot_lock) */
-	struct { uint64_t dir, until_ms, refused_ms; } uclaims[UCLAIM_SLOTS];
+	 * the claim's lease here; renew_ms: half of it gone, renewed at the next use;
+	 * refused_ms: meta said no, not asked again before (slot_lock) */
+	struct { uint64_t dir, until_ms, renew_ms, refused_ms; } uclaims[UCLAIM_SLOTS];
 	/* which inode each recent bump of gen was for (slot_lock): a reply sent before a
 	 * recall of another inode is still good for its own (recalled_since) */
 	struct { uint64_t ino, gen; } ring[RECALL_RING];
@@ -340,7 +341,7 @@ bool client_cdir_absent(struct weft_client *c, uint64_t dir, const char *name)
 
 static size_t uclaim_slot(uint64_t dir)
 {
-	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 58) & (UCLAIM_SLOTS - 1);
+	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 56) & (UCLAIM_SLOTS - 1);
 }
 
 /* A recall names dir, or a change of this client's there failed (slot_lock held). */
@@ -377,6 +378,20 @@ int client_uclaim_held(struct weft_client *c, uint64_t dir)
 	return r;
 }
 
+bool client_uclaim_due(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr)
+		return false;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = uclaim_slot(dir);
+	bool due = cr->uclaims[i].dir == dir && cr->uclaims[i].until_ms > now &&
+		   cr->uclaims[i].renew_ms <= now;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return due;
+}
+
 void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen)
 {
 	struct client_recall *cr = c->recall;
@@ -389,6 +404,7 @@ void client_uclaim_note(struct weft_client *c, uint64_t dir, uint32_t lease_ms, 
 	/* a recall since the request went may have ended it */
 	bool ok = lease_ms && !recalled_since(cr, dir, gen);
 	cr->uclaims[i].until_ms = ok ? now + lease_ms - lease_ms / 10 : 0;
+	cr->uclaims[i].renew_ms = now + lease_ms / 2;
 	cr->uclaims[i].refused_ms = ok ? 0 : now + UCLAIM_REFUSED_MS;
 	pthread_mutex_unlock(&cr->slot_lock);
 }

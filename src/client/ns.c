@@ -113,6 +113,12 @@ int weft_mknod(struct weft_client *c, const struct weft_cred *cr, uint64_t paren
 int weft_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 	       const char *name, uint32_t mode, struct weft_attr *attr)
 {
+	/* in a directory claimed and complete here: answered here, sent behind (acreate.c) */
+	if (c->acreate && check_name(name) == 0) {
+		int rc = client_acreate_mkdir(c, cr, parent, name, mode, attr);
+		if (rc <= 0)
+			return rc;
+	}
 	/* claimed for asynchronous creates (acreate.c) */
 	return create_like(c, WEFT_OP_MKDIR, cr, parent, name, (mode & 07777) | S_IFDIR, 0,
 			   WEFT_CREATE_EXCL | (c->acreate ? WEFT_CREATE_CLAIM : 0), attr);

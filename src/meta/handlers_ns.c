@@ -110,6 +110,8 @@ static int h_create(struct mreq *r, const struct meta_ctx *c)
 	const struct weft_msg_create *m = MSG(create);
 	uint32_t type = m->mode & S_IFMT;
 	struct meta_ref dir = ref_of(m->parent, 0);
+	if (m->ino)
+		return -EINVAL; /* numbers are given by the client for MKDIR only */
 	if (type == 0 || type == S_IFREG) {
 		if (m->flags & ~WEFT_CREATE_EXCL)
 			return -EINVAL;
@@ -128,10 +130,23 @@ static bool test_refused(const char *prefix, const struct weft_str *name)
 	return n && name->len >= n && memcmp(name->p, prefix, n) == 0;
 }
 
-/* MKDIR {cred, parent, name, mode} -> ENTRY. */
+/* MKDIR {cred, parent, name, mode, flags, ino, time_ns} -> ENTRY. */
 static int h_mkdir(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_create *m = MSG(create);
+	/* a mkdir the client answered itself names a number of its session's, or of an
+	 * earlier session of the client's, lost to a meta restart before it was sent again
+	 * (mut_apply imposes it; a number already used gets EEXIST) */
+	uint64_t num_sess = (m->ino & ~WEFT_INO_CLIENT) >> WEFT_INO_SESSION_SHIFT;
+	if (m->ino && !r->replay &&
+	    (!(m->ino & WEFT_INO_CLIENT) || num_sess == 0 ||
+	     num_sess > meta_conn_session(r->s, r->c) || !(m->flags & WEFT_CREATE_EXCL))) {
+		snprintf(r->detail, sizeof(r->detail), "MKDIR: inode %llx is not one of this session's",
+			 (unsigned long long)m->ino);
+		return -EINVAL;
+	}
+	if (test_refused(r->s->test_refuse_create, &m->name))
+		return -ENOSPC; /* test hook: as a full disk */
 	int rc = meta_ns_mkdir(c, ref_of(m->parent, 0), NAME(m->name), m->mode, &r->attr);
 	if (rc || !(m->flags & WEFT_CREATE_CLAIM))
 		return rc;
@@ -303,8 +318,10 @@ static void rep_readdir(struct mreq *r, struct wbuf *w)
 /* DIR_CLAIM {cred, ino} -> ENTRY: the directory's attributes, and in lease the length of
  * the claim (lease.h, meta_leases_claim) the caller now holds on it, with a lease; 0: not
  * claimed (another session holds a lease or claim on it, or a mutation is under way).
- * The caller unlinks there without waiting (libweft's acreate.c). Needs write and search
- * permission on it (no claims for readers). ENOTDIR. */
+ * dir_lease: the same length when the caller's lease on it was still live and is renewed
+ * (no other session changed it unseen since), 0 when granted anew. The caller unlinks
+ * there without waiting (libweft's acreate.c). Needs write and search permission on it
+ * (no claims for readers). ENOTDIR. */
 static int h_dir_claim(struct mreq *r, const struct meta_ctx *c)
 {
 	struct meta_inode dir;
@@ -315,11 +332,14 @@ static int h_dir_claim(struct mreq *r, const struct meta_ctx *c)
 static void rep_dir_claim(struct mreq *r, struct wbuf *w)
 {
 	uint64_t sess = meta_conn_session(r->s, r->c), now = loop_now_ms(), other;
-	uint32_t lease = 0;
-	if (meta_leases_holders(r->s->leases, r->attr.ino, sess, now, &other, 1) == 0 &&
-	    (lease = meta_leases_grant(r->s->leases, sess, r->attr.ino, false, now)) != 0)
-		meta_leases_claim(r->s->leases, sess, r->attr.ino, now);
-	struct weft_msg_entry m = {.attr = r->attr, .lease = lease};
+	uint32_t lease = 0, renewed = 0;
+	if (meta_leases_holders(r->s->leases, r->attr.ino, sess, now, &other, 1) == 0) {
+		renewed = meta_leases_renew(r->s->leases, sess, r->attr.ino, now);
+		lease = renewed ?: meta_leases_grant(r->s->leases, sess, r->attr.ino, false, now);
+		if (lease)
+			meta_leases_claim(r->s->leases, sess, r->attr.ino, now);
+	}
+	struct weft_msg_entry m = {.attr = r->attr, .lease = lease, .dir_lease = renewed};
 	proto_entry_encode(w, &m);
 }
 

@@ -301,7 +301,10 @@ uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino
 	pthread_mutex_lock(&l->lock);
 	struct lnode **p;
 	struct holder *h = find(l, session, ino, &p);
-	if (h && (*p)->busy == 0 && h->expiry_ms > now_ms && is_recaller(l, session)) {
+	/* busy blocks a renewal unless session holds the claim: then the mutations under
+	 * way are its own (another session's takes the claim back as it starts) */
+	bool own = *p && (*p)->claim_session == session && (*p)->claim_until > now_ms;
+	if (h && ((*p)->busy == 0 || own) && h->expiry_ms > now_ms && is_recaller(l, session)) {
 		h->expiry_ms = now_ms + l->lease_ms;
 		granted = l->lease_ms;
 		if ((*p)->claim_session == session && (*p)->claim_until > now_ms)

@@ -52,8 +52,9 @@ uint32_t meta_leases_grant(struct meta_leases *l, uint64_t session, uint64_t ino
 			   uint64_t now_ms);
 /* Renews session's lease on ino for lease_ms, only if it is still live by its expiry
  * (a pin alone does not count: a lapsed lease may have missed a change made without a
- * recall) and ino is not busy; returns the ms granted, 0 when not renewed (the lease
- * stays as it was). A client that keeps a directory's names complete under its lease
+ * recall) and ino is not busy, or busy with session's own mutations only (session holds
+ * the claim on it); returns the ms granted, 0 when not renewed (the lease stays as it
+ * was). A client that keeps a directory's names complete under its lease
  * (libweft's lease.c) is told of its creates' renewals this way, never of a new lease
  * over a gap. */
 uint32_t meta_leases_renew(struct meta_leases *l, uint64_t session, uint64_t ino,

@@ -159,6 +159,15 @@ static void async_create_ctx(const struct mreq *r, struct meta_ctx *ctx)
 	client_time(m->time_ns, ctx);
 }
 
+/* A mkdir the client answered itself (MKDIR with ino, checked by its handler). */
+static void async_mkdir_ctx(const struct mreq *r, struct meta_ctx *ctx)
+{
+	const struct weft_msg_create *m = (const void *)r->msg;
+	ctx->impose_ino = m->ino;
+	ctx->impose_gen = 1;
+	client_time(m->time_ns, ctx);
+}
+
 static int mut_apply(MDB_txn *txn, void *arg)
 {
 	struct mreq *r = arg;
@@ -169,6 +178,8 @@ static int mut_apply(MDB_txn *txn, void *arg)
 	}
 	if (r->h->op == WEFT_OP_CREATE_OPEN)
 		async_create_ctx(r, &ctx);
+	if (r->h->op == WEFT_OP_MKDIR && ((const struct weft_msg_create *)(const void *)r->msg)->ino)
+		async_mkdir_ctx(r, &ctx);
 	if (r->h->op == WEFT_OP_UNLINK || r->h->op == WEFT_OP_RMDIR) /* asynchronous ones' (acreate.c) */
 		client_time(((const struct weft_msg_name *)(const void *)r->msg)->time_ns, &ctx);
 	int rc = r->h->apply(r, &ctx);

@@ -36,9 +36,11 @@
  * 6: READDIRPLUS entries of kind 2 carry written0 after the capability, and OPEN carries
  * behind (opens answered by the mount); these came first without a new version, so a
  * mount and a meta of different builds misread each other. Older peers are refused at
- * HELLO. */
-#define WEFT_PROTO_MIN    6
-#define WEFT_PROTO_MAX    6
+ * HELLO.
+ * 7: CREATE/MKDIR carry ino and time_ns (a mkdir answered by the mount: acreate.c).
+ * Older peers are refused at HELLO. */
+#define WEFT_PROTO_MIN    7
+#define WEFT_PROTO_MAX    7
 #define WEFT_HDR_SIZE     32
 #define WEFT_PAYLOAD_MAX  (64u * 1024)
 #define WEFT_BULK_MAX     (16u * 1024 * 1024)
@@ -128,10 +130,12 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, gen, 0) F(U32, valid, 0) F(U32, mode, 0) \
 	F(U32, uid, 0) F(U32, gid, 0) F(U64, size, 0) F(I64, atime_ns, 0) F(I64, mtime_ns, 0) \
 	F(I64, ctime_ns, 0)
-/* create/mknod/mkdir: flags WEFT_CREATE_EXCL; mode carries the type */
+/* create/mknod/mkdir: flags WEFT_CREATE_EXCL; mode carries the type. ino, time_ns: 0, or
+ * (MKDIR with WEFT_CREATE_EXCL) the number and time the client gave a directory it
+ * answered the mkdir of itself (a number of its session's, WEFT_INO_CLIENT) */
 #define MSG_CREATE(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U32, mode, 0) \
-	F(U32, rdev, 0) F(U32, flags, 0)
+	F(U32, rdev, 0) F(U32, flags, 0) F(U64, ino, 0) F(I64, time_ns, 0)
 /* unlink/rmdir: time_ns, 0 or the time the client answered it at (an asynchronous
  * unlink, stamped on the parent and the file as CREATE_OPEN's time_ns) */
 #define MSG_NAME(F) F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) \

@@ -163,6 +163,61 @@ ok "a create meta refused after A answered it: fsync says ENOSPC, the name is go
 
 "$WEFT" sync "$MNT" >/dev/null 2>&1 || true # what part 2 left to report goes
 
+# --- 2b. mkdir answered by A in a directory it claimed: the new directories (nested,
+# with files) are at once on B with their numbers, owner, mode and times; a mkdir meta
+# refuses after A answered it is reported, and the directory is gone with what was in it
+k0=$(counter async_mkdirs)
+python3 - "$MNT" "$B" <<'PY' || fail "A's asynchronous mkdirs"
+import errno, os, sys, time
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+os.mkdir(os.path.join(A, "k"))
+paths = []
+for i in range(20):
+    p = os.path.join("k", "a%d" % i, "b", "c")
+    os.makedirs(os.path.join(A, p), 0o750)
+    for n in range(5):
+        with open(os.path.join(A, p, "f%d" % n), "w") as f:
+            f.write("%s %d\n" % (p, n))
+    paths.append(p)
+os.chmod(os.path.join(A, "k", "a0"), 0o700) # a setattr behind the directory's own mkdir
+for p in paths:
+    check(sorted(os.listdir(os.path.join(B, p))) == ["f%d" % n for n in range(5)],
+          "B lists %s: %s" % (p, os.listdir(os.path.join(B, p))))
+    check(open(os.path.join(B, p, "f3")).read() == "%s 3\n" % p, "B reads %s/f3" % p)
+for d in ["k", "k/a0", "k/a7", "k/a7/b", "k/a19/b/c"]:
+    sa, sb = os.stat(os.path.join(A, d)), os.stat(os.path.join(B, d))
+    got = lambda s: (s.st_ino, s.st_mode, s.st_uid, s.st_gid, s.st_nlink, s.st_mtime_ns)
+    check(got(sa) == got(sb), "%s: A says %s, B %s" % (d, got(sa), got(sb)))
+check(os.stat(os.path.join(B, "k", "a0")).st_mode & 0o777 == 0o700, "k/a0's mode on B")
+# a mkdir meta refuses (a test hook, as a full disk) after A answered it (in a new
+# directory: B's looks took A's claim on k back)
+os.mkdir(os.path.join(A, "k2"))
+os.mkdir(os.path.join(A, "k2", "refused-c2"))
+with open(os.path.join(A, "k2", "refused-c2", "inside"), "w") as f:
+    f.write("lost")
+for _ in range(50):
+    if not os.path.exists(os.path.join(A, "k2", "refused-c2")):
+        break
+    time.sleep(0.1)
+else:
+    check(False, "the directory whose mkdir meta refused is still there")
+check(not os.path.exists(os.path.join(B, "k2", "refused-c2")), "B sees the refused directory")
+os.mkdir(os.path.join(A, "k2", "after")) # the directory goes on working
+check(os.listdir(os.path.join(B, "k2")) == ["after"],
+      "B lists k2: %s" % sorted(os.listdir(os.path.join(B, "k2"))))
+PY
+"$WEFT" sync "$MNT" >"$T/sync.out" 2>&1 && fail "weft sync after a mkdir meta refused: no error"
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
+k1=$(counter async_mkdirs)
+kf=$(counter async_mkdirs_failed)
+echo "mkdirs answered by mount A without meta: $((k1 - k0)) of 62; refused after: $kf"
+[ $((k1 - k0)) -ge 60 ] || fail "mount A answered only $((k1 - k0)) of 62 mkdirs itself"
+[ "$kf" -eq 1 ] || fail "async_mkdirs_failed is $kf, not 1"
+ok "$((k1 - k0)) mkdirs answered by A alone, nested with files in them, seen by B at once with the same number, owner, mode and times; one meta refused is gone with what was in it, weft sync reported it"
+
 # --- 3. unlinks: in a directory A made, and in one B made (A claims it with DIR_CLAIM
 # once B's lease on it has run out); B sees them at once; one meta refuses comes back
 u0=$(counter async_unlinks)
@@ -213,6 +268,24 @@ os.rmdir(m)
 check(len(os.listdir(os.path.join(B, "x"))) == 1000, "B lists x's 1000 files")
 check(not os.path.exists(os.path.join(B, "u")) and not os.path.exists(os.path.join(B, "v")),
       "u and v gone on B")
+# a file made again (open O_CREAT, not O_EXCL) right after its unlink, which is still
+# on its way: the create goes to meta behind the unlink, never opening the old file
+os.mkdir(os.path.join(A, "o"))
+for i in range(20):
+    with open(os.path.join(A, "o", "g%d" % i), "w") as f:
+        f.write("old")
+fd = os.open(os.path.join(A, "o"), os.O_RDONLY)
+os.fsync(fd)
+os.close(fd)
+for i in range(20):
+    p = os.path.join(A, "o", "g%d" % i)
+    os.unlink(p)
+    with open(p, "w") as f:
+        f.write("new %d" % i)
+for i in range(20):
+    p = os.path.join(B, "o", "g%d" % i)
+    check(os.path.exists(p) and open(p).read() == "new %d" % i,
+          "o/g%d on B after unlink and create again: %s" % (i, open(p).read() if os.path.exists(p) else "gone"))
 # an unlink meta refuses (a test hook) after A answered it: the name comes back
 os.mkdir(os.path.join(A, "w"))
 with open(os.path.join(A, "w", "refused-u"), "w") as f:
@@ -231,10 +304,10 @@ PY
 "$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
 u1=$(counter async_unlinks)
 uf=$(counter async_unlinks_failed)
-echo "unlinks answered by mount A without meta: $((u1 - u0)) of 451; refused after: $uf"
-[ $((u1 - u0)) -ge 440 ] || fail "mount A answered only $((u1 - u0)) of 451 unlinks itself"
+echo "unlinks answered by mount A without meta: $((u1 - u0)) of 471; refused after: $uf"
+[ $((u1 - u0)) -ge 460 ] || fail "mount A answered only $((u1 - u0)) of 471 unlinks itself"
 [ "$uf" -eq 1 ] || fail "async_unlinks_failed is $uf, not 1"
-ok "450 unlinks answered by A alone (50 in a directory B made), seen by B at once, 100 names made again at once with mkdir; one meta refused came back, weft sync reported it"
+ok "470 unlinks answered by A alone (50 in a directory B made), seen by B at once, 100 names made again at once with mkdir and 20 with open; one meta refused came back, weft sync reported it"
 
 # --- 3b. rm -rf on A of a tree B made: A lists each directory, unlinks what it showed
 # and removes it without waiting for meta (emptied.c); B sees the tree gone at once.
@@ -284,6 +357,48 @@ rf=$(counter async_rmdirs_failed)
 rmdir "$MNT/w2/refused-u" 2>/dev/null && fail "an rmdir the hook refuses, the synchronous way, succeeded"
 [ -d "$MNT/w2/refused-u" ] || fail "a refused rmdir, the synchronous way, lost the directory"
 ok "rm -rf on A of a tree B made: $((r1 - r0)) of 43 rmdirs answered by A, the tree gone on B at once; one meta refused came back"
+
+# --- 3c. unlinks in one directory for longer than its claim's lease (3 s), with
+# removals still on their way each time the claim comes up for renewal (meta commits
+# slowly here): the claim is renewed without a break and without waiting for them, and
+# the directory's attributes A answers from stay meta's
+c0=$(counter claim_renewals)
+u0=$(counter async_unlinks)
+python3 - "$MNT" "$B" <<'PY' || fail "unlinks for longer than a claim's lease"
+import os, sys, time
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+d = os.path.join(A, "long")
+os.mkdir(d)
+os.mkdir(os.path.join(d, "sub"))
+for i in range(400):
+    os.close(os.open(os.path.join(d, "e%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+fd = os.open(d, os.O_RDONLY) # the creates and closes answered (an unlink would wait)
+os.fsync(fd)
+os.close(fd)
+worst, t0 = 0.0, time.monotonic()
+for i in range(400):
+    t = time.monotonic()
+    os.unlink(os.path.join(d, "e%d" % i))
+    worst = max(worst, time.monotonic() - t)
+    time.sleep(0.01)
+took = time.monotonic() - t0
+sa = os.stat(d)
+sb = os.stat(os.path.join(B, "long")) # takes A's claim back: meta's, after A's removals
+print("400 unlinks over %.1f s, the slowest %.1f ms" % (took, worst * 1000))
+check(took > 4.0, "the unlinks took %.1f s, not longer than the lease" % took)
+check((sa.st_mtime_ns, sa.st_nlink) == (sb.st_mtime_ns, sb.st_nlink),
+      "A says mtime %d nlink %d, meta %d %d" % (sa.st_mtime_ns, sa.st_nlink, sb.st_mtime_ns, sb.st_nlink))
+check(sorted(os.listdir(os.path.join(B, "long"))) == ["sub"], "B lists long")
+PY
+c1=$(counter claim_renewals)
+u1=$(counter async_unlinks)
+echo "claims renewed without a break: $((c1 - c0)); unlinks answered by A: $((u1 - u0)) of 400"
+[ $((c1 - c0)) -ge 2 ] || fail "the claim on long was renewed $((c1 - c0)) times in 4 s, not at least twice"
+[ $((u1 - u0)) -eq 400 ] || fail "mount A answered $((u1 - u0)) of 400 unlinks itself"
+ok "400 unlinks over more than a claim's lease: all answered by A, the claim renewed without a break $((c1 - c0)) times, A's view of the directory's attributes is meta's"
 
 # --- 4. unmount, weft down / up: every file as it was
 (cd "$MNT" && find d1 d2 r w -type f -printf '%p %m %s\n' | sort && cat d1/* d2/* | sha256sum) >"$T/before"
