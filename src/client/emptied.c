@@ -18,8 +18,10 @@
  * conditions (the parent's lease, no recall of it, no change of its names here since
  * but asynchronous removals).
  *
- * Both tables are small and direct-mapped: a record lost to a collision only sends that
- * rmdir the synchronous way.
+ * Both tables are small and 4-way set-associative (a set's oldest record gives way): a
+ * record lost all the same only sends that rmdir the synchronous way. Direct-mapped,
+ * they lost a subdirectory's record to a collision a few times in every rm -rf of a few
+ * hundred directories, and each such rmdir waited for its whole subtree's removals.
  *
  * Threads: any; one lock. */
 #include <pthread.h>
@@ -31,6 +33,7 @@
 
 #define EMPTIED_DIRS 4096  /* directories' records */
 #define EMPTIED_SUBS 8192  /* (parent, name) -> subdirectory */
+#define EMPTIED_WAYS 4     /* records a key may be in, side by side */
 
 struct em_dir {
 	uint64_t dir;          /* 0: free */
@@ -57,9 +60,35 @@ static size_t hash64(uint64_t x)
 	return (size_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
-static struct em_dir *dir_slot(struct client_emptied *e, uint64_t dir)
+/* The first of the EMPTIED_WAYS records of dir's set. */
+static struct em_dir *dir_set(struct client_emptied *e, uint64_t dir)
 {
-	return &e->dirs[hash64(dir) % EMPTIED_DIRS];
+	return &e->dirs[hash64(dir) % (EMPTIED_DIRS / EMPTIED_WAYS) * EMPTIED_WAYS];
+}
+
+/* dir's record in its set, or NULL. */
+static struct em_dir *dir_find(struct client_emptied *e, uint64_t dir)
+{
+	struct em_dir *set = dir_set(e, dir);
+	for (int i = 0; i < EMPTIED_WAYS; i++)
+		if (set[i].dir == dir)
+			return &set[i];
+	return NULL;
+}
+
+/* Where a record of dir goes: its own, a free one, else the one lapsing first. */
+static struct em_dir *dir_place(struct client_emptied *e, uint64_t dir)
+{
+	struct em_dir *set = dir_set(e, dir), *best = dir_find(e, dir);
+	for (int i = 0; i < EMPTIED_WAYS && !best; i++)
+		if (!set[i].dir)
+			best = &set[i];
+	for (int i = 0; i < EMPTIED_WAYS && !best; i++)
+		if (i == 0 || set[i].until_ms < best->until_ms)
+			best = &set[i];
+	if (!best)
+		best = set;
+	return best;
 }
 
 static uint64_t *gen_of(struct client_emptied *e, uint64_t dir)
@@ -67,12 +96,31 @@ static uint64_t *gen_of(struct client_emptied *e, uint64_t dir)
 	return &e->gens[hash64(dir ^ 0x5bd1e995u) % EMPTIED_DIRS];
 }
 
-static size_t sub_slot(uint64_t parent, const char *name, size_t len)
+/* The first of the EMPTIED_WAYS records of (parent, name)'s set. */
+static struct em_sub *sub_set(struct client_emptied *e, uint64_t parent, const char *name,
+			      size_t len)
 {
 	uint64_t h = 1469598103934665603ull ^ parent;
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
-	return hash64(h) % EMPTIED_SUBS;
+	return &e->subs[hash64(h) % (EMPTIED_SUBS / EMPTIED_WAYS) * EMPTIED_WAYS];
+}
+
+static bool sub_is(const struct em_sub *s, uint64_t parent, const char *name, size_t len)
+{
+	return s->parent == parent && s->name && strncmp(s->name, name, len) == 0 &&
+	       s->name[len] == '\0';
+}
+
+/* (parent, name)'s record in its set, or NULL. */
+static struct em_sub *sub_find(struct client_emptied *e, uint64_t parent, const char *name,
+			       size_t len)
+{
+	struct em_sub *set = sub_set(e, parent, name, len);
+	for (int i = 0; i < EMPTIED_WAYS; i++)
+		if (sub_is(&set[i], parent, name, len))
+			return &set[i];
+	return NULL;
 }
 
 int client_emptied_init(struct weft_client *c)
@@ -112,7 +160,15 @@ void client_emptied_sub(struct weft_client *c, uint64_t parent, const char *name
 	if (!copy)
 		return;
 	pthread_mutex_lock(&e->lock);
-	struct em_sub *s = &e->subs[sub_slot(parent, name, len)];
+	struct em_sub *set = sub_set(e, parent, name, len), *s = sub_find(e, parent, name, len);
+	for (int i = 0; i < EMPTIED_WAYS && !s; i++)
+		if (!set[i].parent)
+			s = &set[i];
+	for (int i = 0; i < EMPTIED_WAYS && !s; i++) /* none free: the one lapsing first */
+		if (i == 0 || set[i].until_ms < s->until_ms)
+			s = &set[i];
+	if (!s)
+		s = set;
 	free(s->name);
 	*s = (struct em_sub){.parent = parent, .child = child, .rgen = rgen, .gen = *gen_of(e, parent),
 			     .until_ms = until_of(lease_ms), .name = copy};
@@ -126,7 +182,7 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 	if (!e || !names || !min_lease_ms)
 		return; /* an empty listing does not show that the directory's lease was granted */
 	pthread_mutex_lock(&e->lock);
-	*dir_slot(e, dir) =
+	*dir_place(e, dir) =
 		(struct em_dir){.dir = dir, .rgen = rgen, .gen = *gen_of(e, dir),
 				.until_ms = until_of(min_lease_ms), .left = names};
 	pthread_mutex_unlock(&e->lock);
@@ -135,8 +191,8 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 /* dir's record, if it still holds (lock held), else NULL. */
 static struct em_dir *record(struct weft_client *c, struct client_emptied *e, uint64_t dir)
 {
-	struct em_dir *d = dir_slot(e, dir);
-	if (d->dir != dir)
+	struct em_dir *d = dir_find(e, dir);
+	if (!d)
 		return NULL;
 	if (d->gen != *gen_of(e, dir) || loop_now_ms() >= d->until_ms ||
 	    client_recalled_since(c, dir, d->rgen)) {
@@ -172,9 +228,8 @@ void client_emptied_forget(struct weft_client *c, uint64_t dir)
 static uint64_t subdir_locked(struct weft_client *c, struct client_emptied *e,
 			      uint64_t parent, const char *name)
 {
-	struct em_sub *s = &e->subs[sub_slot(parent, name, strlen(name))];
-	if (s->parent == parent && s->name && strcmp(s->name, name) == 0 &&
-	    s->gen == *gen_of(e, parent) && loop_now_ms() < s->until_ms &&
+	struct em_sub *s = sub_find(e, parent, name, strlen(name));
+	if (s && s->gen == *gen_of(e, parent) && loop_now_ms() < s->until_ms &&
 	    !client_recalled_since(c, parent, s->rgen) &&
 	    !client_recalled_since(c, s->child, s->rgen))
 		return s->child;

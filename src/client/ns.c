@@ -144,9 +144,14 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	/* An unlink depends on parent's names and mode alone, an rmdir also on what was
 	 * sent in the directory it removes: each waits for those jobs, not for every one
 	 * sent behind (rm -rf's rmdirs the mount could not answer waited for hundreds of
-	 * unlinks elsewhere). An rmdir of a directory this client cannot name waits for
-	 * all. */
+	 * unlinks elsewhere). A directory the parent's listing did not name is asked of
+	 * meta (a LOOKUP waits only for this name's jobs): one round trip, against a wait
+	 * for every job sent behind. One it cannot name at all waits for all. */
 	uint64_t sub = op == WEFT_OP_RMDIR ? client_emptied_subdir(c, parent, name) : 0;
+	struct weft_attr sa;
+	if (op == WEFT_OP_RMDIR && !sub && weft_lookup(c, cr, parent, name, &sa) == 0 &&
+	    S_ISDIR(sa.mode))
+		sub = sa.ino;
 	bool scoped = op == WEFT_OP_UNLINK || sub;
 	if (scoped)
 		client_acreate_dirs_scope(c, parent, sub);
