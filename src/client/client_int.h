@@ -540,6 +540,13 @@ void client_emptied_listed(struct weft_client *c, uint64_t dir, uint32_t names,
 			   uint32_t min_lease_ms, uint64_t rgen);
 void client_emptied_removed(struct weft_client *c, uint64_t dir);
 void client_emptied_forget(struct weft_client *c, uint64_t dir);
+/* dir was removed here: its own record goes (no generation moves on, so no other
+ * directory's record is forgotten with it). */
+void client_emptied_drop(struct weft_client *c, uint64_t dir);
+/* dir's lease was renewed without a break for lease_ms (DIR_CLAIM): nobody changed its
+ * names meanwhile, so its record and what its listing said of its subdirectories hold
+ * that long, if they still held. */
+void client_emptied_renewed(struct weft_client *c, uint64_t dir, uint32_t lease_ms);
 uint64_t client_emptied_child(struct weft_client *c, uint64_t parent, const char *name);
 /* The directory name in parent names, whenever this client knows it (as for _child,
  * empty or not), else 0. */

@@ -32,6 +32,7 @@
 #include "common/loop.h"
 
 #define EMPTIED_DIRS 4096  /* directories' records */
+#define EMPTIED_GENS 65536 /* directories' generations (hashed: a collision forgets more) */
 #define EMPTIED_SUBS 8192  /* (parent, name) -> subdirectory */
 #define EMPTIED_WAYS 4     /* records a key may be in, side by side */
 
@@ -50,7 +51,7 @@ struct em_sub {
 
 struct client_emptied {
 	pthread_mutex_t lock;
-	uint64_t gens[EMPTIED_DIRS]; /* by directory (hashed): moves on at each forget */
+	uint64_t gens[EMPTIED_GENS]; /* by directory (hashed): moves on at each forget */
 	struct em_dir dirs[EMPTIED_DIRS];
 	struct em_sub subs[EMPTIED_SUBS];
 };
@@ -93,7 +94,7 @@ static struct em_dir *dir_place(struct client_emptied *e, uint64_t dir)
 
 static uint64_t *gen_of(struct client_emptied *e, uint64_t dir)
 {
-	return &e->gens[hash64(dir ^ 0x5bd1e995u) % EMPTIED_DIRS];
+	return &e->gens[hash64(dir ^ 0x5bd1e995u) % EMPTIED_GENS];
 }
 
 /* The first of the EMPTIED_WAYS records of (parent, name)'s set. */
@@ -221,6 +222,37 @@ void client_emptied_forget(struct weft_client *c, uint64_t dir)
 		return;
 	pthread_mutex_lock(&e->lock);
 	(*gen_of(e, dir))++; /* its record, and what its listing said of its subdirectories */
+	pthread_mutex_unlock(&e->lock);
+}
+
+void client_emptied_drop(struct weft_client *c, uint64_t dir)
+{
+	struct client_emptied *e = c->emptied;
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	struct em_dir *d = dir_find(e, dir);
+	if (d)
+		d->dir = 0;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void client_emptied_renewed(struct weft_client *c, uint64_t dir, uint32_t lease_ms)
+{
+	struct client_emptied *e = c->emptied;
+	if (!e || !lease_ms)
+		return;
+	uint64_t until = until_of(lease_ms);
+	pthread_mutex_lock(&e->lock);
+	struct em_dir *d = record(c, e, dir);
+	if (d && d->until_ms < until)
+		d->until_ms = until;
+	for (size_t i = 0; i < EMPTIED_SUBS; i++) {
+		struct em_sub *s = &e->subs[i];
+		if (s->parent == dir && s->gen == *gen_of(e, dir) && loop_now_ms() < s->until_ms &&
+		    s->until_ms < until)
+			s->until_ms = until;
+	}
 	pthread_mutex_unlock(&e->lock);
 }
 
