@@ -303,6 +303,33 @@ int client_acreate_settle(struct weft_client *c, struct winode *wi)
 	return err;
 }
 
+/* A job op on name in dir, stamped now, or NULL. */
+static struct acreate_job *new_job(struct weft_client *c, uint16_t op,
+				   const struct weft_cred *cr, uint64_t dir, const char *name,
+				   size_t len)
+{
+	struct acreate_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->op = op;
+	j->dir = dir;
+	j->cred = *cr;
+	memcpy(j->name, name, len + 1);
+	j->time_ns = loop_wall_ns();
+	j->gen = client_recall_gen(c);
+	return j;
+}
+
+/* Waits while the posted jobs are at their bound (bounded, before sess_lock is taken:
+ * a worker may need it for writing, a session renewal). */
+static void wait_for_room(struct client_acreate *a)
+{
+	pthread_mutex_lock(&a->lock);
+	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
 /* A number of session sid's for a new inode named name in parent, which is claimed and
  * complete here with nothing posted on that name nor a setattr of parent (lock held):
  * *ino, and the stripe unit of parent's files in *su; false if not. The name goes into
@@ -348,35 +375,23 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	 * metadata disk (nearly) full refuses creates, which must then be seen at once */
 	if (!a || len > WEFT_NAME_MAX || (mode & S_ISGID) || !client_space_to_spare(c, true))
 		return 1;
-	struct acreate_job *j = calloc(1, sizeof(*j));
+	struct acreate_job *j = new_job(c, WEFT_OP_CREATE_OPEN, cr, parent, name, len);
 	struct weft_file *f = calloc(1, sizeof(*f));
 	if (!j || !f) {
 		free(j);
 		free(f);
 		return 1;
 	}
-	j->dir = parent;
-	j->cred = *cr;
-	memcpy(j->name, name, len + 1);
 	j->mode = mode;
 	j->open_flags = (uint32_t)flags;
-	j->time_ns = loop_wall_ns();
-	j->gen = client_recall_gen(c);
-
-	/* bounded, before sess_lock: a worker may need it for writing (a session renewal) */
-	pthread_mutex_lock(&a->lock);
-	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
-		pthread_cond_wait(&a->done, &a->lock);
-	pthread_mutex_unlock(&a->lock);
+	wait_for_room(a);
 	pthread_rwlock_rdlock(&c->sess_lock);
 	uint64_t sid = c->session, ino;
 	pthread_mutex_lock(&a->lock);
 	uint32_t su = 0;
 	bool ok = claim_name_locked(c, sid, parent, name, &ino, &su);
-	if (ok) {
-		j->op = WEFT_OP_CREATE_OPEN;
+	if (ok)
 		post_locked(a, j);
-	}
 	pthread_mutex_unlock(&a->lock);
 	if (!ok) {
 		pthread_rwlock_unlock(&c->sess_lock);
@@ -437,20 +452,11 @@ int client_acreate_mkdir(struct weft_client *c, const struct weft_cred *cr, uint
 	if (!a || len > WEFT_NAME_MAX || (mode & (S_ISUID | S_ISGID)) ||
 	    !client_space_to_spare(c, true))
 		return 1;
-	struct acreate_job *j = calloc(1, sizeof(*j));
+	struct acreate_job *j = new_job(c, WEFT_OP_MKDIR, cr, parent, name, len);
 	if (!j)
 		return 1;
-	j->op = WEFT_OP_MKDIR;
-	j->dir = parent;
-	j->cred = *cr;
-	memcpy(j->name, name, len + 1);
 	j->mode = mode;
-	j->time_ns = loop_wall_ns();
-	j->gen = client_recall_gen(c);
-	pthread_mutex_lock(&a->lock);
-	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
-		pthread_cond_wait(&a->done, &a->lock);
-	pthread_mutex_unlock(&a->lock);
+	wait_for_room(a);
 	pthread_rwlock_rdlock(&c->sess_lock);
 	uint64_t sid = c->session, ino;
 	uint32_t su = 0;
@@ -739,20 +745,6 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	return false;
 }
 
-static struct acreate_job *removal_job(uint16_t op, const struct weft_cred *cr, uint64_t dir,
-				       const char *name, size_t len)
-{
-	struct acreate_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return NULL;
-	j->op = op;
-	j->dir = dir;
-	j->cred = *cr;
-	memcpy(j->name, name, len + 1);
-	j->time_ns = loop_wall_ns();
-	return j;
-}
-
 /* Posts j (an UNLINK or RMDIR of j->name in j->dir) if nothing else on that name is
  * posted and the directories it needs are still claimed; false if not. */
 static bool post_removal(struct weft_client *c, struct acreate_job *j)
@@ -786,7 +778,7 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
 	size_t len = strlen(name);
 	if (!a || len > WEFT_NAME_MAX || !nothing_buffered(c) || !claim_dir(c, cr, dir))
 		return 1;
-	struct acreate_job *j = removal_job(WEFT_OP_UNLINK, cr, dir, name, len);
+	struct acreate_job *j = new_job(c, WEFT_OP_UNLINK, cr, dir, name, len);
 	if (!j)
 		return 1;
 	if (!post_removal(c, j)) {
@@ -811,7 +803,7 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	if (!a || len > WEFT_NAME_MAX || !(child = client_emptied_child(c, dir, name)) ||
 	    !nothing_buffered(c) || !claim_dir(c, cr, dir) || !claim_dir(c, cr, child))
 		return 1;
-	struct acreate_job *j = removal_job(WEFT_OP_RMDIR, cr, dir, name, len);
+	struct acreate_job *j = new_job(c, WEFT_OP_RMDIR, cr, dir, name, len);
 	if (!j)
 		return 1;
 	j->removes = j->after_dir = child;
@@ -884,7 +876,7 @@ int client_acreate_setattr(struct weft_client *c, const struct weft_cred *cr, ui
 	    (cur.mode & (S_ISUID | S_ISGID)) ||
 	    !client_setattr_allowed(cr, &cur, valid, in))
 		return 1;
-	struct acreate_job *j = removal_job(WEFT_OP_SETATTR, cr, ino, "", 0);
+	struct acreate_job *j = new_job(c, WEFT_OP_SETATTR, cr, ino, "", 0);
 	if (!j)
 		return 1;
 	j->after_dir = ino;
