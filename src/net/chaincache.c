@@ -236,6 +236,15 @@ static int refresh(struct chaincache *cc, uint64_t seen, bool *fetched)
 	atomic_fetch_add(&cc->gen, 1);
 	pthread_rwlock_unlock(&cc->lock);
 	atomic_fetch_add(&cc->fetches, 1);
+	/* the targets meta marked offline, read while no other refresh can free this set
+	 * (once refresh_lock is let go, the next one may: a use after free ASan caught in a
+	 * failover test); their rpcs live as long as the cache (eps) */
+	struct rpc **drop = NULL;
+	size_t ndrop = 0;
+	if (cc->p.drop_offline && (drop = calloc(set.ntargets ? set.ntargets : 1, sizeof(*drop))))
+		for (uint32_t i = 0; i < set.ntargets; i++)
+			if (set.targets[i].state == WEFT_MEMBER_OFFLINE && rpcs[i])
+				drop[ndrop++] = rpcs[i];
 	pthread_mutex_unlock(&cc->refresh_lock);
 	if (first || set.epoch != old_epoch)
 		log_info("%s: chain tables version %" PRIu64 ": %u targets, %u/%u/%u chains of 1/2/3",
@@ -245,9 +254,9 @@ static int refresh(struct chaincache *cc, uint64_t seen, bool *fetched)
 	free(old_rpcs);
 	/* a target meta marked offline loses its connection: requests waiting on a silent or
 	 * frozen host fail now and go to the other members (the rpc reconnects on next use) */
-	for (uint32_t i = 0; i < set.ntargets; i++)
-		if (cc->p.drop_offline && set.targets[i].state == WEFT_MEMBER_OFFLINE && rpcs[i])
-			rpc_drop(rpcs[i]);
+	for (size_t i = 0; i < ndrop; i++)
+		rpc_drop(drop[i]);
+	free(drop);
 	if (cc->p.installed)
 		cc->p.installed(cc->p.installed_arg);
 	return 0;
