@@ -330,6 +330,16 @@ static void wait_for_room(struct client_acreate *a)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* A job meta refused after the mount answered it: kept for weft_sync to report, as a
+ * close's that went behind. */
+static void report_behind(struct weft_client *c, int err)
+{
+	pthread_mutex_lock(&c->cb_lock);
+	if (!c->cb_err)
+		c->cb_err = err;
+	pthread_mutex_unlock(&c->cb_lock);
+}
+
 /* A number of session sid's for a new inode named name in parent, which is claimed and
  * complete here with nothing posted on that name nor a setattr of parent (lock held):
  * *ino, and the stripe unit of parent's files in *su; false if not. The name goes into
@@ -529,10 +539,7 @@ static void run_mkdir(struct weft_client *c, struct acreate_job *j)
 		client_cdir_unclaim(c, j->makes);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
 		client_lease_invalidate(c, j->makes, WEFT_RECALL_ATTR, NULL);
-		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
-		if (!c->cb_err)
-			c->cb_err = err;
-		pthread_mutex_unlock(&c->cb_lock);
+		report_behind(c, err);
 	}
 	job_finish(c->acreate, j);
 }
@@ -640,10 +647,7 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 		client_cdir_unclaim(c, j->dir);
 		client_emptied_forget(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
-		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
-		if (!c->cb_err)
-			c->cb_err = err;
-		pthread_mutex_unlock(&c->cb_lock);
+		report_behind(c, err);
 	}
 	job_finish(a, j);
 }
@@ -713,27 +717,30 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	int held = client_uclaim_held(c, dir);
 	if (held == -1 || (held == 1 && !client_uclaim_due(c, dir)))
 		return held == 1;
-	for (int pass = 0; pass < 2; pass++) {
+	bool waited = false;
+	for (;;) {
 		uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 			 dgen = atomic_load(&c->dir_gen);
 		bool unmade, mine = jobs_in(c->acreate, dir, &unmade), renewed;
 		struct weft_attr attr;
-		if (unmade)
-			pass = 1; /* meta does not have dir yet: its MKDIR first */
-		if (pass == 1)
+		/* meta does not have dir yet: its MKDIR first */
+		waited = waited || unmade;
+		if (waited)
 			client_acreate_dir_scope(c, dir); /* what this client sent in it first */
 		else
 			client_acreate_no_barrier(1);
 		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr);
 		client_acreate_scope_end();
-		if (lease && mine && !renewed && pass == 0)
+		if (lease && mine && !renewed && !waited) {
+			waited = true; /* granted anew: asked again after those jobs */
 			continue;
+		}
 		client_uclaim_note(c, dir, lease, gen);
 		if (lease)
 			client_lease_note(c, dir, lease, gen);
 		/* a renewal may come while this client's own changes there are under way at
 		 * meta, so its attributes are never taken (those kept here stay right) */
-		if (lease && !renewed && (!mine || pass == 1))
+		if (lease && !renewed && (!mine || waited))
 			client_dirattr_note(c, &attr, gen, agen, dgen);
 		if (lease && renewed) {
 			/* nobody changed dir's names meanwhile: what its listing showed holds */
@@ -742,7 +749,6 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 		}
 		return lease != 0;
 	}
-	return false;
 }
 
 /* Posts j (an UNLINK or RMDIR of j->name in j->dir) if nothing else on that name is
@@ -845,10 +851,7 @@ static void run_setattr(struct weft_client *c, struct acreate_job *j)
 		client_attrs_changed(c); /* dirattr's copy of them is wrong */
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_ATTR, NULL);
-		pthread_mutex_lock(&c->cb_lock); /* for weft_sync to report, as a close's */
-		if (!c->cb_err)
-			c->cb_err = err;
-		pthread_mutex_unlock(&c->cb_lock);
+		report_behind(c, err);
 	}
 	job_finish(a, j);
 }
