@@ -84,11 +84,10 @@ static struct em_dir *dir_place(struct client_emptied *e, uint64_t dir)
 	for (int i = 0; i < EMPTIED_WAYS && !best; i++)
 		if (!set[i].dir)
 			best = &set[i];
-	for (int i = 0; i < EMPTIED_WAYS && !best; i++)
-		if (i == 0 || set[i].until_ms < best->until_ms)
-			best = &set[i];
-	if (!best)
-		best = set;
+	if (!best) /* none free: the one lapsing first */
+		for (int i = 0; i < EMPTIED_WAYS; i++)
+			if (!best || set[i].until_ms < best->until_ms)
+				best = &set[i];
 	return best;
 }
 
@@ -165,11 +164,10 @@ void client_emptied_sub(struct weft_client *c, uint64_t parent, const char *name
 	for (int i = 0; i < EMPTIED_WAYS && !s; i++)
 		if (!set[i].parent)
 			s = &set[i];
-	for (int i = 0; i < EMPTIED_WAYS && !s; i++) /* none free: the one lapsing first */
-		if (i == 0 || set[i].until_ms < s->until_ms)
-			s = &set[i];
-	if (!s)
-		s = set;
+	if (!s) /* none free: the one lapsing first */
+		for (int i = 0; i < EMPTIED_WAYS; i++)
+			if (!s || set[i].until_ms < s->until_ms)
+				s = &set[i];
 	free(s->name);
 	*s = (struct em_sub){.parent = parent, .child = child, .rgen = rgen, .gen = *gen_of(e, parent),
 			     .until_ms = until_of(lease_ms), .name = copy};
