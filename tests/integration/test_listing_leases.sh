@@ -86,11 +86,11 @@ for d in $(seq 0 9); do
 	for i in $(seq 0 4); do echo "$d $i" >"$MNT/T/d$d/f$i"; done
 done
 "$WEFT" sync "$MNT" >/dev/null
-hits() { # the dir_ahead_hits counter of B's stats file (-1: none found)
+hits() { # the dir_ahead_hits counter of B's stats file, or of A's with "mnt" (-1: none)
 	sleep 1.2 # the file is rewritten once a second
 	python3 -c 'import glob, json, sys
-p = glob.glob(sys.argv[1] + "/mounts/*mnt2.json")
-print(json.load(open(p[0]))["counters"].get("dir_ahead_hits", 0) if p else -1)' "$WEFT_RUN_DIR"
+p = glob.glob(sys.argv[1] + "/mounts/*-" + sys.argv[2] + ".json")
+print(json.load(open(p[0]))["counters"].get("dir_ahead_hits", 0) if p else -1)' "$WEFT_RUN_DIR" "${1:-mnt2}"
 }
 h0=$(hits)
 find "$B/T" >"$T/find1"
@@ -140,6 +140,60 @@ if bad:
     sys.exit(1)
 PY
 ok "70 listings read side by side: every name once"
+
+# 6. Listings read ahead on the mount that changes them. A lists U, which reads the
+# listings of its subdirectories ahead; A's own changes in them after that (a create,
+# an unlink, a mkdir, an rmdir, a chmod, all answered by the mount and sent behind) are
+# in A's next listings. Then A's rm -rf of a tree: its unlinks in one directory leave
+# the listings of the others, read ahead, in use (each change used to drop them all),
+# and a directory of 300 names is read in pieces of a page from one listing.
+mkdir -p "$MNT/U"
+for d in 0 1 2 3 4; do mkdir -p "$MNT/U/s$d/sub"; echo "$d" >"$MNT/U/s$d/f"; done
+"$WEFT" sync "$MNT" >/dev/null
+for d in 0 1 2 3 4; do : >"$MNT/U/s$d/pre"; done # claimed: A answers what follows
+sleep 0.5 # meta leases what is no longer busy with A's creates
+ls "$MNT/U" >/dev/null
+sleep 0.5 # read ahead: the listings of s0..s4
+: >"$MNT/U/s0/new" # each listing is checked before the next change
+[ "$(ls "$MNT/U/s0" | tr '\n' ' ')" = "f new pre sub " ] || fail "A's listing misses the file A created: $(ls "$MNT/U/s0")"
+rm "$MNT/U/s1/f"
+[ "$(ls "$MNT/U/s1" | tr '\n' ' ')" = "pre sub " ] || fail "A's listing shows the file A removed: $(ls "$MNT/U/s1")"
+mkdir "$MNT/U/s2/made"
+[ "$(ls "$MNT/U/s2" | tr '\n' ' ')" = "f made pre sub " ] || fail "A's listing misses the directory A made: $(ls "$MNT/U/s2")"
+rmdir "$MNT/U/s3/sub"
+[ "$(ls "$MNT/U/s3" | tr '\n' ' ')" = "f pre " ] || fail "A's listing shows the directory A removed: $(ls "$MNT/U/s3")"
+chmod 600 "$MNT/U/s4/f"
+[ "$(ls -l "$MNT/U/s4" | awk '$NF == "f" {print $1}')" = "-rw-------" ] ||
+	fail "A's listing shows the old mode of a file A changed: $(ls -l "$MNT/U/s4")"
+mkdir "$MNT/R"
+for d in $(seq 0 19); do
+	mkdir -p "$MNT/R/d$d/e"
+	for i in 0 1 2; do echo "$i" >"$MNT/R/d$d/f$i"; done
+	echo x >"$MNT/R/d$d/e/g"
+done
+python3 -c 'import os, sys
+for i in range(300): open(os.path.join(sys.argv[1], "a-longer-name-of-an-entry-%04d" % i), "w").close()' "$MNT/R/d0/e"
+"$WEFT" sync "$MNT" >/dev/null
+sleep 0.5
+h0=$(hits mnt)
+rm -rf "$MNT/R"
+h1=$(hits mnt)
+[ -e "$MNT/R" ] && fail "rm -rf left $MNT/R"
+[ -e "$B/R" ] && fail "B still sees R after A's rm -rf"
+[ "$((h1 - h0))" -ge 25 ] || fail "A's rm -rf of 41 directories took $((h1 - h0)) listings from read-ahead"
+mkdir -p "$MNT/P/big"
+python3 -c 'import os, sys
+for i in range(300): open(os.path.join(sys.argv[1], "a-longer-name-of-an-entry-%04d" % i), "w").close()' "$MNT/P/big"
+"$WEFT" sync "$MNT" >/dev/null
+sleep 0.5
+ls "$MNT/P" >/dev/null
+sleep 0.5
+h2=$(hits mnt)
+n=$(ls "$MNT/P/big" | sort -u | wc -l)
+h3=$(hits mnt)
+[ "$n" = 300 ] || fail "a listing read ahead, in pieces, showed $n distinct names of 300"
+[ "$((h3 - h2))" -ge 1 ] || fail "the listing of P/big did not come from read-ahead"
+ok "A's own changes are in A's listings read ahead; its rm -rf took $((h1 - h0)) listings from read-ahead"
 
 umount "$B"
 cluster_down
