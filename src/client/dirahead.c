@@ -172,6 +172,12 @@ static bool changed_since(const struct client_dirahead *da, const struct da_list
 	return false;
 }
 
+static bool is_dots(const struct weft_dirent_out *d)
+{
+	return (d->namelen == 1 && d->name[0] == '.') ||
+	       (d->namelen == 2 && d->name[0] == '.' && d->name[1] == '.');
+}
+
 /* Collects a listing's entries (but . and ..) for touches(). */
 struct entries {
 	uint64_t *inos;
@@ -182,8 +188,7 @@ struct entries {
 static int note_entry(void *arg, const struct weft_dirent_out *d)
 {
 	struct entries *e = arg;
-	if ((d->namelen == 1 && d->name[0] == '.') ||
-	    (d->namelen == 2 && d->name[0] == '.' && d->name[1] == '.'))
+	if (is_dots(d))
 		return 0; /* the kernel takes nothing from a listing's . and .. */
 	if (d->attr && d->type != DT_DIR && d->attr->nlink > 1)
 		e->linked = true;
@@ -246,9 +251,7 @@ static int resume_entry(void *arg, const struct weft_dirent_out *d)
 		return 0;
 	}
 	r->emitted++;
-	bool dots = (d->namelen == 1 && d->name[0] == '.') ||
-		    (d->namelen == 2 && d->name[0] == '.' && d->name[1] == '.');
-	if (!dots && d->type == DT_DIR && r->nsubs < CLIENT_DIRWALK_SUBS)
+	if (!is_dots(d) && d->type == DT_DIR && r->nsubs < CLIENT_DIRWALK_SUBS)
 		r->subs[r->nsubs++] = d->ino;
 	return r->fn(r->arg, d);
 }
@@ -286,8 +289,8 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	int rc = client_dirents_walk(c, mine.bulk, mine.len, &dw, resume_entry, &r);
 	if (rc >= 0)
 		client_dirahead_queue(c, cr, r.subs, r.nsubs);
-	/* the kernel reads a listing in pieces of a page: kept until it asks past the end
-	 * (the piece that shows nothing more), so each piece costs no round trip */
+	/* kept while valid: a directory listed again (rm -rf opens each one twice) or read
+	 * on from one of its cookies is answered from it too; one asked past its end goes */
 	bool done = rc < 0 || !r.started || (rc == 0 && r.emitted == 0);
 	pthread_mutex_lock(&da->lock);
 	if (!done && !changed_since(da, &mine, from) && !find(da, ino) && (l = find(da, 0))) {
@@ -299,7 +302,7 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	slot_free(&mine);
 	if (!r.started)
 		return 1; /* not a cookie of this listing */
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 /* Fetches the first batch of ino's listing for cred and keeps it if it ended there and
