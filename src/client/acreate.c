@@ -821,7 +821,6 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	client_emptied_removed(c, dir);
 	client_cdir_unlinked(c, dir, name);
 	client_dirattr_rmdired(c, dir, j->time_ns); /* as meta will stamp it, one link less */
-	client_dirahead_changed(c, child);
 	stats_add(STATS_ASYNC_RMDIRS, 1);
 	queue_job(a, j);
 	return 0;

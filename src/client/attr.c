@@ -122,7 +122,6 @@ int weft_setattr(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 	err = setattr_at_meta(c, cr, ino, valid, in, out);
 	if (dir)
 		client_acreate_scope_end();
-	client_dirahead_changed(c, ino);
 	return err;
 }
 

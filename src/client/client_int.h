@@ -69,6 +69,9 @@ struct weft_client {
 	pthread_mutex_t dirattr_lock;
 	struct dirattr_slot *dirattr;
 	atomic_uint_fast64_t dir_gen;
+	/* Creates (CREATE_OPEN, answered here or not), which move neither generation
+	 * above: a listing read ahead before one lacks its name (dirahead.c) */
+	atomic_uint_fast64_t create_gen;
 	/* Close-behind (closebehind.c): winodes whose close returned before their flush.
 	 * cb_lock guards the list, each winode's cb_pending and cb_listed, cb_running (their
 	 * flushes under way) and cb_err (the first error not yet returned by weft_sync). */
@@ -371,19 +374,10 @@ void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns
 void client_dirattr_mkdired(struct weft_client *c, uint64_t ino, int64_t time_ns);
 /* The same for an asynchronous setattr of directory a->ino: its slot takes *a. */
 void client_dirattr_set(struct weft_client *c, const struct weft_attr *a);
-/* dirahead.c: listings of subdirectories fetched before they are asked. */
-/* This client changed directory ino's names or attributes (or, with CLIENT_DA_LINKED,
- * the link count of a file with several names; with CLIENT_DA_ALL, anything): listings
- * kept that may show the old state go. Told once the change is visible to a listing's
- * request (dirahead.c). */
-#define CLIENT_DA_ALL UINT64_MAX
-#define CLIENT_DA_LINKED (UINT64_MAX - 1)
-void client_dirahead_changed(struct weft_client *c, uint64_t ino);
 /* A request that may change attributes client_wbattr_getattr cannot follow goes out. */
 static inline void client_attrs_changed(struct weft_client *c)
 {
 	atomic_fetch_add(&c->attr_gen, 1);
-	client_dirahead_changed(c, CLIENT_DA_ALL);
 }
 /* Applies what wi has buffered to a (wi->lock held). */
 void client_wbattr_overlay(const struct winode *wi, struct weft_attr *a);
@@ -567,11 +561,10 @@ void client_dirahead_stop(struct weft_client *c);
 /* Queues dirs (subdirectories a listing showed) to be read ahead for cr. */
 void client_dirahead_queue(struct weft_client *c, const struct weft_cred *cr,
 			   const uint64_t *dirs, size_t n);
-/* Lists ino from cookie for cr from a listing read ahead, if one is kept and still
+/* Lists ino from cookie 0 for cr from a listing read ahead, if one is kept and still
  * valid: calls fn per entry as weft_readdir does; returns 0 (or what fn stopped with),
  * 1 when there is none (ask meta), -EIO. */
 int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
-			 uint64_t cookie,
 			 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg);
 
 /* lease.c */

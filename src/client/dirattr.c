@@ -111,34 +111,29 @@ void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_load(&c->attr_gen);
 	touch(c, ino, time_ns, agen, agen, 0, false, NULL);
-	client_dirahead_changed(c, ino);
+	atomic_fetch_add(&c->create_gen, 1); /* after the post: a listing's READDIR waits */
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
 	touch(c, ino, time_ns, agen, agen + 1, 0, true, NULL);
-	client_dirahead_changed(c, ino);
-	client_dirahead_changed(c, CLIENT_DA_LINKED); /* the file unlinked */
 }
 
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
 	touch(c, ino, time_ns, agen, agen + 1, -1, true, NULL);
-	client_dirahead_changed(c, ino);
 }
 
 void client_dirattr_mkdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
 	touch(c, ino, time_ns, agen, agen + 1, +1, true, NULL);
-	client_dirahead_changed(c, ino);
 }
 
 void client_dirattr_set(struct weft_client *c, const struct weft_attr *a)
 {
 	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
 	touch(c, a->ino, 0, agen, agen + 1, 0, true, a);
-	client_dirahead_changed(c, a->ino);
 }

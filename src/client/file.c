@@ -586,10 +586,8 @@ static int open_call(struct weft_client *c, const struct weft_cred *cr, uint16_t
 		return err;
 	client_lease_note(c, o->attr.ino, o->lease, gen);
 	client_dirattr_note(c, &o->pattr, gen, agen, dgen); /* CREATE_OPEN's parent */
-	if (o->created) /* its parent's names and times changed */
-		client_dirahead_changed(c, o->pattr.ino ? o->pattr.ino : CLIENT_DA_ALL);
-	if ((flags & O_ACCMODE) != O_RDONLY) /* its size and times are about to change */
-		client_dirahead_changed(c, o->attr.ino);
+	if (o->created)
+		atomic_fetch_add(&c->create_gen, 1); /* answered: a listing fetched since has it */
 	struct weft_file *f = NULL;
 	if (!(f = calloc(1, sizeof(*f))))
 		err = -ENOMEM;

@@ -76,8 +76,6 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 	if (scoped)
 		client_acreate_scope_end();
 	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
-	/* a link changes its target's link count wherever that is listed */
-	client_dirahead_changed(c, op == WEFT_OP_LINK ? CLIENT_DA_ALL : parent);
 	if (err == 0 && op == WEFT_OP_MKDIR) {
 		client_cdir_created(c, a.ino, l.lease, l.gen, /* empty, and ours */
 				    c->acreate ? &a : NULL, lay.stripe_unit);
@@ -162,8 +160,6 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	client_cdir_end(c, parent, name, -1, err, 0, 0);
 	if (scoped)
 		client_acreate_scope_end();
-	client_dirahead_changed(c, op == WEFT_OP_RMDIR && sub ? sub : CLIENT_DA_LINKED);
-	client_dirahead_changed(c, parent);
 	if (err == 0) /* a name its listing showed, or one made since, which forgot it */
 		client_emptied_removed(c, parent);
 	else
@@ -216,7 +212,6 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	client_emptied_forget(c, parent);
 	client_emptied_forget(c, newparent);
 	err = client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
-	client_dirahead_changed(c, CLIENT_DA_ALL); /* also a fetch that began before it */
 	/* RENAME_EXCHANGE (2) leaves both names in place */
 	client_cdir_end(c, parent, name, (flags & 2) ? 0 : -1, err, 0, 0);
 	client_cdir_end(c, newparent, newname, 1, err, 0, 0);
@@ -352,8 +347,8 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		 uint64_t cookie, bool plus, size_t max_bytes,
 		 int (*fn)(void *arg, const struct weft_dirent_out *d), void *arg)
 {
-	if (plus) {
-		int rc = client_dirahead_take(c, cr, ino, cookie, fn, arg);
+	if (cookie == 0 && plus) {
+		int rc = client_dirahead_take(c, cr, ino, fn, arg);
 		if (rc <= 0)
 			return rc;
 	}
@@ -448,10 +443,8 @@ int weft_setxattr(struct weft_client *c, const struct weft_cred *cr, uint64_t in
 	static const char empty;
 	client_winode_set_nocap(c, ino, false);
 	client_attrs_changed(c);
-	ssize_t n = xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
+	return (int)xattr_call(c, WEFT_OP_SETXATTR, cr, ino, name, size ? value : &empty, size,
 			       flags, NULL, 0);
-	client_dirahead_changed(c, ino); /* its ctime */
-	return (int)n;
 }
 
 static bool is_cap(const char *name)
@@ -483,9 +476,7 @@ int weft_removexattr(struct weft_client *c, const struct weft_cred *cr, uint64_t
 {
 	client_winode_set_nocap(c, ino, false);
 	client_attrs_changed(c);
-	ssize_t n = xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
-	client_dirahead_changed(c, ino); /* its ctime */
-	return (int)n;
+	return (int)xattr_call(c, WEFT_OP_REMOVEXATTR, cr, ino, name, NULL, 0, 0, NULL, 0);
 }
 
 int weft_getstripe(struct weft_client *c, const struct weft_cred *cr, uint64_t ino,
