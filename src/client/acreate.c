@@ -443,6 +443,7 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	 * from then: the kernel may cache it as long as a lease lasts */
 	client_lease_note(c, ino, c->lease_ms_seen, j->gen);
 	client_dirattr_touch(c, parent, j->time_ns); /* as meta will stamp the parent */
+	atomic_fetch_add(&c->create_gen, 1); /* after the post: a listing's READDIR waits */
 	stats_add(STATS_ASYNC_CREATES, 1);
 	pthread_mutex_lock(&a->lock);
 	queue_locked(a, j);

@@ -13,8 +13,8 @@
  * on the directory (its names) and on each entry, and recalls them before any other
  * session changes them. So it is used only while nothing could have changed it unseen:
  * no recall reached this client since the fetch (recall generation), this client made
- * no namespace change since (attr_gen, dir_gen, create_gen), and the shortest lease the listing
- * carried has not run out (less the margin client_lease_note takes). A listing whose
+ * no namespace change since (attr_gen, dir_gen, create_gen), and the shortest lease the
+ * listing carried has not run out (less the margin client_lease_note takes). A listing whose
  * entries came without leases (meta found the directory busy, or this session gets
  * none) is not kept, nor is an empty one (no entry to show that the directory's lease
  * was granted).
@@ -211,7 +211,8 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 	}
 	slot_free(l);
 	*l = (struct da_listing){.ino = ino, .cred = *cr, .rgen = rgen, .agen = agen,
-				 .dgen = dgen, .cgen = cgen, .stamp = ++da->stamp, .bulk = bulk, .len = len,
+				 .dgen = dgen, .cgen = cgen, .stamp = ++da->stamp, .bulk = bulk,
+				 .len = len,
 				 .until_ms = loop_now_ms() + min_lease - min_lease / 10};
 	pthread_mutex_unlock(&da->lock);
 }

@@ -111,7 +111,6 @@ void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
 	uint64_t agen = atomic_load(&c->attr_gen);
 	touch(c, ino, time_ns, agen, agen, 0, false, NULL);
-	atomic_fetch_add(&c->create_gen, 1); /* after the post: a listing's READDIR waits */
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)

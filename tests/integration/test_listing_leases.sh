@@ -164,14 +164,17 @@ rmdir "$MNT/U/s3/sub"
 chmod 600 "$MNT/U/s4/f"
 [ "$(ls -l "$MNT/U/s4" | awk '$NF == "f" {print $1}')" = "-rw-------" ] ||
 	fail "A's listing shows the old mode of a file A changed: $(ls -l "$MNT/U/s4")"
+names300() { # 300 empty files with long names in $1
+	python3 -c 'import os, sys
+for i in range(300): open(os.path.join(sys.argv[1], "a-longer-name-of-an-entry-%04d" % i), "w").close()' "$1"
+}
 mkdir "$MNT/R"
 for d in $(seq 0 19); do
 	mkdir -p "$MNT/R/d$d/e"
 	for i in 0 1 2; do echo "$i" >"$MNT/R/d$d/f$i"; done
 	echo x >"$MNT/R/d$d/e/g"
 done
-python3 -c 'import os, sys
-for i in range(300): open(os.path.join(sys.argv[1], "a-longer-name-of-an-entry-%04d" % i), "w").close()' "$MNT/R/d0/e"
+names300 "$MNT/R/d0/e"
 "$WEFT" sync "$MNT" >/dev/null
 sleep 0.5
 h0=$(hits mnt)
@@ -180,8 +183,7 @@ h1=$(hits mnt)
 [ -e "$MNT/R" ] && fail "rm -rf left $MNT/R"
 [ -e "$B/R" ] && fail "B still sees R after A's rm -rf"
 mkdir -p "$MNT/P/big"
-python3 -c 'import os, sys
-for i in range(300): open(os.path.join(sys.argv[1], "a-longer-name-of-an-entry-%04d" % i), "w").close()' "$MNT/P/big"
+names300 "$MNT/P/big"
 "$WEFT" sync "$MNT" >/dev/null
 sleep 0.5
 ls "$MNT/P" >/dev/null
