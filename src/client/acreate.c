@@ -48,6 +48,8 @@
 #define ACREATE_MAX_POSTED 512
 /* how long a recall waits for the creates in a directory before it answers anyway */
 #define ACREATE_DRAIN_MS 3000
+/* answered SETATTRs remembered for replies sent before them (client_acreate_attr_stale) */
+#define SETATTR_DONE_RING 256
 
 struct acreate_job {
 	uint16_t op;                    /* CREATE_OPEN, MKDIR, UNLINK, RMDIR or SETATTR */
@@ -78,6 +80,10 @@ struct client_acreate {
 	struct acreate_job *oldest, *newest;
 	size_t posted;
 	size_t mkdirs_posted;           /* MKDIRs among them */
+	atomic_size_t setattrs_posted;  /* SETATTRs among them */
+	uint64_t setattrs_done;         /* SETATTRs answered, ever */
+	uint64_t setattr_done_ino[SETATTR_DONE_RING]; /* the last ones' directories, by
+							 * setattrs_done modulo the ring */
 	uint64_t next_seq;
 	uint64_t count_session, count; /* the session whose numbers are given, the last one */
 	bool stopping;
@@ -143,6 +149,10 @@ static void job_finish(struct client_acreate *a, struct acreate_job *j)
 	a->posted--;
 	if (j->op == WEFT_OP_MKDIR)
 		a->mkdirs_posted--;
+	if (j->op == WEFT_OP_SETATTR) {
+		a->setattr_done_ino[a->setattrs_done++ % SETATTR_DONE_RING] = j->dir;
+		atomic_fetch_sub(&a->setattrs_posted, 1);
+	}
 	if (a->deferred)
 		release_deferred(a, j);
 	pthread_cond_broadcast(&a->done);
@@ -182,6 +192,8 @@ static void post_locked(struct client_acreate *a, struct acreate_job *j)
 		a->oldest = j;
 	a->newest = j;
 	a->posted++;
+	if (j->op == WEFT_OP_SETATTR)
+		atomic_fetch_add(&a->setattrs_posted, 1);
 }
 
 static void queue_locked(struct client_acreate *a, struct acreate_job *j)
@@ -272,6 +284,42 @@ void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *
 void client_acreate_scope_end(void)
 {
 	no_barrier--;
+}
+
+uint64_t client_acreate_attr_mark(struct weft_client *c)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a || atomic_load(&a->setattrs_posted) == 0)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	uint64_t mark = a->setattrs_done + 1;
+	pthread_mutex_unlock(&a->lock);
+	return mark;
+}
+
+bool client_acreate_attr_stale(struct weft_client *c, uint64_t ino, uint64_t mark)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a || mark-- == 0)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	bool stale = setattr_posted(a, ino, UINT64_MAX) ||
+		     a->setattrs_done - mark > SETATTR_DONE_RING;
+	for (uint64_t k = mark; !stale && k < a->setattrs_done; k++)
+		stale = a->setattr_done_ino[k % SETATTR_DONE_RING] == ino;
+	pthread_mutex_unlock(&a->lock);
+	return stale;
+}
+
+void client_acreate_setattr_wait(struct weft_client *c, uint64_t ino)
+{
+	struct client_acreate *a = c->acreate;
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	while (setattr_posted(a, ino, UINT64_MAX))
+		pthread_cond_wait(&a->done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
 }
 
 void client_acreate_drain(struct weft_client *c, uint64_t dir)

@@ -440,6 +440,14 @@ void client_acreate_dirs_scope(struct weft_client *c, uint64_t dir, uint64_t dir
 /* The same for name in dir and the setattrs of dir (a LOOKUP of name). */
 void client_acreate_name_scope(struct weft_client *c, uint64_t dir, const char *name);
 void client_acreate_scope_end(void);
+/* A reply naming inodes its request did not (a LOOKUP's, a listing's) may carry a
+ * directory's attributes from before a setattr answered here and sent behind: _mark
+ * before the request, then _stale for each such inode says whether its attributes may
+ * be older than what the kernel was told (one is still posted, or answered since the
+ * mark; a mark of 0: none was posted); _setattr_wait waits until the setattrs posted of ino are answered. */
+uint64_t client_acreate_attr_mark(struct weft_client *c);
+bool client_acreate_attr_stale(struct weft_client *c, uint64_t ino, uint64_t mark);
+void client_acreate_setattr_wait(struct weft_client *c, uint64_t ino);
 /* The calling thread never waits in client_acreate_barrier while above 0 (a replay). */
 void client_acreate_no_barrier(int delta);
 /* Answers weft_unlink here when dir is claimed (asking meta for the claim first if
@@ -517,6 +525,7 @@ struct client_dirwalk {
 	const struct weft_cred *cr;  /* the lister (with note) */
 	uint64_t dir;                /* the directory listed (with note; 0: unknown) */
 	uint64_t gen, agen, dgen;    /* recall, attribute, dir generations before the request */
+	uint64_t amark;              /* client_acreate_attr_mark before the request */
 	uint64_t subs[CLIENT_DIRWALK_SUBS];
 	size_t nsubs;
 	uint32_t min_lease;  /* of entries other than . and ..: 0 if one had none; start high */

@@ -43,6 +43,7 @@ struct da_listing {
 	uint64_t ino;             /* 0: free */
 	struct weft_cred cred;
 	uint64_t rgen, agen, dgen, cgen;
+	uint64_t amark;           /* client_acreate_attr_mark before the fetch */
 	uint64_t until_ms;        /* CLOCK_MONOTONIC: the shortest lease, less a margin */
 	uint64_t stamp;           /* insertion order, for eviction */
 	uint8_t *bulk;
@@ -160,11 +161,12 @@ int client_dirahead_take(struct weft_client *c, const struct weft_cred *cr, uint
 	}
 	uint8_t *bulk = l->bulk;
 	size_t len = l->len;
+	uint64_t amark = l->amark;
 	l->bulk = NULL;
 	slot_free(l); /* once: the kernel keeps what it was given */
 	pthread_mutex_unlock(&da->lock);
 	stats_add(STATS_DIR_AHEAD_HITS, 1);
-	struct client_dirwalk dw = {0}; /* noted when fetched */
+	struct client_dirwalk dw = {.amark = amark}; /* noted when fetched */
 	int rc = client_dirents_walk(c, bulk, len, &dw, fn, arg);
 	free(bulk);
 	if (rc >= 0)
@@ -178,13 +180,14 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 {
 	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 		 dgen = atomic_load(&c->dir_gen), cgen = atomic_load(&c->create_gen);
+	uint64_t amark = client_acreate_attr_mark(c);
 	struct frame *f;
 	struct weft_msg_dirlist dl;
 	if (client_readdir_call(c, cr, ino, 0, true, DA_MAX_BYTES, &f, &dl))
 		return;
 	/* the entries' leases and prefetch capabilities noted, as for any listing */
 	struct client_dirwalk dw = {.note = true, .cr = cr, .dir = ino, .gen = rgen, .agen = agen,
-				    .dgen = dgen, .min_lease = UINT32_MAX};
+				    .dgen = dgen, .amark = amark, .min_lease = UINT32_MAX};
 	int rc = client_dirents_walk(c, f->bulk, f->h.bulk_len, &dw, NULL, NULL);
 	if (rc == 0 && dl.eof && dw.min_lease != UINT32_MAX)
 		client_emptied_listed(c, ino, dw.names, dw.min_lease, rgen);
@@ -211,8 +214,8 @@ static void fetch(struct weft_client *c, uint64_t ino, const struct weft_cred *c
 	}
 	slot_free(l);
 	*l = (struct da_listing){.ino = ino, .cred = *cr, .rgen = rgen, .agen = agen,
-				 .dgen = dgen, .cgen = cgen, .stamp = ++da->stamp, .bulk = bulk,
-				 .len = len,
+				 .dgen = dgen, .cgen = cgen, .amark = amark, .stamp = ++da->stamp,
+				 .bulk = bulk, .len = len,
 				 .until_ms = loop_now_ms() + min_lease - min_lease / 10};
 	pthread_mutex_unlock(&da->lock);
 }

@@ -44,7 +44,16 @@ int weft_lookup(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	 * unlink sent before it) */
 	client_acreate_name_scope(c, parent, name);
 	struct client_entry_lease l;
+	uint64_t amark = client_acreate_attr_mark(c);
 	err = client_call_entry_lease(c, WEFT_OP_LOOKUP, &w, attr, NULL, &l);
+	/* a directory chmod'ed here, its SETATTR still on its way: asked again once meta has it */
+	while (err == 0 && client_acreate_attr_stale(c, attr->ino, amark)) {
+		client_acreate_setattr_wait(c, attr->ino);
+		wbuf_init(&w);
+		proto_lookup_encode(&w, &m);
+		amark = client_acreate_attr_mark(c);
+		err = client_call_entry_lease(c, WEFT_OP_LOOKUP, &w, attr, NULL, &l);
+	}
 	client_acreate_scope_end();
 	/* the renewal of the parent's lease keeps a complete directory complete */
 	if (err == 0 && l.dir_lease) {
@@ -281,6 +290,10 @@ int client_dirents_walk(struct weft_client *c, const uint8_t *bulk, size_t len,
 	struct weft_dirent d;
 	int rc, stop = 0;
 	while (!stop && (rc = proto_dirent_next(&r, &d)) == 0) {
+		/* a directory's attributes from before its chmod answered here: none at all
+		 * rather than those (the kernel looks it up when it needs them) */
+		if (d.has_attr && d.type == DT_DIR && client_acreate_attr_stale(c, d.ino, dw->amark))
+			d.has_attr = false;
 		bool dots = (d.name.len == 1 && d.name.p[0] == '.') ||
 			    (d.name.len == 2 && d.name.p[0] == '.' && d.name.p[1] == '.');
 		if (dw->note && d.has_cap)
@@ -360,6 +373,7 @@ int weft_readdir(struct weft_client *c, const struct weft_cred *cr, uint64_t ino
 		dw.gen = client_recall_gen(c);
 		dw.agen = atomic_load(&c->attr_gen);
 		dw.dgen = atomic_load(&c->dir_gen);
+		dw.amark = client_acreate_attr_mark(c);
 		dw.n = 0;
 		struct frame *f;
 		struct weft_msg_dirlist dl;

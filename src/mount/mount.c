@@ -37,6 +37,37 @@
 
 static struct weft_client *wc;
 static double attr_timeout = 1.0;
+/* The last inodes whose attributes changed here (a setattr answered, a recall), by
+ * attrs_changed modulo the ring (struct dirh). */
+#define CHANGED_RING 256
+static pthread_mutex_t changed_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t attrs_changed, changed_ino[CHANGED_RING];
+
+static void attrs_change(uint64_t ino)
+{
+	pthread_mutex_lock(&changed_lock);
+	changed_ino[attrs_changed++ % CHANGED_RING] = ino;
+	pthread_mutex_unlock(&changed_lock);
+}
+
+static uint64_t attrs_changes(void)
+{
+	pthread_mutex_lock(&changed_lock);
+	uint64_t n = attrs_changed;
+	pthread_mutex_unlock(&changed_lock);
+	return n;
+}
+
+/* ino's attributes may have changed since attrs_changes() said at */
+static bool attrs_changed_since(uint64_t at, uint64_t ino)
+{
+	pthread_mutex_lock(&changed_lock);
+	bool changed = attrs_changed - at > CHANGED_RING;
+	for (uint64_t k = at; !changed && k < attrs_changed; k++)
+		changed = changed_ino[k % CHANGED_RING] == ino;
+	pthread_mutex_unlock(&changed_lock);
+	return changed;
+}
 static struct fuse_session *g_se; /* for notifications (blocks_changed) */
 static bool read_only;
 static char mount_real[PATH_MAX];  /* the mount point, resolved before mounting */
@@ -453,6 +484,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 		fuse_reply_err(req, sys_err(err));
 		return;
 	}
+	attrs_change(ino);
 	struct stat o;
 	to_stat(&out, &o);
 	double timeout = cache_timeout(ino);
@@ -680,6 +712,7 @@ static void blocks_changed(fuse_ino_t ino, struct weft_file *f)
 static void on_recall(void *arg, uint64_t ino, uint32_t what, const char *name, size_t len)
 {
 	(void)arg;
+	attrs_change(ino);
 	if (!g_se)
 		return;
 	if (what & WEFT_RECALL_NAME)
@@ -794,7 +827,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 }
 
 /* Directory handles keep the last batch of entries fetched from meta, so successive
- * readdir calls of one listing cost one round trip per 64 KiB of entries. */
+ * readdir calls of one listing cost one round trip per 64 KiB of entries. An entry's
+ * attributes go to the kernel only if no chmod or recall of it came since the batch
+ * was fetched (attrs_changed_since): a later READDIRPLUS would put back a mode from
+ * before the chmod, which the kernel takes (its attribute version is the request's). */
 struct dent {
 	char *name;
 	uint64_t ino, next;
@@ -808,6 +844,7 @@ struct dirh {
 	struct dent *ents;
 	size_t n, cap;
 	uint64_t from;     /* cookie the batch started at */
+	uint64_t attrs_at; /* attrs_changes() before the batch was fetched */
 	bool eof;
 	bool plus;
 };
@@ -908,6 +945,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			d->from = cookie;
 			d->plus = plus;
 			d->eof = false;
+			d->attrs_at = attrs_changes();
 			int err = weft_readdir(wc, &cr, ino, cookie, plus, 65536, collect, d);
 			if (err) {
 				d->from = UINT64_MAX;
@@ -920,13 +958,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			i = 0;
 		}
 		bool full = false;
+		bool attrs_moved = d->attrs_at != attrs_changes();
 		for (; i < d->n; i++) {
 			struct dent *e = &d->ents[i];
 			size_t need;
 			double attr_timeout_given = -1; /* an entry without attributes: none */
 			if (plus) {
 				struct fuse_entry_param ep;
-				if (e->has_attr) {
+				if (e->has_attr &&
+				    !(attrs_moved && attrs_changed_since(d->attrs_at, e->ino))) {
 					fill_entry(&e->attr, &ep);
 					attr_timeout_given = ep.attr_timeout;
 				} else {
