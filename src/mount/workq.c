@@ -10,7 +10,7 @@
 #include "common/log.h"
 #include "net/stats.h"
 
-#define WORKQ_MAX 32
+#define WORKQ_MAX 64
 
 static struct {
 	pthread_mutex_t lock;
