@@ -37,6 +37,7 @@
 
 #include "client/client_int.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "net/stats.h"
 #include "weft/err.h"
 
@@ -44,6 +45,12 @@
  * meta (with 8, an rm -rf of drivers/ kept the queue full and took 10.2-10.6 s against
  * 8.0-9.8 s with 32) */
 #define ACREATE_THREADS 32
+/* and up to this many more while meta's answers are slow (a slow disk under its commits:
+ * at 10 ms a commit, 32 in flight bounded rm -rf of drivers/ to 28-30 s, 128 made it
+ * 9.7-9.9 s; on this disk 128 cost tar 6 %, so they work only while the round trips of
+ * the last jobs averaged ACREATE_SLOW_US or more) */
+#define ACREATE_EXTRA_THREADS 96
+#define ACREATE_SLOW_US 12000
 /* posted and not answered: a creator past it waits (memory, and what a recall drains) */
 #define ACREATE_MAX_POSTED 512
 /* how long a recall waits for the creates in a directory before it answers anyway */
@@ -87,8 +94,10 @@ struct client_acreate {
 	uint64_t next_seq;
 	uint64_t count_session, count; /* the session whose numbers are given, the last one */
 	bool stopping;
-	pthread_t threads[ACREATE_THREADS];
-	int nthreads;
+	pthread_t threads[ACREATE_THREADS + ACREATE_EXTRA_THREADS];
+	int nthreads, started;
+	pthread_cond_t extra;           /* the extra workers wait here */
+	uint64_t rtt_us;                /* the jobs' round trips, a moving average */
 };
 
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto);
@@ -196,12 +205,20 @@ static void post_locked(struct client_acreate *a, struct acreate_job *j)
 		atomic_fetch_add(&a->setattrs_posted, 1);
 }
 
+/* meta answers slowly: the extra workers take jobs too (lock held) */
+static bool slow(const struct client_acreate *a)
+{
+	return a->rtt_us >= ACREATE_SLOW_US;
+}
+
 static void queue_locked(struct client_acreate *a, struct acreate_job *j)
 {
 	j->next_q = NULL;
 	*a->qtail = j;
 	a->qtail = &j->next_q;
 	pthread_cond_signal(&a->work);
+	if (slow(a))
+		pthread_cond_signal(&a->extra);
 }
 
 static void queue_front_locked(struct client_acreate *a, struct acreate_job *j)
@@ -211,6 +228,8 @@ static void queue_front_locked(struct client_acreate *a, struct acreate_job *j)
 	if (!j->next_q)
 		a->qtail = &j->next_q;
 	pthread_cond_signal(&a->work);
+	if (slow(a))
+		pthread_cond_signal(&a->extra);
 }
 
 /* The oldest posted job's sequence number, or UINT64_MAX (lock held). */
@@ -976,9 +995,10 @@ static void *worker_main(void *arg)
 	struct client_acreate *a = c->acreate;
 	no_barrier = 1;
 	pthread_mutex_lock(&a->lock);
+	bool extra = a->started++ >= ACREATE_THREADS;
 	for (;;) {
-		while (!a->q && !a->stopping)
-			pthread_cond_wait(&a->work, &a->lock);
+		while ((!a->q || (extra && !slow(a))) && !a->stopping)
+			pthread_cond_wait(extra ? &a->extra : &a->work, &a->lock);
 		struct acreate_job *j = a->q;
 		if (!j)
 			break;
@@ -994,6 +1014,9 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&a->lock);
+		if (extra)
+			stats_add(STATS_ASYNC_EXTRA_SENT, 1);
+		uint64_t t0 = loop_now_us();
 		if (j->op == WEFT_OP_UNLINK || j->op == WEFT_OP_RMDIR)
 			run_removal(c, j);
 		else if (j->op == WEFT_OP_SETATTR)
@@ -1002,7 +1025,9 @@ static void *worker_main(void *arg)
 			run_mkdir(c, j);
 		else
 			run_job(c, j);
+		uint64_t rtt = loop_now_us() - t0;
 		pthread_mutex_lock(&a->lock);
+		a->rtt_us = a->rtt_us - a->rtt_us / 8 + rtt / 8;
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
@@ -1016,9 +1041,10 @@ int client_acreate_start(struct weft_client *c)
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->done, NULL);
+	pthread_cond_init(&a->extra, NULL);
 	a->qtail = &a->q;
 	c->acreate = a;
-	for (int i = 0; i < ACREATE_THREADS; i++) {
+	for (int i = 0; i < ACREATE_THREADS + ACREATE_EXTRA_THREADS; i++) {
 		int err = pthread_create(&a->threads[i], NULL, worker_main, c);
 		if (err) {
 			client_acreate_stop(c);
@@ -1039,6 +1065,7 @@ void client_acreate_stop(struct weft_client *c)
 	pthread_mutex_lock(&a->lock);
 	a->stopping = true;
 	pthread_cond_broadcast(&a->work);
+	pthread_cond_broadcast(&a->extra);
 	pthread_cond_broadcast(&a->done);
 	pthread_mutex_unlock(&a->lock);
 	for (int i = 0; i < a->nthreads; i++)

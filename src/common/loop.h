@@ -49,8 +49,9 @@ int loop_start(struct loop *l);
 void loop_stop(struct loop *l);
 /* True when called from the thread running the loop. */
 bool loop_in_thread(const struct loop *l);
-/* Monotonic clock in milliseconds. */
+/* Monotonic clock in milliseconds, and in microseconds. */
 uint64_t loop_now_ms(void);
+uint64_t loop_now_us(void);
 /* Wall-clock time (CLOCK_REALTIME) in nanoseconds: what file times are stamped with. */
 int64_t loop_wall_ns(void);
 /* The CLOCK_REALTIME instant ms from now, as pthread timed waits take it. */

@@ -192,6 +192,7 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_ASYNC_RMDIRS_FAILED] = "async_rmdirs_failed",
 		[STATS_ASYNC_SETATTRS] = "async_setattrs",
 		[STATS_ASYNC_SETATTRS_FAILED] = "async_setattrs_failed",
+		[STATS_ASYNC_EXTRA_SENT] = "async_extra_sent",
 		[STATS_ASYNC_MKDIRS] = "async_mkdirs",
 		[STATS_ASYNC_MKDIRS_FAILED] = "async_mkdirs_failed",
 		[STATS_CLAIM_RENEWALS] = "claim_renewals",

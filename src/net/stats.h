@@ -62,6 +62,7 @@ enum stats_counter {
 	STATS_ASYNC_RMDIRS_FAILED,   /* ... that meta refused after all */
 	STATS_ASYNC_SETATTRS,        /* directory setattrs answered by the mount, sent behind */
 	STATS_ASYNC_SETATTRS_FAILED, /* ... that meta refused after all */
+	STATS_ASYNC_EXTRA_SENT,      /* jobs sent behind by the extra workers (meta slow) */
 	STATS_ASYNC_MKDIRS,          /* mkdirs answered by the mount, sent behind */
 	STATS_ASYNC_MKDIRS_FAILED,   /* ... that meta refused after all */
 	STATS_CLAIM_RENEWALS,        /* directory claims for removals renewed without a break */
