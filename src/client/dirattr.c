@@ -76,20 +76,28 @@ bool client_dirattr_get(struct weft_client *c, uint64_t ino, struct weft_attr *a
 	return ok;
 }
 
-/* ino's slot, if valid at attribute generation agen, takes time_ns as its mtime and
- * ctime (and nlink_delta), or *set when given, and is valid at new_agen from now on.
- * With others, every other slot valid at agen is too: the step from agen to new_agen is
- * an asynchronous removal in ino or setattr of it, which changes no other directory's
- * attributes (an rm -rf that ended every directory's kept attributes at each unlink sent
- * the kernel's permission checks of the parents to meta, each waiting for every removal
- * sent before it). */
-static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t agen,
-		  uint64_t new_agen, int nlink_delta, bool others, const struct weft_attr *set)
+/* ino's slot, if valid at the attribute generation of the moment, takes time_ns as its
+ * mtime and ctime (and nlink_delta), or *set when given; with bump, the generation
+ * moves on and the slot stays valid at the new one. With others, every other slot valid
+ * at the old generation does too: the step is an asynchronous removal in ino or setattr
+ * of it, which changes no other directory's attributes (an rm -rf that ended every
+ * directory's kept attributes at each unlink sent the kernel's permission checks of the
+ * parents to meta, each waiting for every removal sent before it). The move and the
+ * slots' step are one under the lock: two threads that each moved it first and then
+ * stepped the slots left every slot behind (16 processes removing files: 2,328 GETATTRs
+ * to meta, 1.6 ms each at the kernel). */
+static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, bool bump,
+		  int nlink_delta, bool others, const struct weft_attr *set)
 {
-	if (!c->dirattr)
+	if (!c->dirattr) {
+		if (bump)
+			atomic_fetch_add(&c->attr_gen, 1);
 		return;
-	uint64_t rgen = client_recall_gen(c), dgen = atomic_load(&c->dir_gen);
+	}
 	pthread_mutex_lock(&c->dirattr_lock);
+	uint64_t rgen = client_recall_gen(c), dgen = atomic_load(&c->dir_gen);
+	uint64_t agen = bump ? atomic_fetch_add(&c->attr_gen, 1) : atomic_load(&c->attr_gen);
+	uint64_t new_agen = bump ? agen + 1 : agen;
 	for (size_t i = 0; others && i < DIRATTR_SLOTS; i++) {
 		struct dirattr_slot *o = &c->dirattr[i];
 		if (o->ino && o->ino != ino && o->rgen == rgen && o->agen == agen && o->dgen == dgen)
@@ -109,30 +117,25 @@ static void touch(struct weft_client *c, uint64_t ino, int64_t time_ns, uint64_t
 
 void client_dirattr_touch(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
-	uint64_t agen = atomic_load(&c->attr_gen);
-	touch(c, ino, time_ns, agen, agen, 0, false, NULL);
+	touch(c, ino, time_ns, false, 0, false, NULL);
 }
 
 void client_dirattr_unlinked(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
-	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, 0, true, NULL);
+	touch(c, ino, time_ns, true, 0, true, NULL);
 }
 
 void client_dirattr_rmdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
-	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, -1, true, NULL);
+	touch(c, ino, time_ns, true, -1, true, NULL);
 }
 
 void client_dirattr_mkdired(struct weft_client *c, uint64_t ino, int64_t time_ns)
 {
-	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, ino, time_ns, agen, agen + 1, +1, true, NULL);
+	touch(c, ino, time_ns, true, +1, true, NULL);
 }
 
 void client_dirattr_set(struct weft_client *c, const struct weft_attr *a)
 {
-	uint64_t agen = atomic_fetch_add(&c->attr_gen, 1);
-	touch(c, a->ino, 0, agen, agen + 1, 0, true, a);
+	touch(c, a->ino, 0, true, 0, true, a);
 }
