@@ -67,7 +67,7 @@ struct weft_client {
 	/* Directories' attributes as this client's creates left them (dirattr.c); dir_gen is
 	 * bumped by its namespace changes other than CREATE_OPEN (mkdir, mknod, symlink) */
 	pthread_mutex_t dirattr_lock;
-	struct dirattr_slot *dirattr;
+	struct dirattr_table *dirattr;
 	atomic_uint_fast64_t dir_gen;
 	/* Creates (CREATE_OPEN, answered here or not), which move neither generation
 	 * above: a listing read ahead before one lacks its name (dirahead.c) */
