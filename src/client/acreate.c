@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "client/client_int.h"
+#include "common/changes.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "net/stats.h"
@@ -55,8 +56,6 @@
 #define ACREATE_MAX_POSTED 512
 /* how long a recall waits for the creates in a directory before it answers anyway */
 #define ACREATE_DRAIN_MS 3000
-/* answered SETATTRs remembered for replies sent before them (client_acreate_attr_stale) */
-#define SETATTR_DONE_RING 256
 
 struct acreate_job {
 	uint16_t op;                    /* CREATE_OPEN, MKDIR, UNLINK, RMDIR or SETATTR */
@@ -88,9 +87,8 @@ struct client_acreate {
 	size_t posted;
 	size_t mkdirs_posted;           /* MKDIRs among them */
 	atomic_size_t setattrs_posted;  /* SETATTRs among them */
-	uint64_t setattrs_done;         /* SETATTRs answered, ever */
-	uint64_t setattr_done_ino[SETATTR_DONE_RING]; /* the last ones' directories, by
-							 * setattrs_done modulo the ring */
+	struct changes setattrs_done;   /* the directories of the SETATTRs answered, for
+					 * replies sent before them (client_acreate_attr_stale) */
 	uint64_t next_seq;
 	uint64_t count_session, count; /* the session whose numbers are given, the last one */
 	bool stopping;
@@ -159,7 +157,7 @@ static void job_finish(struct client_acreate *a, struct acreate_job *j)
 	if (j->op == WEFT_OP_MKDIR)
 		a->mkdirs_posted--;
 	if (j->op == WEFT_OP_SETATTR) {
-		a->setattr_done_ino[a->setattrs_done++ % SETATTR_DONE_RING] = j->dir;
+		changes_add(&a->setattrs_done, j->dir);
 		atomic_fetch_sub(&a->setattrs_posted, 1);
 	}
 	if (a->deferred)
@@ -311,7 +309,7 @@ uint64_t client_acreate_attr_mark(struct weft_client *c)
 	if (!a || atomic_load(&a->setattrs_posted) == 0)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	uint64_t mark = a->setattrs_done + 1;
+	uint64_t mark = a->setattrs_done.n + 1;
 	pthread_mutex_unlock(&a->lock);
 	return mark;
 }
@@ -323,9 +321,7 @@ bool client_acreate_attr_stale(struct weft_client *c, uint64_t ino, uint64_t mar
 		return false;
 	pthread_mutex_lock(&a->lock);
 	bool stale = setattr_posted(a, ino, UINT64_MAX) ||
-		     a->setattrs_done - mark > SETATTR_DONE_RING;
-	for (uint64_t k = mark; !stale && k < a->setattrs_done; k++)
-		stale = a->setattr_done_ino[k % SETATTR_DONE_RING] == ino;
+		     changes_since(&a->setattrs_done, mark, ino);
 	pthread_mutex_unlock(&a->lock);
 	return stale;
 }

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/changes.h"
 #include "common/log.h"
 #include "net/metrics.h"
 #include "net/stats.h"
@@ -37,23 +38,21 @@
 
 static struct weft_client *wc;
 static double attr_timeout = 1.0;
-/* The last inodes whose attributes changed here (a setattr answered, a recall), by
- * attrs_changed modulo the ring (struct dirh). */
-#define CHANGED_RING 256
+/* The inodes whose attributes changed here (a setattr answered, a recall; struct dirh). */
 static pthread_mutex_t changed_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t attrs_changed, changed_ino[CHANGED_RING];
+static struct changes attrs_changed;
 
 static void attrs_change(uint64_t ino)
 {
 	pthread_mutex_lock(&changed_lock);
-	changed_ino[attrs_changed++ % CHANGED_RING] = ino;
+	changes_add(&attrs_changed, ino);
 	pthread_mutex_unlock(&changed_lock);
 }
 
 static uint64_t attrs_changes(void)
 {
 	pthread_mutex_lock(&changed_lock);
-	uint64_t n = attrs_changed;
+	uint64_t n = attrs_changed.n;
 	pthread_mutex_unlock(&changed_lock);
 	return n;
 }
@@ -62,9 +61,7 @@ static uint64_t attrs_changes(void)
 static bool attrs_changed_since(uint64_t at, uint64_t ino)
 {
 	pthread_mutex_lock(&changed_lock);
-	bool changed = attrs_changed - at > CHANGED_RING;
-	for (uint64_t k = at; !changed && k < attrs_changed; k++)
-		changed = changed_ino[k % CHANGED_RING] == ino;
+	bool changed = changes_since(&attrs_changed, at, ino);
 	pthread_mutex_unlock(&changed_lock);
 	return changed;
 }
