@@ -67,6 +67,9 @@ struct acreate_job {
 	uint64_t after_dir;             /* set aside until the jobs posted before it in this
 					 * directory, or to remove it, are answered: RMDIR's
 					 * removes, SETATTR's own dir; 0 for none */
+	bool after_name;                /* an UNLINK or RMDIR set aside until the jobs posted
+					 * before it on its name (the create of a scratch
+					 * file) are answered */
 	uint32_t valid;                 /* SETATTR: what it sets, from attr */
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
@@ -99,6 +102,8 @@ struct client_acreate {
 };
 
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto);
+static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name,
+		      uint64_t upto);
 static void queue_front_locked(struct client_acreate *a, struct acreate_job *j);
 static void queue_job(struct client_acreate *a, struct acreate_job *j);
 
@@ -114,11 +119,13 @@ static bool made_posted(const struct client_acreate *a, uint64_t dir, uint64_t u
 }
 
 /* j must not go to meta yet (lock held): an RMDIR before the removals in the directory
- * it removes are answered, a SETATTR before the jobs in its directory, and any job in a
- * directory made here before meta answered its MKDIR. */
+ * it removes are answered, a SETATTR before the jobs in its directory, a removal before
+ * the jobs on its name, and any job in a directory made here before meta answered its
+ * MKDIR. */
 static bool must_wait(const struct client_acreate *a, const struct acreate_job *j)
 {
 	return (j->after_dir && busy_in(a, j->after_dir, j->seq - 1)) ||
+	       (j->after_name && name_busy(a, j->dir, j->name, j->seq - 1)) ||
 	       made_posted(a, j->dir, j->seq - 1);
 }
 
@@ -131,6 +138,7 @@ static void release_deferred(struct client_acreate *a, const struct acreate_job 
 		bool related = (d->after_dir && (d->after_dir == j->dir ||
 						 d->after_dir == j->removes ||
 						 d->after_dir == j->makes)) ||
+			       (d->after_name && d->dir == j->dir && strcmp(d->name, j->name) == 0) ||
 			       (j->makes && d->dir == j->makes);
 		if (related && !must_wait(a, d)) {
 			*pp = d->next_q;
@@ -716,19 +724,6 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 	job_finish(a, j);
 }
 
-/* Nothing this client buffers waits to go to meta: what an unlink or rmdir sent the
- * synchronous way would send first (remove_op). */
-static bool nothing_buffered(struct weft_client *c)
-{
-	pthread_mutex_lock(&c->cb_lock);
-	bool buffered = c->cb_list != NULL;
-	pthread_mutex_unlock(&c->cb_lock);
-	pthread_mutex_lock(&c->wb_list_lock);
-	buffered = buffered || c->wb_list != NULL;
-	pthread_mutex_unlock(&c->wb_list_lock);
-	return !buffered;
-}
-
 /* Asks meta for a claim on dir (DIR_CLAIM): its length in ms, 0 refused; *renewed: it
  * continues a lease this client held without a break (the reply's dir_lease), so no
  * other client changed dir unseen since; *attr: dir's attributes at meta. */
@@ -815,17 +810,19 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	}
 }
 
-/* Posts j (an UNLINK or RMDIR of j->name in j->dir) if nothing else on that name is
- * posted and the directories it needs are still claimed; false if not. */
+/* Posts j (an UNLINK or RMDIR of j->name in j->dir) if the directories it needs are
+ * still claimed; false if not. Behind a job on the same name still posted (a scratch
+ * file's create), it is set aside until that one is answered: the workers do not keep
+ * the order, meta must see the create first. */
 static bool post_removal(struct weft_client *c, struct acreate_job *j)
 {
 	struct client_acreate *a = c->acreate;
 	pthread_mutex_lock(&a->lock);
 	while (a->posted >= ACREATE_MAX_POSTED && !a->stopping)
 		pthread_cond_wait(&a->done, &a->lock);
+	j->after_name = name_busy(a, j->dir, j->name, UINT64_MAX);
 	/* checked with the job's registration: a recall after this waits for it */
-	bool ok = !a->stopping && !name_busy(a, j->dir, j->name, UINT64_MAX) &&
-		  !setattr_posted(a, j->dir, UINT64_MAX) &&
+	bool ok = !a->stopping && !setattr_posted(a, j->dir, UINT64_MAX) &&
 		  client_uclaim_held(c, j->dir) == 1 &&
 		  (!j->removes || client_uclaim_held(c, j->removes) == 1);
 	if (ok)
@@ -846,7 +843,8 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
 {
 	struct client_acreate *a = c->acreate;
 	size_t len = strlen(name);
-	if (!a || len > WEFT_NAME_MAX || !nothing_buffered(c) || !claim_dir(c, cr, dir))
+	/* a buffered chown goes first, the synchronous way (ns.c, settle_owners) */
+	if (!a || len > WEFT_NAME_MAX || client_wbattr_owner_pending(c) || !claim_dir(c, cr, dir))
 		return 1;
 	struct acreate_job *j = new_job(c, WEFT_OP_UNLINK, cr, dir, name, len);
 	if (!j)
@@ -871,7 +869,7 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	uint64_t child;
 	/* the removed directory's claim too: its removals may still be on their way */
 	if (!a || len > WEFT_NAME_MAX || !(child = client_emptied_child(c, dir, name)) ||
-	    !nothing_buffered(c) || !claim_dir(c, cr, dir) || !claim_dir(c, cr, child))
+	    client_wbattr_owner_pending(c) || !claim_dir(c, cr, dir) || !claim_dir(c, cr, child))
 		return 1;
 	struct acreate_job *j = new_job(c, WEFT_OP_RMDIR, cr, dir, name, len);
 	if (!j)
@@ -1046,6 +1044,7 @@ int client_acreate_start(struct weft_client *c)
 			client_acreate_stop(c);
 			return -err;
 		}
+		pthread_setname_np(a->threads[i], "weft-acreate");
 		a->nthreads++;
 	}
 	return 0;

@@ -59,6 +59,7 @@ struct weft_client {
 	struct client_emptied *emptied;   /* directories emptied here (emptied.c), or NULL */
 	pthread_mutex_t wb_list_lock; /* guards wb_list */
 	struct winode *wb_list;       /* winodes with buffered attributes */
+	atomic_int wb_owners;         /* of them, those whose owner changes (wb_owner) */
 	/* Bumped by every change this client sends meta that may alter attributes of an
 	 * inode it holds besides those wbattr.c tracks (link, unlink, rename, xattrs, an
 	 * unbuffered setattr): client_wbattr_getattr answers only for a winode created
@@ -307,6 +308,8 @@ struct winode {
 				    * reply to a GETATTR sent before it may arrive after) */
 	struct weft_attr wb_base;  /* meta's last answer (create or flush) */
 	int wb_err;                /* a flush meta refused: reported by the next flush */
+	bool wb_owner;             /* wb gives another owner than wb_base's (lock): counted in
+	                            * c->wb_owners, which unlink and rename look at (ns.c) */
 	struct winode *wb_next;    /* c->wb_list (c->wb_list_lock), which holds a ref */
 	bool wb_listed;            /* c->wb_list_lock */
 
@@ -348,6 +351,9 @@ void client_wbattr_end(struct weft_client *c, struct winode *wi);
  * is sending already (wbattr.c). */
 void client_wbattr_recall(struct weft_client *c, uint64_t ino);
 void client_wbattr_flush_all(struct weft_client *c, bool recall);
+/* Some buffered setattr gives a file another owner than meta has: an unlink or rename,
+ * whose sticky-directory check at meta reads the owner, sends them first (ns.c). */
+bool client_wbattr_owner_pending(struct weft_client *c);
 /* The attributes of ino as meta would give them, from what this client knows, when it
  * knows them all: a file it created that no other client has asked about since (meta
  * recalls this client before answering one, which ends this) and whose attributes no

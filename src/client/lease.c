@@ -634,6 +634,8 @@ int client_lease_start(struct weft_client *c)
 	cr->nqtail = &cr->nqueue;
 	c->recall = cr;
 	int err = pthread_create(&cr->recall_thread, NULL, recall_main, c);
+	if (err == 0)
+		pthread_setname_np(cr->recall_thread, "weft-recall");
 	if (err == 0 && (err = pthread_create(&cr->notify_thread, NULL, notify_main, cr))) {
 		pthread_mutex_lock(&cr->lock);
 		cr->stopping = true;

@@ -133,6 +133,23 @@ int weft_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t paren
 			   WEFT_CREATE_EXCL | (c->acreate ? WEFT_CREATE_CLAIM : 0), attr);
 }
 
+/* Before an unlink, rmdir or rename: what meta's checks of it read that this client
+ * still buffers. A file whose flush is still behind its close (closebehind.c) stays open
+ * at meta until that flush is done (its RELEASE follows it), so removing its name only
+ * orphans it and its data, size and attributes still land: none of that is waited for
+ * (rsync's and sed -i's rename of each file just written, an unlink of a scratch file,
+ * waited for every flush behind a close, ~10 ms each). What is: a buffered chown, since
+ * meta's sticky-directory check reads the owner (wbattr.c). Then every flush goes, the
+ * data and size first, as they were made (a size sent after a buffered utimes would
+ * move the mtime it set). Rare: tar, cp -p and rsync give a file the owner it has. */
+static void settle_owners(struct weft_client *c)
+{
+	if (client_wbattr_owner_pending(c)) {
+		client_close_flush_all(c, false);
+		client_wbattr_flush_all(c, false);
+	}
+}
+
 /* UNLINK or RMDIR: meta answers with the parent's attributes after it (dirattr.c). */
 static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred *cr,
 		     uint64_t parent, const char *name)
@@ -140,8 +157,7 @@ static int remove_op(struct weft_client *c, uint16_t op, const struct weft_cred 
 	int err = check_name(name);
 	if (err)
 		return err;
-	client_close_flush_all(c, false); /* the size and attributes of what it may unlink */
-	client_wbattr_flush_all(c, false); /* its checks may depend on a buffered chown (wbattr.c) */
+	settle_owners(c);
 	client_attrs_changed(c); /* the unlinked file's nlink and ctime */
 	uint64_t rgen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 		 dgen = atomic_load(&c->dir_gen);
@@ -207,8 +223,7 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		err = check_name(newname);
 	if (err)
 		return err;
-	client_close_flush_all(c, false); /* a file renamed over is unlinked */
-	client_wbattr_flush_all(c, false);
+	settle_owners(c); /* a file renamed over is unlinked */
 	struct wbuf w;
 	wbuf_init(&w);
 	struct weft_msg_rename m = {.cred = *cr, .parent = parent, .name = name_of(name),

@@ -10,8 +10,9 @@
  * the inode (which also ends buffering for it) or of any name (lease.c flushes before it
  * answers; meta recalls the inode too before another session's GETATTR or LOOKUP of a
  * file created with WEFT_CREATE_WB is answered; for a name, a file another thread has been sending for WB_RECALL_LOCK_MS is
- * left to that thread), before this client's unlink, rmdir, rename and link (whose permission checks
- * may depend on the owner), and when the client closes. This client's own getattr,
+ * left to that thread), before this client's link, before its unlink, rmdir and rename
+ * while one changes a file's owner (meta's sticky-directory check reads it: ns.c,
+ * settle_owners), and when the client closes. This client's own getattr,
  * lookup and readdir replies show the pending attributes (client_winode_fix_size).
  *
  * What is merged must equal what the calls in turn would do at meta (ns.c,
@@ -138,6 +139,22 @@ bool client_wbattr_getattr(struct weft_client *c, uint64_t ino, struct weft_attr
 	return known;
 }
 
+/* wi->lock held: whether wi->wb changes the owner meta has, counted for unlink and rename
+ * (client_wbattr_owner_pending). */
+static void owner_mark(struct weft_client *c, struct winode *wi)
+{
+	bool owner = (wi->wb.valid & WEFT_SET_UID) && wi->wb.uid != wi->wb_base.uid;
+	if (owner != wi->wb_owner) {
+		wi->wb_owner = owner;
+		atomic_fetch_add(&c->wb_owners, owner ? 1 : -1);
+	}
+}
+
+bool client_wbattr_owner_pending(struct weft_client *c)
+{
+	return atomic_load(&c->wb_owners) > 0;
+}
+
 static void unlist(struct weft_client *c, struct winode *wi)
 {
 	pthread_mutex_lock(&c->wb_list_lock);
@@ -198,6 +215,7 @@ out:
 		wi->wb_err = err;
 	}
 	memset(&wi->wb, 0, sizeof(wi->wb));
+	owner_mark(c, wi);
 	pthread_mutex_unlock(&wi->lock);
 	unlist(c, wi);
 	return err;
@@ -264,6 +282,7 @@ int client_wbattr_try(struct weft_client *c, const struct weft_cred *cr, uint64_
 			p->mtime_wgen = wi->wgen;
 		}
 		p->ctime_ns = (valid & WEFT_SET_CTIME) ? in->ctime_ns : loop_wall_ns();
+		owner_mark(c, wi);
 		pthread_mutex_unlock(&wi->lock);
 		if (first) {
 			struct winode *ref = client_winode_find(c, ino); /* the list's */

@@ -277,6 +277,7 @@ int loop_start(struct loop *l)
 	int err = pthread_create(&l->thread, NULL, loop_thread, l);
 	if (err)
 		return -err;
+	pthread_setname_np(l->thread, "weft-loop"); /* for top, perf and ctxt counts */
 	l->threaded = true;
 	return 0;
 }

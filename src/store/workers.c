@@ -157,6 +157,7 @@ int store_workers_create(unsigned n, struct store_workers **out)
 			store_workers_destroy(w);
 			return -rc;
 		}
+		pthread_setname_np(w->threads[i], "weft-worker");
 		w->started++;
 	}
 	*out = w;

@@ -9,7 +9,9 @@
 # unmounted at once (the kernel drops the RELEASEs it has not delivered) is whole
 # after weft down / weft up. Creating files costs no GETATTR at meta (the file's from
 # A's own knowledge, the directory's from CREATE_OPEN's reply), and A's view of the
-# directory equals B's, also after B creates in it.
+# directory equals B's, also after B creates in it. A's renames and unlinks return at
+# once with every store stopped (they do not wait for the flushes behind closes), and
+# a buffered chown reaches meta before an unlink in a sticky directory that needs it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster.sh"
 
@@ -74,7 +76,7 @@ wait $CPID || fail "close with sync_close failed"
 ok "with sync_close the close waited for the stores ($(cat "$T/sync_close.out") s)"
 umount "$MNT"
 for i in $(seq 50); do [ -z "$(pgrep -f "weft mount.*$MNT " || true)" ] && break; sleep 0.1; done
-"$WEFT" mount "$(cat "$STATE/meta.addr")" "$MNT" -o no_root_squash,wb_attrs \
+"$WEFT" mount "$(cat "$STATE/meta.addr")" "$MNT" -o no_root_squash,wb_attrs,allow_other \
 	--key "$STATE/cluster.key" --pid-file "$T/mount4.pid" --log "$T/mount4.log"
 
 # 4. weft sync: everything closed is at the stores and at meta when it returns
@@ -122,6 +124,69 @@ sa=$(stat -c '%Y %Z %s %h' "$MNT/g"); sb=$(stat -c '%Y %Z %s %h' "$B/g")
 [ "$sa" = "$sb" ] || fail "after the unlinks: A says '$sa', B (meta) '$sb'"
 [ "$(ls "$MNT/g" | wc -l)" = 90 ] && [ "$(ls "$B/g" | wc -l)" = 90 ] || fail "after the unlinks: not 90 names left"
 ok "111 unlinks: $((g1 - g0)) GETATTRs at meta; A's directory attributes equal meta's"
+
+# 5b. unlink and rename do not wait for the flushes behind closes (files whose flush is
+# pending stay open at meta, so removing a name only orphans them): with every store
+# stopped, A writes files, renames one over another (sed -i, rsync), unlinks a scratch
+# file, and each returns at once; once the stores run, B sees the renamed file's bytes
+# and mode, weft sync reports nothing, and no object of the removed files is left
+mkdir "$MNT/rn"
+head -c 7000 "$T/pattern" >"$MNT/rn/old"
+"$WEFT" sync "$MNT" || fail "weft sync before 5b"
+objects() { find "$STATE" -path '*objects/*' -type f ! -name '*.crc' ! -name '*.segs' | wc -l; }
+n0=$(objects)
+stores STOP
+timeout 30 python3 - "$MNT/rn" "$T/pattern" <<'PY' || { stores CONT; fail "unlink and rename behind closes"; }
+import os, sys, time
+d, data = sys.argv[1], open(sys.argv[2], "rb").read()
+worst = 0.0
+for i in range(20):
+    tmp = os.path.join(d, ".new.%d" % i)
+    with open(tmp, "wb") as f:
+        f.write(data[: 1000 + i])
+        os.fchmod(f.fileno(), 0o640)
+    t = time.monotonic()
+    os.rename(tmp, os.path.join(d, "old"))          # replaces the last one
+    scratch = os.path.join(d, "scratch%d" % i)
+    with open(scratch, "wb") as f:
+        f.write(b"s" * 3000)
+    os.unlink(scratch)
+    worst = max(worst, time.monotonic() - t)
+print("slowest rename + scratch file + unlink: %.1f ms" % (worst * 1000))
+sys.exit(0 if worst < 1.0 else 1)
+PY
+stores CONT
+"$WEFT" sync "$MNT" || fail "weft sync after renames and unlinks behind closes"
+[ "$(stat -c '%s %a' "$B/rn/old")" = "1019 640" ] || fail "B sees rn/old as '$(stat -c '%s %a' "$B/rn/old")', not '1019 640'"
+cmp <(head -c 1019 "$T/pattern") "$B/rn/old" || fail "rn/old on B: other bytes"
+[ "$(ls -A "$B/rn")" = old ] || fail "B lists rn: $(ls -A "$B/rn" | tr '\n' ' ')"
+for _ in $(seq 50); do # the replaced and unlinked files' objects go after their flushes
+	n=$(objects)
+	[ "$n" -eq "$n0" ] && break
+	sleep 0.2
+done
+[ "$n" -eq "$n0" ] || fail "$n object files on the stores after the renames and unlinks, $n0 before"
+ok "20 renames over a file and 20 unlinks of scratch files returned at once with every store stopped; B reads the last file, weft sync reports nothing, no object left behind"
+
+# 5c. a buffered chown still reaches meta before an unlink, whose sticky-directory check
+# reads the owner: root gives a file in a 1777 directory to uid 2002 and keeps it open
+# (its attributes stay buffered), and uid 2002 removes it
+chmod 755 "$T" "$MNT"
+mkdir "$MNT/sticky" && chmod 1777 "$MNT/sticky"
+python3 - "$MNT/sticky/given" <<'PY' || fail "an unlink that depends on a buffered chown"
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"mine now")
+os.fchown(fd, 2002, 2002)
+rm = subprocess.run(["setpriv", "--reuid=2002", "--regid=2002", "--clear-groups",
+                     "rm", "-f", sys.argv[1]], capture_output=True, text=True)
+os.close(fd)
+if rm.returncode != 0:
+    print("FAIL: uid 2002 could not remove the file root gave it:", rm.stderr.strip())
+    sys.exit(1)
+PY
+[ ! -e "$B/sticky/given" ] || fail "B still sees sticky/given"
+ok "a buffered chown went to meta before the unlink that depends on it (sticky directory)"
 
 # 6. a tree extracted and unmounted at once is whole after weft down / weft up
 SRC=$T/src
