@@ -101,6 +101,18 @@ struct client_acreate {
 	uint64_t rtt_us;                /* the jobs' round trips, a moving average */
 };
 
+/* A refusal after the answer is logged, at most 10 lines in 10 s: a full metadata disk
+ * refuses every job of a tar (the async_*_failed counters count them all). */
+static struct log_limit refused_lines = LOG_LIMIT_INIT;
+
+static bool refusal_logged(const char **more)
+{
+	unsigned dropped;
+	bool ok = log_limit_ok(&refused_lines, 10, 10000, &dropped);
+	*more = dropped ? " (more refusals not logged)" : "";
+	return ok;
+}
+
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto);
 static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name,
 		      uint64_t upto);
@@ -602,10 +614,12 @@ static void run_mkdir(struct weft_client *c, struct acreate_job *j)
 		}
 	} else {
 		stats_add(STATS_ASYNC_MKDIRS_FAILED, 1);
-		log_warn("mkdir of %s in directory %llu (inode %llx), answered before meta had it: "
-			 "%s; the directory and what was made in it are gone", j->name,
-			 (unsigned long long)j->dir, (unsigned long long)j->makes,
-			 weft_strerror(err));
+		const char *more;
+		if (refusal_logged(&more))
+			log_warn("mkdir of %s in directory %llu (inode %llx), answered before meta "
+				 "had it: %s; the directory and what was made in it are gone%s",
+				 j->name, (unsigned long long)j->dir, (unsigned long long)j->makes,
+				 weft_strerror(err), more);
 		client_attrs_changed(c); /* the parent's links in dirattr */
 		client_cdir_unclaim(c, j->dir);
 		client_cdir_unclaim(c, j->makes);
@@ -686,9 +700,11 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 	pthread_mutex_unlock(&wi->lock);
 	if (err) {
 		stats_add(STATS_ASYNC_CREATES_FAILED, 1);
-		log_warn("create of %s in directory %llu (inode %llx), answered before meta had it: "
-			 "%s; the file is gone", j->name, (unsigned long long)j->dir,
-			 (unsigned long long)wi->ino, weft_strerror(err));
+		const char *more;
+		if (refusal_logged(&more))
+			log_warn("create of %s in directory %llu (inode %llx), answered before meta "
+				 "had it: %s; the file is gone%s", j->name, (unsigned long long)j->dir,
+				 (unsigned long long)wi->ino, weft_strerror(err), more);
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
 		client_lease_invalidate(c, wi->ino, WEFT_RECALL_ATTR, NULL);
@@ -713,9 +729,11 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 	if (err) {
 		bool rmdir = j->op == WEFT_OP_RMDIR;
 		stats_add(rmdir ? STATS_ASYNC_RMDIRS_FAILED : STATS_ASYNC_UNLINKS_FAILED, 1);
-		log_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
-			 "name is back", rmdir ? "rmdir" : "unlink", j->name,
-			 (unsigned long long)j->dir, weft_strerror(err));
+		const char *more;
+		if (refusal_logged(&more))
+			log_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
+				 "name is back%s", rmdir ? "rmdir" : "unlink", j->name,
+				 (unsigned long long)j->dir, weft_strerror(err), more);
 		client_cdir_unclaim(c, j->dir);
 		client_emptied_forget(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
@@ -907,9 +925,11 @@ static void run_setattr(struct weft_client *c, struct acreate_job *j)
 	int err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, NULL);
 	if (err) {
 		stats_add(STATS_ASYNC_SETATTRS_FAILED, 1);
-		log_warn("setattr of directory %llu, answered before meta had it: %s; its "
-			 "attributes are meta's again", (unsigned long long)j->dir,
-			 weft_strerror(err));
+		const char *more;
+		if (refusal_logged(&more))
+			log_warn("setattr of directory %llu, answered before meta had it: %s; its "
+				 "attributes are meta's again%s", (unsigned long long)j->dir,
+				 weft_strerror(err), more);
 		client_attrs_changed(c); /* dirattr's copy of them is wrong */
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_ATTR, NULL);

@@ -241,8 +241,9 @@ check(os.stat(os.path.join(B, "k", "a0")).st_mode & 0o777 == 0o700, "k/a0's mode
 # directory: B's looks took A's claim on k back)
 os.mkdir(os.path.join(A, "k2"))
 os.mkdir(os.path.join(A, "k2", "refused-c2"))
-with open(os.path.join(A, "k2", "refused-c2", "inside"), "w") as f:
-    f.write("lost")
+for i in range(40): # each refused after it, logged at most ten times in ten seconds
+    with open(os.path.join(A, "k2", "refused-c2", "inside%d" % i), "w") as f:
+        f.write("lost")
 for _ in range(50):
     if not os.path.exists(os.path.join(A, "k2", "refused-c2")):
         break
@@ -260,6 +261,11 @@ k1=$(counter async_mkdirs)
 kf=$(counter async_mkdirs_failed)
 echo "mkdirs answered by mount A without meta: $((k1 - k0)) of 62; refused after: $kf"
 [ $((k1 - k0)) -ge 60 ] || fail "mount A answered only $((k1 - k0)) of 62 mkdirs itself"
+nl=$(cat "$STATE"/logs/mount*.log | grep -c "answered before meta had it" || true)
+cf=$(counter async_creates_failed)
+echo "refusals after the answer: $kf mkdir, $cf creates; lines logged: $nl"
+[ "$cf" -ge 40 ] || fail "async_creates_failed is $cf: the 40 files in the refused directory not counted"
+[ "$nl" -le 11 ] || fail "$nl lines for the refusals after the answer: not limited to 10 in 10 s"
 [ "$kf" -eq 1 ] || fail "async_mkdirs_failed is $kf, not 1"
 ok "$((k1 - k0)) mkdirs answered by A alone, nested with files in them, seen by B at once with the same number, owner, mode and times; one meta refused is gone with what was in it, weft sync reported it"
 
