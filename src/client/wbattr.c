@@ -211,6 +211,11 @@ out:
 	if (err == 0) {
 		wi->wb_base = a.attr;
 		wi->wb_sent = p;
+		/* the size still to come (EXTEND) carries the file's mtime: the one just set,
+		 * unless written since (a utimes between write and close sent ahead of the
+		 * write's EXTEND was undone by it) */
+		if ((p.valid & WEFT_SET_MTIME) && p.mtime_wgen == wi->wgen)
+			wi->mtime_ns = p.mtime_ns;
 	} else if (!wi->wb_err) {
 		wi->wb_err = err;
 	}

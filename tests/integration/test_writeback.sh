@@ -88,7 +88,7 @@ fd = os.open(A + "/m", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 os.write(fd, b"hello")
 os.fchmod(fd, 0o640)
 os.rename(A + "/m", A + "/m2")
-check(os.stat(B + "/m2").st_mode & 0o777 == 0o640, "the rename sent the buffered chmod first")
+check(os.stat(B + "/m2").st_mode & 0o777 == 0o640, "B's stat after the rename: the buffered chmod")
 os.fchmod(fd, 0o600)
 os.unlink(A + "/m2")
 os.fchmod(fd, 0o644)                                     # buffered on an unlinked open file
@@ -96,6 +96,19 @@ check(os.fstat(fd).st_mode & 0o777 == 0o644, "fstat of the unlinked file")
 os.close(fd)
 check(not os.path.exists(B + "/m2") and not os.path.exists(A + "/m2"), "unlinked")
 print("ok: rename and unlink after a buffered chmod")
+
+# a utimes between the write and the close, sent to meta ahead of the write's size (a
+# link sends every buffered setattr): the size the close sends keeps the time set
+fd = os.open(A + "/t", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"x" * 400)
+os.utime(fd, ns=(T2, T2))
+os.close(os.open(A + "/lt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+os.link(A + "/lt", A + "/lt2")
+os.close(fd)
+st = os.stat(B + "/t")
+check((st.st_size, st.st_mtime_ns) == (400, T2),
+      "t on B: size %d mtime %d, not 400 and %d" % (st.st_size, st.st_mtime_ns, T2))
+print("ok: a utimes sent ahead of the write's size stays")
 
 # fsync sends them: B sees them while A still holds the file open
 fd = os.open(A + "/s", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
