@@ -67,9 +67,10 @@ struct acreate_job {
 	uint64_t after_dir;             /* set aside until the jobs posted before it in this
 					 * directory, or to remove it, are answered: RMDIR's
 					 * removes, SETATTR's own dir; 0 for none */
-	bool after_name;                /* an UNLINK or RMDIR set aside until the jobs posted
-					 * before it on its name (the create of a scratch
-					 * file) are answered */
+	bool after_name;                /* set aside until the jobs posted before it on its
+					 * name are answered: an UNLINK or RMDIR behind the
+					 * create of a scratch file, a create behind the
+					 * unlink of the file it replaces */
 	uint32_t valid;                 /* SETATTR: what it sets, from attr */
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
@@ -423,13 +424,14 @@ static void report_behind(struct weft_client *c, int err)
 	pthread_mutex_unlock(&c->cb_lock);
 }
 
-/* A number of session sid's for a new inode named name in parent, which is claimed and
- * complete here with nothing posted on that name nor a setattr of parent (lock held):
- * *ino, and the stripe unit of parent's files in *su; false if not. The name goes into
- * parent's known names with the check, so that a recall after it waits for the job
- * (client_acreate_drain). */
+/* A number of session sid's for j, a new inode named j->name in parent, which is claimed
+ * and complete here with no setattr of parent posted (lock held): *ino, and the stripe
+ * unit of parent's files in *su; false if not. The name goes into parent's known names
+ * with the check, so that a recall after it waits for the job (client_acreate_drain).
+ * Behind a removal of the same name still posted (tar extracting over a tree: unlink,
+ * then create), j is set aside until that one is answered. */
 static bool claim_name_locked(struct weft_client *c, uint64_t sid, uint64_t parent,
-			      const char *name, uint64_t *ino, uint32_t *su)
+			      struct acreate_job *j, uint64_t *ino, uint32_t *su)
 {
 	struct client_acreate *a = c->acreate;
 	if (a->count_session != sid) {
@@ -437,9 +439,10 @@ static bool claim_name_locked(struct weft_client *c, uint64_t sid, uint64_t pare
 		a->count = 0;
 	}
 	if (a->stopping || !sid || sid > WEFT_INO_SESSION_MAX || a->count >= WEFT_INO_COUNT_MAX ||
-	    name_busy(a, parent, name, UINT64_MAX) || setattr_posted(a, parent, UINT64_MAX) ||
-	    !(*su = client_cdir_claim_name(c, parent, name)))
+	    setattr_posted(a, parent, UINT64_MAX) ||
+	    !(*su = client_cdir_claim_name(c, parent, j->name)))
 		return false;
+	j->after_name = name_busy(a, parent, j->name, UINT64_MAX);
 	*ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | ++a->count;
 	return true;
 }
@@ -482,7 +485,7 @@ int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64
 	uint64_t sid = c->session, ino;
 	pthread_mutex_lock(&a->lock);
 	uint32_t su = 0;
-	bool ok = claim_name_locked(c, sid, parent, name, &ino, &su);
+	bool ok = claim_name_locked(c, sid, parent, j, &ino, &su);
 	if (ok)
 		post_locked(a, j);
 	pthread_mutex_unlock(&a->lock);
@@ -555,7 +558,7 @@ int client_acreate_mkdir(struct weft_client *c, const struct weft_cred *cr, uint
 	uint64_t sid = c->session, ino;
 	uint32_t su = 0;
 	pthread_mutex_lock(&a->lock);
-	bool ok = claim_name_locked(c, sid, parent, name, &ino, &su);
+	bool ok = claim_name_locked(c, sid, parent, j, &ino, &su);
 	if (ok) {
 		j->makes = ino;
 		post_locked(a, j);

@@ -336,11 +336,19 @@ for i in range(20):
 fd = os.open(os.path.join(A, "o"), os.O_RDONLY)
 os.fsync(fd)
 os.close(fd)
+import glob, json
+def async_creates():
+    time.sleep(1.2)  # the stats file is written once a second
+    st = glob.glob(os.environ["WEFT_RUN_DIR"] + "/mounts/*-mnt.json")[0]
+    return json.load(open(st))["counters"].get("async_creates", 0)
+c0 = async_creates()
 for i in range(20):
     p = os.path.join(A, "o", "g%d" % i)
     os.unlink(p)
-    with open(p, "w") as f:
+    with open(p, "w") as f:  # answered here too, sent once meta answered the unlink
         f.write("new %d" % i)
+c1 = async_creates()
+check(c1 - c0 == 20, "%d of the 20 creates right after an unlink of the name answered by A" % (c1 - c0))
 for i in range(20):
     p = os.path.join(B, "o", "g%d" % i)
     check(os.path.exists(p) and open(p).read() == "new %d" % i,
