@@ -2,9 +2,10 @@
 # Files replaced by rename and scratch files (issue 8): the patterns of rsync, sed -i,
 # editors and package managers (write a temporary file, close it, rename it over the
 # real name) and of compilers and tools that write a scratch file and remove it. Each of
-# N files: plain (create, write 4 KiB, close), rename (the same into a temporary name,
-# then rename over the final one, which exists from the round before), scratch (create,
-# write, close, unlink). On local ext4 (/var/tmp) and on a fresh `weft up --stores 4
+# N files: plain (create, write 4 KiB, close), move (the same into a temporary name, then
+# rename to a new name: rsync into an empty tree), rename (the same, renamed over a name
+# that exists from the round before: rsync updating, sed -i), scratch (create, write,
+# close, unlink). On local ext4 (/var/tmp) and on a fresh `weft up --stores 4
 # --replicas 2` for each build, builds alternately:
 #
 #   bash bench/replace_ab.sh WEFT_A [WEFT_B] [RUNS] [N]
@@ -17,7 +18,7 @@ LOCAL=${WEFT_BENCH_LOCAL:-/var/tmp/weft-bench-replace}
 S=
 cleanup() { [ -z "$S" ] || { "$A" down --dir "$S" >/dev/null 2>&1 || true; rm -rf "$S"; }; rm -rf "$LOCAL"; }
 trap cleanup EXIT
-rates() { # rates DIR: "plain rename scratch" files/s
+rates() { # rates DIR: "plain move rename scratch" files/s
 	python3 - "$1" "$N" <<'PY'
 import os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
@@ -27,6 +28,10 @@ def put(p):
         f.write(buf)
 def plain(d, i):
     put(os.path.join(d, "f%d" % i))
+def move(d, i):
+    tmp = os.path.join(d, ".f.tmp%d" % i)
+    put(tmp)
+    os.rename(tmp, os.path.join(d, "f%d" % i))
 def rename(d, i):
     tmp = os.path.join(d, ".f.tmp%d" % i)
     put(tmp)
@@ -36,7 +41,7 @@ def scratch(d, i):
     put(p)
     os.unlink(p)
 out = []
-for fn in (plain, rename, scratch):
+for fn in (plain, move, rename, scratch):
     sub = os.path.join(d, fn.__name__)
     os.makedirs(sub)
     t = time.monotonic()
@@ -54,10 +59,10 @@ one() { # one NAME WEFT
 	local l w
 	l=$(rates "$LOCAL")
 	w=$(rates "$S/mnt")
-	echo "$l $w" | awk -v n="$1" '{ printf "%-2s local %6d %6d %6d  weft %6d %6d %6d  weft/local %.3f %.3f %.3f\n",
-		n, $1, $2, $3, $4, $5, $6, $4 / $1, $5 / $2, $6 / $3 }'
+	echo "$l $w" | awk -v n="$1" '{ printf "%-2s local %6d %6d %6d %6d  weft %6d %6d %6d %6d  weft/local %.3f %.3f %.3f %.3f\n",
+		n, $1, $2, $3, $4, $5, $6, $7, $8, $5 / $1, $6 / $2, $7 / $3, $8 / $4 }'
 	"$2" down --dir "$S" >/dev/null 2>&1 || true
 	rm -rf "$S"; S=
 }
-echo "files/s: plain rename scratch ($N files of 4 KiB each)"
+echo "files/s: plain move rename scratch ($N files of 4 KiB each)"
 for r in $(seq "$RUNS"); do one A "$A"; [ -z "$B" ] || one B "$B"; done

@@ -75,6 +75,7 @@ struct acreate_job {
 	struct winode *wi;              /* a reference (CREATE_OPEN) */
 	struct weft_cred cred;
 	char name[WEFT_NAME_MAX + 1];
+	char newname[WEFT_NAME_MAX + 1]; /* RENAME: what name becomes, in the same dir */
 	uint32_t mode, open_flags;
 	int64_t time_ns;
 	uint64_t gen;                   /* the recall generation when posted */
@@ -151,7 +152,7 @@ static void release_deferred(struct client_acreate *a, const struct acreate_job 
 		bool related = (d->after_dir && (d->after_dir == j->dir ||
 						 d->after_dir == j->removes ||
 						 d->after_dir == j->makes)) ||
-			       (d->after_name && d->dir == j->dir && strcmp(d->name, j->name) == 0) ||
+			       (d->after_name && d->dir == j->dir) || /* must_wait says which */
 			       (j->makes && d->dir == j->makes);
 		if (related && !must_wait(a, d)) {
 			*pp = d->next_q;
@@ -194,7 +195,8 @@ static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *
 		      uint64_t upto)
 {
 	for (const struct acreate_job *j = a->oldest; j && j->seq <= upto; j = j->next)
-		if (j->dir == dir && strcmp(j->name, name) == 0)
+		if (j->dir == dir && (strcmp(j->name, name) == 0 ||
+				      (j->op == WEFT_OP_RENAME && strcmp(j->newname, name) == 0)))
 			return true;
 	return false;
 }
@@ -909,6 +911,74 @@ int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint
 	return 0;
 }
 
+/* Sends j's RENAME; a refusal puts both names back in the kernel's sight (meta's). */
+static void run_rename(struct weft_client *c, struct acreate_job *j)
+{
+	struct client_acreate *a = c->acreate;
+	struct wbuf w;
+	wbuf_init(&w);
+	struct weft_msg_rename m = {.cred = j->cred, .parent = j->dir,
+				    .name = proto_str_of(j->name, strlen(j->name)),
+				    .newparent = j->dir,
+				    .newname = proto_str_of(j->newname, strlen(j->newname)),
+				    .time_ns = j->time_ns};
+	proto_rename_encode(&w, &m);
+	int err = client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
+	if (err) {
+		stats_add(STATS_ASYNC_RENAMES_FAILED, 1);
+		const char *more;
+		if (refusal_logged(&more))
+			log_warn("rename of %s to %s in directory %llu, answered before meta had "
+				 "it: %s; the names are meta's again%s", j->name, j->newname,
+				 (unsigned long long)j->dir, weft_strerror(err), more);
+		client_attrs_changed(c); /* the directory's times in dirattr */
+		client_cdir_unclaim(c, j->dir);
+		client_emptied_forget(c, j->dir);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
+		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->newname);
+		report_behind(c, err);
+	}
+	job_finish(a, j);
+}
+
+int client_acreate_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			  const char *name, const char *newname)
+{
+	struct client_acreate *a = c->acreate;
+	size_t len = strlen(name), newlen = strlen(newname);
+	/* a buffered chown goes first, the synchronous way (ns.c, settle_owners) */
+	if (!a || len > WEFT_NAME_MAX || newlen > WEFT_NAME_MAX || strcmp(name, newname) == 0 ||
+	    client_wbattr_owner_pending(c))
+		return 1;
+	struct acreate_job *j = new_job(c, WEFT_OP_RENAME, cr, dir, name, len);
+	if (!j)
+		return 1;
+	memcpy(j->newname, newname, newlen + 1);
+	wait_for_room(a);
+	pthread_mutex_lock(&a->lock);
+	/* the names move with the check, under the lock: a recall after it waits for the
+	 * job (client_acreate_drain), as for a create */
+	bool ok = !a->stopping && !setattr_posted(a, dir, UINT64_MAX) &&
+		  client_cdir_rename_name(c, dir, name, newname);
+	if (ok) {
+		j->after_name = name_busy(a, dir, name, UINT64_MAX) ||
+				name_busy(a, dir, newname, UINT64_MAX);
+		post_locked(a, j);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (!ok) {
+		free(j);
+		return 1;
+	}
+	client_emptied_forget(c, dir); /* its listing's names */
+	client_dirattr_unlinked(c, dir, j->time_ns); /* as meta will stamp it; the file's
+						       * ctime moves too */
+	atomic_fetch_add(&c->create_gen, 1); /* kept listings of dir show the old name */
+	stats_add(STATS_ASYNC_RENAMES, 1);
+	queue_job(a, j);
+	return 0;
+}
+
 /* Sends j's SETATTR of directory j->dir, behind like a buffered chmod at close (lazy at
  * meta: durable with the next sync, weft sync or an unmount); a refusal drops what the
  * kernel and dirattr were told. It comes here only once what was posted in the
@@ -1040,6 +1110,8 @@ static void *worker_main(void *arg)
 			run_setattr(c, j);
 		else if (j->op == WEFT_OP_MKDIR)
 			run_mkdir(c, j);
+		else if (j->op == WEFT_OP_RENAME)
+			run_rename(c, j);
 		else
 			run_job(c, j);
 		uint64_t rtt = loop_now_us() - t0;

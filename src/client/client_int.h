@@ -464,6 +464,11 @@ int client_acreate_unlink(struct weft_client *c, const struct weft_cred *cr, uin
  * (emptied.c) and dir is claimed: 0, or 1 when it may not (the caller asks meta). */
 int client_acreate_rmdir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
 			 const char *name);
+/* Answers weft_rename here for a rename within dir, claimed and complete here, of a name
+ * it holds to one it does not (no replace): 0, or 1 when it may not (the caller asks
+ * meta). */
+int client_acreate_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			  const char *name, const char *newname);
 /* Answers weft_mkdir here when parent is claimed and complete (as a create): 0 with
  * *attr, or 1 when it may not (the caller asks meta). */
 int client_acreate_mkdir(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
@@ -607,6 +612,10 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 bool client_cdir_claimed(struct weft_client *c, uint64_t dir);
 /* name was unlinked from dir (asynchronously): gone from dir's names if complete. */
 void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name);
+/* dir is claimed and complete here, name in it and newname not: name becomes newname in
+ * its known names; false if not so (nothing changed, or dir is no longer complete). */
+bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
+			     const char *newname);
 /* dir is no longer complete (nor claimed, for creates or unlinks). */
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
 /* Directories claimed for asynchronous unlinks (DIR_CLAIM): 1 dir is claimed here, 0 not

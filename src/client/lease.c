@@ -255,6 +255,28 @@ bool client_cdir_claimed(struct weft_client *c, uint64_t dir)
 	return ok;
 }
 
+bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
+			     const char *newname)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return false;
+	bool ok = false;
+	uint32_t mode, su;
+	size_t len = strlen(name), newlen = strlen(newname);
+	pthread_mutex_lock(&cr->slot_lock);
+	if (cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, &mode, &su) &&
+	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT &&
+	    cdir_lookup(cr->cdirs, dir, newname, newlen) == CDIR_ABSENT) {
+		cdir_name_del(cr->cdirs, dir, name, len);
+		cdir_name_add(cr->cdirs, dir, newname, newlen);
+		/* a name that did not fit dropped dir: no longer complete, not answered here */
+		ok = cdir_lookup(cr->cdirs, dir, newname, newlen) == CDIR_PRESENT;
+	}
+	pthread_mutex_unlock(&cr->slot_lock);
+	return ok;
+}
+
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir)
 {
 	struct client_recall *cr = c->recall;

@@ -223,6 +223,11 @@ int weft_rename(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 		err = check_name(newname);
 	if (err)
 		return err;
+	/* within a directory claimed and complete here, to a name it does not hold:
+	 * answered here, sent behind (acreate.c) */
+	if (c->acreate && flags == 0 && parent == newparent &&
+	    client_acreate_rename(c, cr, parent, name, newname) == 0)
+		return 0;
 	settle_owners(c); /* a file renamed over is unlinked */
 	struct wbuf w;
 	wbuf_init(&w);

@@ -181,6 +181,8 @@ static int h_rmdir(struct mreq *r, const struct meta_ctx *c)
 static int h_rename(struct mreq *r, const struct meta_ctx *c)
 {
 	const struct weft_msg_rename *m = MSG(rename);
+	if (test_refused(r->s->test_refuse_unlink, &m->newname))
+		return -EIO; /* test hook (WEFT_META_TEST_REFUSE_UNLINK): as a disk error */
 	return meta_ns_rename(c, ref_of(m->parent, 0), NAME(m->name), ref_of(m->newparent, 0),
 			      NAME(m->newname), m->flags);
 }

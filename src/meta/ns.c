@@ -36,6 +36,13 @@ int64_t meta_ns_now(const struct meta_ctx *c)
 	return c->now_ns ? c->now_ns : meta_now_ns();
 }
 
+void meta_ns_dir_changed(const struct meta_ctx *c, struct weft_attr *dir, int64_t now)
+{
+	if (c->now_ns && now < dir->ctime_ns)
+		return;
+	dir->mtime_ns = dir->ctime_ns = now;
+}
+
 int meta_ns_get_dir(const struct meta_ctx *c, struct meta_ref ref, uint32_t mask,
 		    struct meta_inode *dir)
 {
@@ -278,7 +285,7 @@ static int make_node(const struct meta_ctx *c, struct meta_ref dref, const char 
 	rc = meta_dentry_add(c->db, c->txn, &dir, name, len, a->ino, meta_dentry_type(mode));
 	if (rc)
 		return rc;
-	dir.attr.mtime_ns = dir.attr.ctime_ns = now;
+	meta_ns_dir_changed(c, &dir.attr, now);
 	if ((rc = meta_inode_put(c->db, c->txn, &dir)) || (rc = meta_inode_put(c->db, c->txn, in)))
 		return rc;
 	if (created)

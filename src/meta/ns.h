@@ -211,6 +211,12 @@ int meta_ns_written(const struct meta_ctx *c, struct meta_ref ref, uint8_t *out,
 
 /* Internal helpers shared by ns*.c. */
 int64_t meta_ns_now(const struct meta_ctx *c);
+/* A directory changed by an op stamped now: its mtime and ctime. An op a client
+ * answered itself carries its own time (c->now_ns), and the client's workers send such
+ * ops in parallel: one stamped before the directory's last change that reaches meta
+ * after it leaves the times alone, so they end at the latest stamp, as the client showed
+ * them (a directory's ctime only moves forward; a utimes cannot set it). */
+void meta_ns_dir_changed(const struct meta_ctx *c, struct weft_attr *dir, int64_t now);
 /* Loads dir by ref and checks it is a directory and cred has mask on it. */
 int meta_ns_get_dir(const struct meta_ctx *c, struct meta_ref ref, uint32_t mask,
 		    struct meta_inode *dir);

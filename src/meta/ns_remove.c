@@ -57,7 +57,7 @@ int meta_ns_unlink(const struct meta_ctx *c, struct meta_ref dref, const char *n
 		return -EISDIR;
 	if ((rc = meta_dentry_del(c->db, c->txn, dir.attr.ino, name, len)))
 		return rc;
-	dir.attr.mtime_ns = dir.attr.ctime_ns = meta_ns_now(c);
+	meta_ns_dir_changed(c, &dir.attr, meta_ns_now(c));
 	if ((rc = meta_inode_put(c->db, c->txn, &dir)))
 		return rc;
 	return meta_ns_drop_link(c, &in);
@@ -83,7 +83,7 @@ int meta_ns_rmdir(const struct meta_ctx *c, struct meta_ref dref, const char *na
 	if ((rc = meta_dentry_del(c->db, c->txn, dir.attr.ino, name, len)))
 		return rc;
 	dir.attr.nlink--;
-	dir.attr.mtime_ns = dir.attr.ctime_ns = meta_ns_now(c);
+	meta_ns_dir_changed(c, &dir.attr, meta_ns_now(c));
 	if ((rc = meta_inode_put(c->db, c->txn, &dir)))
 		return rc;
 	return meta_inode_destroy(c->db, c->txn, &in);

@@ -197,8 +197,8 @@ int meta_ns_rename(const struct meta_ctx *c, struct meta_ref odref, const char *
 		rc = apply_move(c, &o, &n, &s, &t, have_t, now);
 	if (rc)
 		return rc;
-	o.dir->attr.mtime_ns = o.dir->attr.ctime_ns = now;
-	n.dir->attr.mtime_ns = n.dir->attr.ctime_ns = now;
+	meta_ns_dir_changed(c, &o.dir->attr, now);
+	meta_ns_dir_changed(c, &n.dir->attr, now);
 	if ((rc = meta_inode_put(c->db, c->txn, o.dir)))
 		return rc;
 	return n.dir == o.dir ? 0 : meta_inode_put(c->db, c->txn, n.dir);

@@ -182,6 +182,8 @@ static int mut_apply(MDB_txn *txn, void *arg)
 		async_mkdir_ctx(r, &ctx);
 	if (r->h->op == WEFT_OP_UNLINK || r->h->op == WEFT_OP_RMDIR) /* asynchronous ones' (acreate.c) */
 		client_time(((const struct weft_msg_name *)(const void *)r->msg)->time_ns, &ctx);
+	if (r->h->op == WEFT_OP_RENAME)
+		client_time(((const struct weft_msg_rename *)(const void *)r->msg)->time_ns, &ctx);
 	int rc = r->h->apply(r, &ctx);
 	if (rc == 0 && r->tagged) {
 		/* the reply a copy of this request will get (replies.h): no lease, no

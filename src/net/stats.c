@@ -196,6 +196,8 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_ASYNC_MKDIRS] = "async_mkdirs",
 		[STATS_ASYNC_MKDIRS_FAILED] = "async_mkdirs_failed",
 		[STATS_CLAIM_RENEWALS] = "claim_renewals",
+		[STATS_ASYNC_RENAMES] = "async_renames",
+		[STATS_ASYNC_RENAMES_FAILED] = "async_renames_failed",
 	};
 	return names[c];
 }

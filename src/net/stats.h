@@ -66,6 +66,8 @@ enum stats_counter {
 	STATS_ASYNC_MKDIRS,          /* mkdirs answered by the mount, sent behind */
 	STATS_ASYNC_MKDIRS_FAILED,   /* ... that meta refused after all */
 	STATS_CLAIM_RENEWALS,        /* directory claims for removals renewed without a break */
+	STATS_ASYNC_RENAMES,         /* renames in one directory answered by the mount */
+	STATS_ASYNC_RENAMES_FAILED,  /* ... that meta refused after all */
 	STATS_COUNTERS
 };
 

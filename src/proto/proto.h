@@ -143,7 +143,7 @@ enum weft_role { WEFT_ROLE_CLIENT = 1, WEFT_ROLE_STORE = 2, WEFT_ROLE_ADMIN = 3,
 /* flags: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2) as Linux defines them */
 #define MSG_RENAME(F) \
 	F(CRED, cred, 0) F(U64, parent, 0) F(STR, name, WEFT_NAME_MAX) F(U64, newparent, 0) \
-	F(STR, newname, WEFT_NAME_MAX) F(U32, flags, 0)
+	F(STR, newname, WEFT_NAME_MAX) F(U32, flags, 0) F(I64, time_ns, 0)
 #define MSG_LINK(F) \
 	F(CRED, cred, 0) F(U64, ino, 0) F(U64, newparent, 0) F(STR, newname, WEFT_NAME_MAX)
 #define MSG_SYMLINK(F) \

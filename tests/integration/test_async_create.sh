@@ -427,6 +427,70 @@ rmdir "$MNT/w2/refused-u" 2>/dev/null && fail "an rmdir the hook refuses, the sy
 [ -d "$MNT/w2/refused-u" ] || fail "a refused rmdir, the synchronous way, lost the directory"
 ok "rm -rf on A of a tree B made: $((r1 - r0)) of 43 rmdirs answered by A, the tree gone on B at once; one meta refused came back"
 
+# --- 3d. renames within a directory A made, to names it does not hold (rsync into a new
+# tree: write a temporary file, close, rename it): answered by A; B sees the new names
+# with their bytes at once, and the directory's times as A showed them; a rename right
+# after its file's create, and a chain of renames of one name, reach meta in order; one
+# meta refuses comes back (the old name again, the new one gone)
+n0=$(counter async_renames)
+python3 - "$MNT" "$B" <<'PY' || fail "A's asynchronous renames"
+import os, sys, time
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+d = os.path.join(A, "mv")
+os.mkdir(d)
+for i in range(100):
+    tmp = os.path.join(d, ".f%d.tmp" % i)
+    with open(tmp, "w") as f:
+        f.write("content %d" % i)
+    os.rename(tmp, os.path.join(d, "f%d" % i))
+for i in range(10):  # a chain: a -> b -> c, each behind the one before
+    p = os.path.join(d, "chain%d" % i)
+    with open(p + "a", "w") as f:
+        f.write("chain %d" % i)
+    os.rename(p + "a", p + "b")
+    os.rename(p + "b", p + "c")
+os.mkdir(os.path.join(d, "sub.tmp"))  # a directory too: its own name only changes
+open(os.path.join(d, "sub.tmp", "in"), "w").close()
+os.rename(os.path.join(d, "sub.tmp"), os.path.join(d, "sub"))
+sa = os.stat(d)
+names = sorted(os.listdir(os.path.join(B, "mv")))
+want = sorted(["f%d" % i for i in range(100)] + ["chain%dc" % i for i in range(10)] + ["sub"])
+check(names == want, "B lists mv: %d names, %s..." % (len(names), names[:5]))
+for i in range(100):
+    check(open(os.path.join(B, "mv", "f%d" % i)).read() == "content %d" % i, "mv/f%d on B" % i)
+check(open(os.path.join(B, "mv", "chain3c")).read() == "chain 3", "mv/chain3c on B")
+check(os.listdir(os.path.join(B, "mv", "sub")) == ["in"], "mv/sub on B")
+sb = os.stat(os.path.join(B, "mv"))
+check((sa.st_mtime_ns, sa.st_nlink) == (sb.st_mtime_ns, sb.st_nlink),
+      "mv: A said mtime %d nlink %d, meta has %d %d" % (sa.st_mtime_ns, sa.st_nlink,
+                                                       sb.st_mtime_ns, sb.st_nlink))
+# refused by meta (a test hook, as a disk error) after A answered it
+e = os.path.join(A, "mv2")
+os.mkdir(e)
+with open(os.path.join(e, "keep"), "w") as f:
+    f.write("kept")
+os.rename(os.path.join(e, "keep"), os.path.join(e, "refused-u-r"))
+for _ in range(60):
+    if os.path.exists(os.path.join(e, "keep")):
+        break
+    time.sleep(0.1)
+else:
+    check(False, "the name whose rename meta refused did not come back")
+check(not os.path.exists(os.path.join(e, "refused-u-r")), "the refused new name is still there")
+check(open(os.path.join(e, "keep")).read() == "kept", "the refused rename's file")
+PY
+"$WEFT" sync "$MNT" >"$T/sync.out" 2>&1 && fail "weft sync after a rename meta refused: no error"
+"$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
+n1=$(counter async_renames)
+nf=$(counter async_renames_failed)
+echo "renames answered by mount A without meta: $((n1 - n0)) of 122; refused after: $nf"
+[ $((n1 - n0)) -eq 122 ] || fail "mount A answered $((n1 - n0)) of 122 renames itself"
+[ "$nf" -eq 1 ] || fail "async_renames_failed is $nf, not 1"
+ok "122 renames within a directory answered by A alone, seen by B at once with their bytes and the directory's times; one meta refused came back, weft sync reported it"
+
 # --- 3c. unlinks in one directory for longer than its claim's lease (3 s), with
 # removals still on their way each time the claim comes up for renewal (meta commits
 # slowly here): the claim is renewed without a break and without waiting for them, and
