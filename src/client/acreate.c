@@ -115,6 +115,14 @@ static bool refusal_logged(const char **more)
 	return ok;
 }
 
+/* log_warn of a refusal through refused_lines (fmt a literal) */
+#define refusal_warn(fmt, ...) \
+	do { \
+		const char *more_; \
+		if (refusal_logged(&more_)) \
+			log_warn(fmt "%s", __VA_ARGS__, more_); \
+	} while (0)
+
 static bool busy_in(const struct client_acreate *a, uint64_t dir, uint64_t upto);
 static bool name_busy(const struct client_acreate *a, uint64_t dir, const char *name,
 		      uint64_t upto);
@@ -619,12 +627,10 @@ static void run_mkdir(struct weft_client *c, struct acreate_job *j)
 		}
 	} else {
 		stats_add(STATS_ASYNC_MKDIRS_FAILED, 1);
-		const char *more;
-		if (refusal_logged(&more))
-			log_warn("mkdir of %s in directory %llu (inode %llx), answered before meta "
-				 "had it: %s; the directory and what was made in it are gone%s",
-				 j->name, (unsigned long long)j->dir, (unsigned long long)j->makes,
-				 weft_strerror(err), more);
+		refusal_warn("mkdir of %s in directory %llu (inode %llx), answered before meta "
+			     "had it: %s; the directory and what was made in it are gone",
+			     j->name, (unsigned long long)j->dir, (unsigned long long)j->makes,
+			     weft_strerror(err));
 		client_attrs_changed(c); /* the parent's links in dirattr */
 		client_cdir_unclaim(c, j->dir);
 		client_cdir_unclaim(c, j->makes);
@@ -705,11 +711,9 @@ static void run_job(struct weft_client *c, struct acreate_job *j)
 	pthread_mutex_unlock(&wi->lock);
 	if (err) {
 		stats_add(STATS_ASYNC_CREATES_FAILED, 1);
-		const char *more;
-		if (refusal_logged(&more))
-			log_warn("create of %s in directory %llu (inode %llx), answered before meta "
-				 "had it: %s; the file is gone%s", j->name, (unsigned long long)j->dir,
-				 (unsigned long long)wi->ino, weft_strerror(err), more);
+		refusal_warn("create of %s in directory %llu (inode %llx), answered before meta "
+			     "had it: %s; the file is gone", j->name, (unsigned long long)j->dir,
+			     (unsigned long long)wi->ino, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
 		client_lease_invalidate(c, wi->ino, WEFT_RECALL_ATTR, NULL);
@@ -734,11 +738,9 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 	if (err) {
 		bool rmdir = j->op == WEFT_OP_RMDIR;
 		stats_add(rmdir ? STATS_ASYNC_RMDIRS_FAILED : STATS_ASYNC_UNLINKS_FAILED, 1);
-		const char *more;
-		if (refusal_logged(&more))
-			log_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
-				 "name is back%s", rmdir ? "rmdir" : "unlink", j->name,
-				 (unsigned long long)j->dir, weft_strerror(err), more);
+		refusal_warn("%s of %s in directory %llu, answered before meta had it: %s; the "
+			     "name is back", rmdir ? "rmdir" : "unlink", j->name,
+			     (unsigned long long)j->dir, weft_strerror(err));
 		client_cdir_unclaim(c, j->dir);
 		client_emptied_forget(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_NAME, j->name);
@@ -926,11 +928,9 @@ static void run_rename(struct weft_client *c, struct acreate_job *j)
 	int err = client_meta_call(c, WEFT_OP_RENAME, &w, NULL, 0, NULL);
 	if (err) {
 		stats_add(STATS_ASYNC_RENAMES_FAILED, 1);
-		const char *more;
-		if (refusal_logged(&more))
-			log_warn("rename of %s to %s in directory %llu, answered before meta had "
-				 "it: %s; the names are meta's again%s", j->name, j->newname,
-				 (unsigned long long)j->dir, weft_strerror(err), more);
+		refusal_warn("rename of %s to %s in directory %llu, answered before meta had "
+			     "it: %s; the names are meta's again", j->name, j->newname,
+			     (unsigned long long)j->dir, weft_strerror(err));
 		client_attrs_changed(c); /* the directory's times in dirattr */
 		client_cdir_unclaim(c, j->dir);
 		client_emptied_forget(c, j->dir);
@@ -998,11 +998,9 @@ static void run_setattr(struct weft_client *c, struct acreate_job *j)
 	int err = client_meta_call(c, WEFT_OP_SETATTR, &w, NULL, 0, NULL);
 	if (err) {
 		stats_add(STATS_ASYNC_SETATTRS_FAILED, 1);
-		const char *more;
-		if (refusal_logged(&more))
-			log_warn("setattr of directory %llu, answered before meta had it: %s; its "
-				 "attributes are meta's again%s", (unsigned long long)j->dir,
-				 weft_strerror(err), more);
+		refusal_warn("setattr of directory %llu, answered before meta had it: %s; its "
+			     "attributes are meta's again", (unsigned long long)j->dir,
+			     weft_strerror(err));
 		client_attrs_changed(c); /* dirattr's copy of them is wrong */
 		client_cdir_unclaim(c, j->dir);
 		client_lease_invalidate(c, j->dir, WEFT_RECALL_ATTR, NULL);

@@ -259,12 +259,11 @@ int client_dirahead_start(struct weft_client *c)
 	for (int i = 0; i < DA_THREADS; i++) {
 		da->args[i] = (struct da_arg){c, i};
 		int err = pthread_create(&da->th[i], NULL, fetcher, &da->args[i]);
-		if (!err)
-			pthread_setname_np(da->th[i], "weft-dirahead");
 		if (err) {
 			client_dirahead_stop(c);
 			return -err;
 		}
+		pthread_setname_np(da->th[i], "weft-dirahead");
 		da->nth++;
 	}
 	return 0;

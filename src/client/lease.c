@@ -224,6 +224,13 @@ void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms,
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
+/* dir is complete and claimed here, its lease running (slot_lock held): with its mode
+ * and its files' stripe unit. */
+static bool claimed_locked(struct client_recall *cr, uint64_t dir, uint32_t *mode, uint32_t *su)
+{
+	return cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, mode, su);
+}
+
 uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name)
 {
 	struct client_recall *cr = c->recall;
@@ -231,11 +238,10 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 		return 0;
 	uint32_t ok = 0, mode, su;
 	size_t len = strlen(name);
-	uint64_t now = mono_ms(), until;
 	pthread_mutex_lock(&cr->slot_lock);
 	/* a setgid directory gives its group, which meta checks against the caller's */
-	if ((until = cdir_until(cr->cdirs, dir)) > now && cdir_claimed(cr->cdirs, dir, &mode, &su) &&
-	    !(mode & S_ISGID) && cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
+	if (claimed_locked(cr, dir, &mode, &su) && !(mode & S_ISGID) &&
+	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
 		cdir_name_add(cr->cdirs, dir, name, len);
 		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT ? su : 0;
 	}
@@ -250,7 +256,7 @@ bool client_cdir_claimed(struct weft_client *c, uint64_t dir)
 		return false;
 	uint32_t mode, su;
 	pthread_mutex_lock(&cr->slot_lock);
-	bool ok = cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, &mode, &su);
+	bool ok = claimed_locked(cr, dir, &mode, &su);
 	pthread_mutex_unlock(&cr->slot_lock);
 	return ok;
 }
@@ -265,7 +271,7 @@ bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *na
 	uint32_t mode, su;
 	size_t len = strlen(name), newlen = strlen(newname);
 	pthread_mutex_lock(&cr->slot_lock);
-	if (cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, &mode, &su) &&
+	if (claimed_locked(cr, dir, &mode, &su) &&
 	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT &&
 	    cdir_lookup(cr->cdirs, dir, newname, newlen) == CDIR_ABSENT) {
 		cdir_name_del(cr->cdirs, dir, name, len);

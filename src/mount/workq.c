@@ -52,12 +52,11 @@ int workq_start(unsigned n)
 	q.stopping = false;
 	for (q.n = 0; q.n < n; q.n++) {
 		int err = pthread_create(&q.th[q.n], NULL, worker, NULL);
-		if (!err)
-			pthread_setname_np(q.th[q.n], "weft-workq");
 		if (err) {
 			log_warn("mount: work queue: thread %u of %u: %s", q.n + 1, n, strerror(err));
 			break;
 		}
+		pthread_setname_np(q.th[q.n], "weft-workq");
 	}
 	q.running = q.n > 0;
 	pthread_mutex_unlock(&q.lock);
