@@ -751,9 +751,10 @@ static void run_removal(struct weft_client *c, struct acreate_job *j)
 
 /* Asks meta for a claim on dir (DIR_CLAIM): its length in ms, 0 refused; *renewed: it
  * continues a lease this client held without a break (the reply's dir_lease), so no
- * other client changed dir unseen since; *attr: dir's attributes at meta. */
+ * other client changed dir unseen since; *attr: dir's attributes at meta; *stripe_unit:
+ * the stripe unit of its files' layout. */
 static uint32_t dir_claim_rpc(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
-			      bool *renewed, struct weft_attr *attr)
+			      bool *renewed, struct weft_attr *attr, uint32_t *stripe_unit)
 {
 	struct wbuf w;
 	wbuf_init(&w);
@@ -768,6 +769,7 @@ static uint32_t dir_claim_rpc(struct weft_client *c, const struct weft_cred *cr,
 		lease = e.lease;
 		*renewed = e.dir_lease != 0;
 		*attr = e.attr;
+		*stripe_unit = e.layout.stripe_unit;
 	}
 	frame_free(f);
 	return lease;
@@ -796,24 +798,22 @@ static bool jobs_in(struct client_acreate *a, uint64_t dir, bool *unmade)
  * and asks again. An rm -rf stalled 30-120 ms whenever a directory's
  * claim ran out behind the rmdir of a subdirectory that was still queued behind that
  * subdirectory's own removals. */
-static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+static uint32_t claim_dir_ask(struct weft_client *c, const struct weft_cred *cr, uint64_t dir,
+			      uint32_t *mode, uint32_t *stripe_unit)
 {
-	int held = client_uclaim_held(c, dir);
-	if (held == -1 || (held == 1 && !client_uclaim_due(c, dir)))
-		return held == 1;
 	bool waited = false;
 	for (;;) {
 		uint64_t gen = client_recall_gen(c), agen = atomic_load(&c->attr_gen),
 			 dgen = atomic_load(&c->dir_gen);
 		bool unmade, mine = jobs_in(c->acreate, dir, &unmade), renewed;
-		struct weft_attr attr;
+		struct weft_attr attr = {0};
 		/* meta does not have dir yet: its MKDIR first */
 		waited = waited || unmade;
 		if (waited)
 			client_acreate_dir_scope(c, dir); /* what this client sent in it first */
 		else
 			client_acreate_no_barrier(1);
-		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr);
+		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr, stripe_unit);
 		client_acreate_scope_end();
 		if (lease && mine && !renewed && !waited) {
 			waited = true; /* granted anew: asked again after those jobs */
@@ -831,8 +831,61 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 			client_emptied_renewed(c, dir, lease);
 			stats_add(STATS_CLAIM_RENEWALS, 1);
 		}
-		return lease != 0;
+		if (mode)
+			*mode = attr.mode;
+		return lease;
 	}
+}
+
+static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+{
+	int held = client_uclaim_held(c, dir);
+	if (held == -1 || (held == 1 && !client_uclaim_due(c, dir)))
+		return held == 1;
+	uint32_t su;
+	return claim_dir_ask(c, cr, dir, NULL, &su) != 0;
+}
+
+/* A listing's names, packed as client_cdir_fill wants them; stops (1) past max. */
+struct fill_names {
+	struct wbuf w;
+	size_t n, max;
+};
+
+static int fill_name(void *arg, const struct weft_dirent_out *d)
+{
+	struct fill_names *fn = arg;
+	if ((d->namelen == 1 && d->name[0] == '.') ||
+	    (d->namelen == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		return 0;
+	if (++fn->n > fn->max || d->namelen > WEFT_NAME_MAX)
+		return 1;
+	wbuf_u8(&fn->w, (uint8_t)d->namelen);
+	wbuf_put(&fn->w, d->name, d->namelen);
+	return fn->w.err ? 1 : 0;
+}
+
+bool client_acreate_fill(struct weft_client *c, const struct weft_cred *cr, uint64_t dir)
+{
+	size_t max;
+	if (!c->acreate || !(max = client_cdir_fill_due(c, dir, client_uclaim_held(c, dir) == 1)) ||
+	    !client_cdir_fill_begin(c, dir))
+		return false;
+	struct client_cdir_fill f = {0};
+	struct fill_names fn = {.max = max};
+	wbuf_init(&fn.w);
+	/* the claim first: from then on another session's change there recalls it, so the
+	 * listing that follows holds every name until the claim is lost */
+	f.lease_ms = claim_dir_ask(c, cr, dir, &f.mode, &f.stripe_unit);
+	if (f.lease_ms)
+		f.listed = weft_readdir(c, cr, dir, 0, false, 0, fill_name, &fn) == 0;
+	f.names = fn.w.data;
+	f.names_len = fn.w.len;
+	bool ok = client_cdir_fill_end(c, dir, &f);
+	wbuf_free(&fn.w);
+	if (ok)
+		stats_add(STATS_DIRS_LISTED_COMPLETE, 1);
+	return ok;
 }
 
 /* Posts j (an UNLINK or RMDIR of j->name in j->dir) if the directories it needs are

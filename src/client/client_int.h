@@ -433,6 +433,11 @@ void client_acreate_stop(struct weft_client *c);
 int client_acreate_try(struct weft_client *c, const struct weft_cred *cr, uint64_t parent,
 		       const char *name, uint32_t mode, int flags, struct weft_file **out,
 		       struct weft_attr *attr);
+/* A create or mkdir in dir, an existing directory, could not be answered here because dir
+ * is not complete: when it is worth it (client_cdir_fill_due), claims dir (DIR_CLAIM) and
+ * lists it, and dir becomes complete and claimed as one this client made; true if it
+ * did (the caller tries client_acreate_try or _mkdir again). */
+bool client_acreate_fill(struct weft_client *c, const struct weft_cred *cr, uint64_t dir);
 /* Waits until every create posted before this call was answered (client_meta_call does,
  * so that this client's own requests see its creates). */
 void client_acreate_barrier(struct weft_client *c);
@@ -618,6 +623,26 @@ bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *na
 			     const char *newname);
 /* dir is no longer complete (nor claimed, for creates or unlinks). */
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
+/* An existing directory made complete from a listing (acreate.c, client_acreate_fill):
+ * _due: a create (or, removing, a create after a removal here) in dir went to meta
+ * because dir was not complete; when it should be tried now (not complete, not tried in
+ * the last few seconds), the most names worth listing, else 0. _begin: dir is this client's one fill under way, and
+ * no mutation of this client that may add a name there is under way (else false: not
+ * now); the recall generation and the time are taken then, before the claim is asked.
+ * _end: what the claim and the listing gave; dir becomes complete and claimed
+ * with the listed names unless a mutation of this client began there meanwhile, a
+ * recall named it, or something failed (listed false); returns whether it did. */
+#define CLIENT_CDIR_MAX_NAMES 65536 /* names a complete directory may hold */
+struct client_cdir_fill {
+	bool listed;            /* every page of the listing came */
+	uint32_t lease_ms;      /* the claim's lease, 0 refused */
+	uint32_t mode, stripe_unit; /* the directory's mode, its files' stripe unit */
+	const uint8_t *names;   /* the names, each a length byte and its bytes */
+	size_t names_len;
+};
+size_t client_cdir_fill_due(struct weft_client *c, uint64_t dir, bool removing);
+bool client_cdir_fill_begin(struct weft_client *c, uint64_t dir);
+bool client_cdir_fill_end(struct weft_client *c, uint64_t dir, const struct client_cdir_fill *f);
 /* Directories claimed for asynchronous unlinks (DIR_CLAIM): 1 dir is claimed here, 0 not
  * known, -1 meta refused lately (do not ask). note: DIR_CLAIM's answer (lease_ms 0:
  * refused; gen: the recall generation when it was asked). */
@@ -747,6 +772,9 @@ void client_winode_lock_ready(struct weft_client *c, struct winode *wi);
 void client_wb_submit(struct weft_client *c, struct winode *wi, struct wblock *b);
 /* Sends every gathered block; wi->lock held. */
 void client_wb_submit_dirty(struct weft_client *c, struct winode *wi);
+/* Frees the gathered blocks and those waiting to be sent again, unsent (a file meta
+ * refused to create; a winode freed); wi->lock held. */
+void client_wb_discard(struct weft_client *c, struct winode *wi);
 /* Sends everything and waits until nothing is in flight, resending blocks that failed
  * for a retryable reason for a while (see winode.c). wi->lock held. Returns the first
  * error, which it clears. */

@@ -335,6 +335,7 @@ int client_winode_flush_locked(struct weft_client *c, struct winode *wi,
 	if (cerr) {
 		pthread_mutex_lock(&wi->lock);
 		wi->size_dirty = wi->blocks_dirty = false;
+		client_wb_discard(c, wi); /* the file is not there: its data has nowhere to go */
 		pthread_mutex_unlock(&wi->lock);
 		client_wbattr_flush(c, wi, true, behind); /* dropped: nothing to apply it to */
 		client_wbattr_take_err(wi);
@@ -635,6 +636,9 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
 	/* a claimed directory's new name: answered here, sent behind (acreate.c) */
 	int rc = c->acreate ? client_acreate_try(c, cr, parent, name, mode, flags, out, attr) : 1;
+	/* an existing directory: made complete here if it pays (tar over a tree) */
+	if (rc == 1 && c->acreate && client_acreate_fill(c, cr, parent))
+		rc = client_acreate_try(c, cr, parent, name, mode, flags, out, attr);
 	if (rc <= 0)
 		return rc;
 	struct weft_msg_create_open m = {.cred = *cr, .parent = parent,

@@ -43,10 +43,16 @@
 #define LEASE_SLOTS 65536
 #define RECALL_WAIT_MS 300
 #define CDIR_MAX_DIRS 1024
-#define CDIR_MAX_NAMES 65536
 #define UCLAIM_SLOTS 256
 #define RECALL_RING 64
 #define UCLAIM_REFUSED_MS 1000
+/* directories made complete from a listing (client_cdir_fill_*): sync creates counted
+ * per directory in a direct-mapped table, a directory tried at most once in this long */
+#define FILL_SLOTS 64
+#define FILL_RETRY_MS 5000
+#define FILL_FIRST_NAMES 4096
+/* this client's mutations under way that may add a name, by a hash of their directory */
+#define INFLIGHT_SLOTS 256
 
 struct recall_item {
 	struct recall_item *next;
@@ -81,6 +87,16 @@ struct client_recall {
 	 * recall of another inode is still good for its own (recalled_since) */
 	struct { uint64_t ino, gen; } ring[RECALL_RING];
 	uint64_t gen_all;      /* the last bump for every inode (slot_lock) */
+	/* a directory being made complete from a listing, one at a time (0: none);
+	 * fill_spoiled: a mutation of this client began there meanwhile; inflight: this
+	 * client's mutations under way (client_cdir_begin to _end) by a hash of their
+	 * directory; fills: creates that went to meta per directory, and when it was last
+	 * tried (all slot_lock) */
+	uint64_t fill_dir, fill_gen, fill_asked_ms; /* the recall generation and the time
+						      * before its claim was asked */
+	bool fill_spoiled;
+	uint32_t inflight[INFLIGHT_SLOTS];
+	struct { uint64_t dir, tried_ms; uint32_t creates; } fills[FILL_SLOTS];
 };
 
 static uint64_t mono_ms(void)
@@ -313,6 +329,11 @@ void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
+static size_t inflight_slot(uint64_t dir)
+{
+	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 56) & (INFLIGHT_SLOTS - 1);
+}
+
 void client_cdir_begin(struct weft_client *c, uint64_t dir)
 {
 	struct client_recall *cr = c->recall;
@@ -320,6 +341,9 @@ void client_cdir_begin(struct weft_client *c, uint64_t dir)
 		return;
 	pthread_mutex_lock(&cr->slot_lock);
 	cdir_pending(cr->cdirs, dir, +1);
+	cr->inflight[inflight_slot(dir)]++;
+	if (dir == cr->fill_dir)
+		cr->fill_spoiled = true;
 	pthread_mutex_unlock(&cr->slot_lock);
 }
 
@@ -332,6 +356,7 @@ void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int 
 	uint64_t now = mono_ms();
 	pthread_mutex_lock(&cr->slot_lock);
 	cdir_pending(cr->cdirs, dir, -1);
+	cr->inflight[inflight_slot(dir)]--;
 	if (err) {
 		/* refused, or its outcome unknown: what is in dir is no longer certain */
 		cdir_drop(cr->cdirs, dir);
@@ -365,6 +390,78 @@ bool client_cdir_absent(struct weft_client *c, uint64_t dir, const char *name)
 		absent = cdir_lookup(cr->cdirs, dir, name, strlen(name)) == CDIR_ABSENT;
 	pthread_mutex_unlock(&cr->slot_lock);
 	return absent;
+}
+
+size_t client_cdir_fill_due(struct weft_client *c, uint64_t dir, bool removing)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return 0;
+	uint64_t now = mono_ms();
+	pthread_mutex_lock(&cr->slot_lock);
+	size_t i = (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 58) & (FILL_SLOTS - 1);
+	if (cr->fills[i].dir != dir) {
+		cr->fills[i].dir = dir;
+		cr->fills[i].creates = 0;
+		cr->fills[i].tried_ms = 0;
+	}
+	cr->fills[i].creates++;
+	bool due = (removing || cr->fills[i].creates >= 2) && !cdir_until(cr->cdirs, dir) &&
+		   (!cr->fills[i].tried_ms || now - cr->fills[i].tried_ms >= FILL_RETRY_MS);
+	if (due)
+		cr->fills[i].tried_ms = now;
+	/* one create after a removal (an editor's save, sed -i) lists a small directory
+	 * only; a second create there is worth a large one */
+	size_t max = !due ? 0 : cr->fills[i].creates >= 2 ? CLIENT_CDIR_MAX_NAMES : FILL_FIRST_NAMES;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return max;
+}
+
+bool client_cdir_fill_begin(struct weft_client *c, uint64_t dir)
+{
+	struct client_recall *cr = c->recall;
+	if (!cr || !cr->cdirs)
+		return false;
+	pthread_mutex_lock(&cr->slot_lock);
+	/* a mutation of this client there already under way may add a name the listing
+	 * misses: not now */
+	bool ok = !cr->fill_dir && !cr->inflight[inflight_slot(dir)];
+	if (ok) {
+		cr->fill_dir = dir;
+		cr->fill_spoiled = false;
+		cr->fill_gen = atomic_load(&cr->gen);
+		cr->fill_asked_ms = mono_ms();
+	}
+	pthread_mutex_unlock(&cr->slot_lock);
+	return ok;
+}
+
+bool client_cdir_fill_end(struct weft_client *c, uint64_t dir, const struct client_cdir_fill *f)
+{
+	struct client_recall *cr = c->recall;
+	pthread_mutex_lock(&cr->slot_lock);
+	bool ok = f->listed && f->lease_ms && f->stripe_unit && !cr->fill_spoiled &&
+		  !recalled_since(cr, dir, cr->fill_gen) &&
+		  cdir_add_dir(cr->cdirs, dir, cr->fill_asked_ms + f->lease_ms - f->lease_ms / 10) == 0;
+	if (ok) {
+		struct rbuf r;
+		rbuf_init(&r, f->names, f->names_len);
+		while (rbuf_left(&r)) {
+			uint8_t len = rbuf_u8(&r);
+			const uint8_t *name = rbuf_ptr(&r, len);
+			if (!rbuf_ok(&r))
+				break;
+			cdir_name_add(cr->cdirs, dir, (const char *)name, len);
+		}
+		cdir_claim(cr->cdirs, dir, f->mode, f->stripe_unit);
+		/* a name that did not fit dropped it */
+		ok = rbuf_ok(&r) && cdir_claimed(cr->cdirs, dir, &(uint32_t){0}, &(uint32_t){0});
+		if (!ok)
+			cdir_drop(cr->cdirs, dir);
+	}
+	cr->fill_dir = 0;
+	pthread_mutex_unlock(&cr->slot_lock);
+	return ok;
 }
 
 static size_t uclaim_slot(uint64_t dir)
@@ -649,7 +746,7 @@ int client_lease_start(struct weft_client *c)
 {
 	struct client_recall *cr = calloc(1, sizeof(*cr));
 	if (!cr || !(cr->slots = calloc(LEASE_SLOTS, sizeof(*cr->slots))) ||
-	    (c->complete_dirs && !(cr->cdirs = cdir_new(CDIR_MAX_DIRS, CDIR_MAX_NAMES)))) {
+	    (c->complete_dirs && !(cr->cdirs = cdir_new(CDIR_MAX_DIRS, CLIENT_CDIR_MAX_NAMES)))) {
 		if (cr)
 			free(cr->slots);
 		free(cr);

@@ -178,6 +178,7 @@ void client_winode_put(struct weft_client *c, struct winode *w)
 	pthread_mutex_unlock(&c->inodes_lock);
 	pthread_mutex_lock(&w->lock);
 	client_ra_quiesce(c, w); /* prefetches in flight point at w */
+	client_wb_discard(c, w); /* none unless its data had nowhere to go */
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->cap_lock);
@@ -298,6 +299,16 @@ void client_wb_submit(struct weft_client *c, struct winode *wi, struct wblock *b
 		block_sent(b);
 	}
 	pthread_mutex_lock(&wi->lock);
+}
+
+void client_wb_discard(struct weft_client *c, struct winode *wi)
+{
+	for (struct wblock **l = &wi->dirty; l; l = l == &wi->dirty ? &wi->retry : NULL)
+		while (*l) {
+			struct wblock *b = *l;
+			*l = b->next;
+			block_free(c, b);
+		}
 }
 
 /* Sends every gathered block; wi->lock held. */

@@ -327,8 +327,10 @@ static void rep_readdir(struct mreq *r, struct wbuf *w)
 static int h_dir_claim(struct mreq *r, const struct meta_ctx *c)
 {
 	struct meta_inode dir;
+	/* with its files' layout: a claimant that lists it creates there (by its stripe unit) */
 	return meta_ns_get_dir(c, ref_of(MSG(ino)->ino, 0), META_MAY_WRITE | META_MAY_EXEC, &dir) ?:
-	       meta_ns_getattr(c, ref_of(MSG(ino)->ino, 0), &r->attr);
+	       meta_ns_getattr(c, ref_of(MSG(ino)->ino, 0), &r->attr) ?:
+	       meta_ns_getlayout(c, ref_of(MSG(ino)->ino, 0), &r->layout);
 }
 
 static void rep_dir_claim(struct mreq *r, struct wbuf *w)
@@ -341,7 +343,8 @@ static void rep_dir_claim(struct mreq *r, struct wbuf *w)
 		if (lease)
 			meta_leases_claim(r->s->leases, sess, r->attr.ino, now);
 	}
-	struct weft_msg_entry m = {.attr = r->attr, .lease = lease, .dir_lease = renewed};
+	struct weft_msg_entry m = {.attr = r->attr, .layout = r->layout, .lease = lease,
+				   .dir_lease = renewed};
 	proto_entry_encode(w, &m);
 }
 

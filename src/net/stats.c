@@ -198,6 +198,7 @@ static const char *stats_counter_name(enum stats_counter c)
 		[STATS_CLAIM_RENEWALS] = "claim_renewals",
 		[STATS_ASYNC_RENAMES] = "async_renames",
 		[STATS_ASYNC_RENAMES_FAILED] = "async_renames_failed",
+		[STATS_DIRS_LISTED_COMPLETE] = "dirs_listed_complete",
 	};
 	return names[c];
 }

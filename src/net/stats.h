@@ -68,6 +68,7 @@ enum stats_counter {
 	STATS_CLAIM_RENEWALS,        /* directory claims for removals renewed without a break */
 	STATS_ASYNC_RENAMES,         /* renames in one directory answered by the mount */
 	STATS_ASYNC_RENAMES_FAILED,  /* ... that meta refused after all */
+	STATS_DIRS_LISTED_COMPLETE,  /* existing directories made complete from a listing */
 	STATS_COUNTERS
 };
 

@@ -11,12 +11,19 @@
 . "$(dirname "$0")/cluster.sh"
 
 export WEFT_META_LEASE_MS=3000
+export WEFT_RUN_DIR=$T/run # the mounts' stats files
 cluster_up --stores 1 --replicas 1 --metrics
 B=$T/mnt2
 mkdir -p "$B"
 "$WEFT" mount "$(cat "$STATE/meta.addr")" "$B" -o complete_dirs=off,no_root_squash --key "$STATE/cluster.key" \
 	--pid-file "$T/mount2.pid" --log "$T/mount2.log"
 
+counter() { # counter NAME: mount A's counter (its stats file, rewritten once a second)
+	sleep 1.2
+	python3 -c 'import glob, json, sys
+p = glob.glob(sys.argv[1] + "/mounts/*-mnt.json")
+print(json.load(open(p[0]))["counters"].get(sys.argv[2], 0) if p else -1)' "$WEFT_RUN_DIR" "$1"
+}
 lookups() { # LOOKUPs meta served so far
 	curl -s "http://$(cat "$STATE/meta.metrics.addr")/metrics" |
 		awk '$0 !~ /^#/ && /weft_served_requests_total/ && /op="LOOKUP"/ {s += $NF} END {print s + 0}'
@@ -142,5 +149,63 @@ sleep 4
 [ -e "$MNT/lapse2/x" ] || fail "A does not see x, which B created after A's lease lapsed (no renewal)"
 ok "after A's lease lapsed, B's creates are seen by A"
 
-umount "$B"
+# --- 5. an existing directory (B made it and its files): A's second create there claims
+# it and lists it (DIR_CLAIM, READDIR), so A answers its later creates and lookups of new
+# names itself; B's create there afterwards recalls the claim, and A sees that name at once
+mkdir "$B/ex"
+for i in $(seq 30); do echo "b$i" >"$B/ex/b$i"; done
+sleep 3.5 # B's lease on ex runs out: meta claims a directory nobody else holds
+l0=$(lookups)
+for i in $(seq 50); do echo "a$i" >"$MNT/ex/a$i"; done
+l1=$(lookups)
+echo "LOOKUPs at meta for 50 creates in a directory B made: $((l1 - l0))"
+[ $((l1 - l0)) -le 5 ] || fail "A sent $((l1 - l0)) LOOKUPs for 50 creates: the directory was not made complete from its listing"
+python3 - "$MNT" "$B" <<'PY' || fail "an existing directory made complete from its listing"
+import os, sys
+A, B = sys.argv[1], sys.argv[2]
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what); sys.exit(1)
+for i in (1, 17, 30):                      # names the listing showed: asked of meta
+    check(open("%s/ex/b%d" % (A, i)).read() == "b%d\n" % i, "A reads B's file b%d" % i)
+    try:
+        os.close(os.open("%s/ex/b%d" % (A, i), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        check(False, "A's O_EXCL create of B's listed name b%d succeeded" % i)
+    except FileExistsError:
+        pass
+for i in (1, 50):
+    check(open("%s/ex/a%d" % (B, i)).read() == "a%d\n" % i, "B reads A's file a%d" % i)
+check(not os.path.exists(A + "/ex/late"), "late does not exist yet")
+open(B + "/ex/late", "w").write("late")     # recalls A's claim
+try:
+    os.close(os.open(A + "/ex/late", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    check(False, "A's O_EXCL create of late, which B made under A's claim, succeeded")
+except FileExistsError:
+    pass
+check(open(A + "/ex/late").read() == "late", "A reads B's late file")
+want = sorted(["b%d" % i for i in range(1, 31)] + ["a%d" % i for i in range(1, 51)] + ["late"])
+check(sorted(os.listdir(A + "/ex")) == want and sorted(os.listdir(B + "/ex")) == want,
+      "A and B list the same 81 names")
+print("ok: listed names asked of meta, new ones answered by A, B's later create seen at once")
+PY
+ok "an existing directory made complete from its listing: $((l1 - l0)) LOOKUPs for 50 creates"
+
+# --- 6. tar over an existing tree (GNU tar unlinks each file and creates it again): the
+# same tree, and its creates answered by the mount
+mkdir -p "$T/src/t/d1/d2"
+for i in $(seq 40); do echo "one $i" >"$T/src/t/f$i"; echo "two $i" >"$T/src/t/d1/g$i"; echo "$i" >"$T/src/t/d1/d2/h$i"; done
+tar cf "$T/t.tar" -C "$T/src" t
+tar xf "$T/t.tar" -C "$B"                  # B makes the tree: A never held it complete
+for i in $(seq 40); do echo "changed $i" >"$T/src/t/d1/g$i"; done
+tar cf "$T/t2.tar" -C "$T/src" t
+umount "$B"                                 # B's leases would keep A from claiming
+c0=$(counter async_creates); d0=$(counter dirs_listed_complete)
+tar xf "$T/t2.tar" -C "$MNT"
+c1=$(counter async_creates); d1=$(counter dirs_listed_complete)
+diff -r "$T/src/t" "$MNT/t" || fail "tar over an existing tree"
+echo "tar over a tree of 120 files in 3 directories: $((c1 - c0)) creates answered by the mount, $((d1 - d0)) directories listed"
+[ $((d1 - d0)) -ge 3 ] || fail "tar over 3 existing directories listed $((d1 - d0)) of them"
+[ $((c1 - c0)) -ge 110 ] || fail "tar over a tree of 120 files: only $((c1 - c0)) creates answered by the mount"
+ok "tar over an existing tree: the same bytes, $((c1 - c0)) of 120 creates answered by the mount"
+
 check_logs
