@@ -27,6 +27,7 @@
  * file system whose write-back fails after close, weft_sync then reports it.
  *
  * Threads: ACREATE_THREADS workers; lock guards the queue and the list of posted jobs. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -860,6 +861,7 @@ static int fill_name(void *arg, const struct weft_dirent_out *d)
 		return 0;
 	if (++fn->n > fn->max || d->namelen > WEFT_NAME_MAX)
 		return 1;
+	wbuf_u8(&fn->w, d->type != DT_DIR && d->type != DT_UNKNOWN);
 	wbuf_u8(&fn->w, (uint8_t)d->namelen);
 	wbuf_put(&fn->w, d->name, d->namelen);
 	return fn->w.err ? 1 : 0;
@@ -1011,8 +1013,9 @@ int client_acreate_rename(struct weft_client *c, const struct weft_cred *cr, uin
 	pthread_mutex_lock(&a->lock);
 	/* the names move with the check, under the lock: a recall after it waits for the
 	 * job (client_acreate_drain), as for a create */
+	bool replaced = false;
 	bool ok = !a->stopping && !setattr_posted(a, dir, UINT64_MAX) &&
-		  client_cdir_rename_name(c, dir, name, newname);
+		  client_cdir_rename_name(c, dir, name, newname, &replaced);
 	if (ok) {
 		j->after_name = name_busy(a, dir, name, UINT64_MAX) ||
 				name_busy(a, dir, newname, UINT64_MAX);

@@ -10,6 +10,7 @@ struct cname {
 	struct cname *next;
 	uint64_t hash;
 	size_t len;
+	bool file;      /* known not to be a directory */
 	char name[];
 };
 
@@ -206,13 +207,21 @@ static bool grow(struct centry *e)
 
 void cdir_name_add(struct cdir *t, uint64_t dir, const char *name, size_t len)
 {
+	cdir_name_add_kind(t, dir, name, len, false);
+}
+
+void cdir_name_add_kind(struct cdir *t, uint64_t dir, const char *name, size_t len, bool file)
+{
 	struct centry **p = slot_of(t, dir);
 	struct centry *e = *p;
 	if (!e)
 		return;
 	uint64_t h = hash_name(name, len);
-	if (*name_slot(e, h, name, len))
+	struct cname *have = *name_slot(e, h, name, len);
+	if (have) {
+		have->file = file;
 		return;
+	}
 	if (e->n >= t->max_names || (e->n >= e->nb && !grow(e))) {
 		unlink_entry(t, p); /* cannot keep it complete */
 		return;
@@ -224,6 +233,7 @@ void cdir_name_add(struct cdir *t, uint64_t dir, const char *name, size_t len)
 	}
 	n->hash = h;
 	n->len = len;
+	n->file = file;
 	memcpy(n->name, name, len);
 	struct cname **np = name_slot(e, h, name, len); /* the end of the chain */
 	n->next = NULL;
@@ -261,6 +271,15 @@ enum cdir_answer cdir_lookup(const struct cdir *t, uint64_t dir, const char *nam
 	if (!e || e->pending)
 		return CDIR_UNKNOWN;
 	return *name_slot(e, hash_name(name, len), name, len) ? CDIR_PRESENT : CDIR_ABSENT;
+}
+
+bool cdir_name_file(const struct cdir *t, uint64_t dir, const char *name, size_t len)
+{
+	const struct centry *e = find(t, dir);
+	if (!e || e->pending)
+		return false;
+	const struct cname *n = *name_slot(e, hash_name(name, len), name, len);
+	return n && n->file;
 }
 
 void cdir_claim(struct cdir *t, uint64_t dir, uint32_t mode, uint32_t stripe_unit)

@@ -48,6 +48,13 @@ size_t cdir_count(const struct cdir *t);
  * not complete; a name that does not fit (max_names, memory) drops dir. */
 void cdir_name_add(struct cdir *t, uint64_t dir, const char *name, size_t len);
 void cdir_name_del(struct cdir *t, uint64_t dir, const char *name, size_t len);
+/* The same, with what the name is: file, known not to be a directory (a rename over it
+ * may then be answered here); cdir_name_add knows nothing (false). A name already there
+ * takes the new kind. */
+void cdir_name_add_kind(struct cdir *t, uint64_t dir, const char *name, size_t len, bool file);
+/* dir is complete, no mutation in flight in it, and name is in it, known not to be a
+ * directory. */
+bool cdir_name_file(const struct cdir *t, uint64_t dir, const char *name, size_t len);
 
 /* A mutation of this client in dir starts (+1) or ended (-1). */
 void cdir_pending(struct cdir *t, uint64_t dir, int delta);

@@ -617,10 +617,11 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 bool client_cdir_claimed(struct weft_client *c, uint64_t dir);
 /* name was unlinked from dir (asynchronously): gone from dir's names if complete. */
 void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name);
-/* dir is claimed and complete here, name in it and newname not: name becomes newname in
- * its known names; false if not so (nothing changed, or dir is no longer complete). */
+/* dir is claimed and complete here, name in it and newname not, or both in it and known
+ * not to be directories (*replaced): name becomes newname in its known names; false if
+ * not so (nothing changed, or dir is no longer complete). */
 bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
-			     const char *newname);
+			     const char *newname, bool *replaced);
 /* dir is no longer complete (nor claimed, for creates or unlinks). */
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
 /* An existing directory made complete from a listing (acreate.c, client_acreate_fill):
@@ -637,7 +638,8 @@ struct client_cdir_fill {
 	bool listed;            /* every page of the listing came */
 	uint32_t lease_ms;      /* the claim's lease, 0 refused */
 	uint32_t mode, stripe_unit; /* the directory's mode, its files' stripe unit */
-	const uint8_t *names;   /* the names, each a length byte and its bytes */
+	const uint8_t *names;   /* the names, each a byte (1: not a directory), a length
+				 * byte and its bytes */
 	size_t names_len;
 };
 size_t client_cdir_fill_due(struct weft_client *c, uint64_t dir, bool removing);
@@ -661,7 +663,8 @@ void client_lease_invalidate(struct weft_client *c, uint64_t ino, uint32_t what,
  * client_cdir_end, lookups in dir ask meta. */
 void client_cdir_begin(struct weft_client *c, uint64_t dir);
 /* It ended with err (0 or -errno; any error drops dir: its outcome is not known here).
- * change > 0: name now exists in dir, < 0: it no longer does, 0: no name changed.
+ * change > 0: name now exists in dir (2: known not to be a directory), < 0: it no longer
+ * does, 0: no name changed.
  * dir_lease: the renewal of the lease on dir the reply carried (0 none); gen:
  * client_recall_gen before the request. */
 void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int change, int err,

@@ -658,7 +658,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	client_acreate_scope_end();
 	/* an existing file's open in a directory thought complete would be a name it did
 	 * not know: not complete after all */
-	client_cdir_end(c, parent, name, 1, err ? err : o.created || excl ? 0 : -EEXIST,
+	client_cdir_end(c, parent, name, 2, err ? err : o.created || excl ? 0 : -EEXIST,
 			err ? 0 : o.dir_lease, gen);
 	if (err)
 		return err;

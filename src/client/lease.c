@@ -258,7 +258,7 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 	/* a setgid directory gives its group, which meta checks against the caller's */
 	if (claimed_locked(cr, dir, &mode, &su) && !(mode & S_ISGID) &&
 	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
-		cdir_name_add(cr->cdirs, dir, name, len);
+		cdir_name_add_kind(cr->cdirs, dir, name, len, true);
 		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT ? su : 0;
 	}
 	pthread_mutex_unlock(&cr->slot_lock);
@@ -278,7 +278,7 @@ bool client_cdir_claimed(struct weft_client *c, uint64_t dir)
 }
 
 bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
-			     const char *newname)
+			     const char *newname, bool *replaced)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs)
@@ -287,11 +287,19 @@ bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *na
 	uint32_t mode, su;
 	size_t len = strlen(name), newlen = strlen(newname);
 	pthread_mutex_lock(&cr->slot_lock);
+	enum cdir_answer to = CDIR_UNKNOWN;
+	bool file = false;
 	if (claimed_locked(cr, dir, &mode, &su) &&
-	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT &&
-	    cdir_lookup(cr->cdirs, dir, newname, newlen) == CDIR_ABSENT) {
+	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT) {
+		to = cdir_lookup(cr->cdirs, dir, newname, newlen);
+		file = cdir_name_file(cr->cdirs, dir, name, len);
+	}
+	/* over an existing name only a file over a file: a directory replaced must be
+	 * empty, which is meta's to say */
+	*replaced = to == CDIR_PRESENT && file && cdir_name_file(cr->cdirs, dir, newname, newlen);
+	if (to == CDIR_ABSENT || *replaced) {
 		cdir_name_del(cr->cdirs, dir, name, len);
-		cdir_name_add(cr->cdirs, dir, newname, newlen);
+		cdir_name_add_kind(cr->cdirs, dir, newname, newlen, file);
 		/* a name that did not fit dropped dir: no longer complete, not answered here */
 		ok = cdir_lookup(cr->cdirs, dir, newname, newlen) == CDIR_PRESENT;
 	}
@@ -364,7 +372,7 @@ void client_cdir_end(struct weft_client *c, uint64_t dir, const char *name, int 
 		cdir_drop(cr->cdirs, dir); /* its lease ran out: others may have changed it */
 	} else {
 		if (change > 0)
-			cdir_name_add(cr->cdirs, dir, name, strlen(name));
+			cdir_name_add_kind(cr->cdirs, dir, name, strlen(name), change == 2);
 		else if (change < 0)
 			cdir_name_del(cr->cdirs, dir, name, strlen(name));
 		/* a renewal granted after a recall may predate the change: not taken (the
@@ -447,11 +455,12 @@ bool client_cdir_fill_end(struct weft_client *c, uint64_t dir, const struct clie
 		struct rbuf r;
 		rbuf_init(&r, f->names, f->names_len);
 		while (rbuf_left(&r)) {
+			bool file = rbuf_u8(&r) != 0;
 			uint8_t len = rbuf_u8(&r);
 			const uint8_t *name = rbuf_ptr(&r, len);
 			if (!rbuf_ok(&r))
 				break;
-			cdir_name_add(cr->cdirs, dir, (const char *)name, len);
+			cdir_name_add_kind(cr->cdirs, dir, (const char *)name, len, file);
 		}
 		cdir_claim(cr->cdirs, dir, f->mode, f->stripe_unit);
 		/* a name that did not fit dropped it */

@@ -84,7 +84,7 @@ static int entry_in_dir(struct weft_client *c, uint16_t op, struct wbuf *w, uint
 	int err = client_call_entry_lease(c, op, w, &a, &lay, &l);
 	if (scoped)
 		client_acreate_scope_end();
-	client_cdir_end(c, parent, name, 1, err, l.dir_lease, l.gen);
+	client_cdir_end(c, parent, name, op == WEFT_OP_MKDIR ? 1 : 2, err, l.dir_lease, l.gen);
 	if (err == 0 && op == WEFT_OP_MKDIR) {
 		client_cdir_created(c, a.ino, l.lease, l.gen, /* empty, and ours */
 				    c->acreate ? &a : NULL, lay.stripe_unit);

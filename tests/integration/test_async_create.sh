@@ -442,7 +442,7 @@ rmdir "$MNT/w2/refused-u" 2>/dev/null && fail "an rmdir the hook refuses, the sy
 ok "rm -rf on A of a tree B made: $((r1 - r0)) of 43 rmdirs answered by A, the tree gone on B at once; one meta refused came back"
 
 # --- 3d. renames within a directory A made, to names it does not hold (rsync into a new
-# tree: write a temporary file, close, rename it): answered by A; B sees the new names
+# tree: write a temporary file, close, rename it) or over a file (sed -i): answered by A; B sees the new names
 # with their bytes at once, and the directory's times as A showed them; a rename right
 # after its file's create, and a chain of renames of one name, reach meta in order; one
 # meta refuses comes back (the old name again, the new one gone)
@@ -469,12 +469,29 @@ for i in range(10):  # a chain: a -> b -> c, each behind the one before
 os.mkdir(os.path.join(d, "sub.tmp"))  # a directory too: its own name only changes
 open(os.path.join(d, "sub.tmp", "in"), "w").close()
 os.rename(os.path.join(d, "sub.tmp"), os.path.join(d, "sub"))
+for i in range(20):  # over an existing file (sed -i, rsync updating a tree)
+    tmp = os.path.join(d, ".f%d.new" % i)
+    with open(tmp, "w") as f:
+        f.write("new %d" % i)
+    os.rename(tmp, os.path.join(d, "f%d" % i))
+    check(open(os.path.join(d, "f%d" % i)).read() == "new %d" % i, "A reads the new f%d" % i)
+os.mkdir(os.path.join(d, "adir"))     # a file over a directory, and the reverse: refused
+with open(os.path.join(d, "afile"), "w") as f:
+    f.write("a")
+for src, dst, exc in (("afile", "adir", IsADirectoryError), ("adir", "afile", NotADirectoryError)):
+    try:
+        os.rename(os.path.join(d, src), os.path.join(d, dst))
+        check(False, "rename of %s over %s succeeded" % (src, dst))
+    except exc:
+        pass
 sa = os.stat(d)
 names = sorted(os.listdir(os.path.join(B, "mv")))
-want = sorted(["f%d" % i for i in range(100)] + ["chain%dc" % i for i in range(10)] + ["sub"])
+want = sorted(["f%d" % i for i in range(100)] + ["chain%dc" % i for i in range(10)] +
+              ["sub", "adir", "afile"])
 check(names == want, "B lists mv: %d names, %s..." % (len(names), names[:5]))
 for i in range(100):
-    check(open(os.path.join(B, "mv", "f%d" % i)).read() == "content %d" % i, "mv/f%d on B" % i)
+    want = "new %d" % i if i < 20 else "content %d" % i
+    check(open(os.path.join(B, "mv", "f%d" % i)).read() == want, "mv/f%d on B" % i)
 check(open(os.path.join(B, "mv", "chain3c")).read() == "chain 3", "mv/chain3c on B")
 check(os.listdir(os.path.join(B, "mv", "sub")) == ["in"], "mv/sub on B")
 sb = os.stat(os.path.join(B, "mv"))
@@ -500,10 +517,10 @@ PY
 "$WEFT" sync "$MNT" >/dev/null 2>&1 || fail "weft sync again: $(cat "$T/sync.out")"
 n1=$(counter async_renames)
 nf=$(counter async_renames_failed)
-echo "renames answered by mount A without meta: $((n1 - n0)) of 122; refused after: $nf"
-[ $((n1 - n0)) -eq 122 ] || fail "mount A answered $((n1 - n0)) of 122 renames itself"
+echo "renames answered by mount A without meta: $((n1 - n0)) of 142; refused after: $nf"
+[ $((n1 - n0)) -eq 142 ] || fail "mount A answered $((n1 - n0)) of 142 renames itself"
 [ "$nf" -eq 1 ] || fail "async_renames_failed is $nf, not 1"
-ok "122 renames within a directory answered by A alone, seen by B at once with their bytes and the directory's times; one meta refused came back, weft sync reported it"
+ok "142 renames within a directory answered by A alone (20 over an existing file), seen by B at once with their bytes and the directory's times; a file over a directory and the reverse refused; one meta refused came back, weft sync reported it"
 
 # --- 3c. unlinks in one directory for longer than its claim's lease (3 s), with
 # removals still on their way each time the claim comes up for renewal (meta commits

@@ -1,6 +1,7 @@
 /* Unit tests of the complete-directory table (client/cdir.h): names added and removed,
  * the answers for complete and unknown directories, pending mutations, and the bounds
- * (the oldest directory goes; a directory past its name bound is no longer complete). */
+ * (the oldest directory goes; a directory past its name bound is no longer complete),
+ * and what a name is known to be. */
 #include <stdio.h>
 
 #include "check.h"
@@ -100,9 +101,35 @@ static void test_pending_and_bounds(void)
 	cdir_free(t);
 }
 
+/* what a name is: known not to be a directory, or not known */
+static void test_kinds(void)
+{
+	struct cdir *t = cdir_new(4, 100);
+	CHECK(t);
+	CHECK_INT(cdir_add_dir(t, 7, 1000), ==, 0);
+	cdir_name_add(t, 7, L("d"));
+	cdir_name_add_kind(t, 7, L("f"), true);
+	CHECK(!cdir_name_file(t, 7, L("d")));
+	CHECK(cdir_name_file(t, 7, L("f")));
+	CHECK(!cdir_name_file(t, 7, L("g"))); /* absent */
+	CHECK(!cdir_name_file(t, 8, L("f"))); /* not complete */
+	cdir_name_add_kind(t, 7, L("f"), false); /* there already: takes the new kind */
+	CHECK(!cdir_name_file(t, 7, L("f")));
+	CHECK_INT(cdir_lookup(t, 7, L("f")), ==, CDIR_PRESENT);
+	cdir_name_add_kind(t, 7, L("f"), true);
+	cdir_pending(t, 7, +1); /* a mutation in flight: nothing is certain */
+	CHECK(!cdir_name_file(t, 7, L("f")));
+	cdir_pending(t, 7, -1);
+	CHECK(cdir_name_file(t, 7, L("f")));
+	cdir_name_del(t, 7, L("f"));
+	CHECK(!cdir_name_file(t, 7, L("f")));
+	cdir_free(t);
+}
+
 int main(void)
 {
 	test_names();
+	test_kinds();
 	test_pending_and_bounds();
 	printf("cdir: ok\n");
 	return 0;
