@@ -451,7 +451,7 @@ static bool claim_name_locked(struct weft_client *c, uint64_t sid, uint64_t pare
 	}
 	if (a->stopping || !sid || sid > WEFT_INO_SESSION_MAX || a->count >= WEFT_INO_COUNT_MAX ||
 	    setattr_posted(a, parent, UINT64_MAX) ||
-	    !(*su = client_cdir_claim_name(c, parent, j->name)))
+	    !(*su = client_cdir_claim_name(c, parent, j->name, j->op != WEFT_OP_MKDIR)))
 		return false;
 	j->after_name = name_busy(a, parent, j->name, UINT64_MAX);
 	*ino = WEFT_INO_CLIENT | sid << WEFT_INO_SESSION_SHIFT | ++a->count;

@@ -610,9 +610,10 @@ void client_lease_drop_all(struct weft_client *c);
 void client_cdir_created(struct weft_client *c, uint64_t dir, uint32_t lease_ms, uint64_t gen,
 			 const struct weft_attr *claimed, uint32_t stripe_unit);
 /* Asynchronous creates (acreate.c): dir is complete and claimed, without S_ISGID, and
- * name is not in it: name is added, and the stripe unit of dir's files returned; else
- * 0. */
-uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name);
+ * name is not in it: name is added (file: a file, else a directory), and the stripe
+ * unit of dir's files returned; else 0. */
+uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name,
+				bool file);
 /* dir is complete and claimed here for creates, its lease running. */
 bool client_cdir_claimed(struct weft_client *c, uint64_t dir);
 /* name was unlinked from dir (asynchronously): gone from dir's names if complete. */

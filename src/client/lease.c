@@ -247,7 +247,8 @@ static bool claimed_locked(struct client_recall *cr, uint64_t dir, uint32_t *mod
 	return cdir_until(cr->cdirs, dir) > mono_ms() && cdir_claimed(cr->cdirs, dir, mode, su);
 }
 
-uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name)
+uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char *name,
+				bool file)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs)
@@ -258,7 +259,7 @@ uint32_t client_cdir_claim_name(struct weft_client *c, uint64_t dir, const char 
 	/* a setgid directory gives its group, which meta checks against the caller's */
 	if (claimed_locked(cr, dir, &mode, &su) && !(mode & S_ISGID) &&
 	    cdir_lookup(cr->cdirs, dir, name, len) == CDIR_ABSENT) {
-		cdir_name_add_kind(cr->cdirs, dir, name, len, true);
+		cdir_name_add_kind(cr->cdirs, dir, name, len, file);
 		ok = cdir_lookup(cr->cdirs, dir, name, len) == CDIR_PRESENT ? su : 0;
 	}
 	pthread_mutex_unlock(&cr->slot_lock);
