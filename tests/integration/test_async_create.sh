@@ -448,7 +448,7 @@ ok "rm -rf on A of a tree B made: $((r1 - r0)) of 43 rmdirs answered by A, the t
 # meta refuses comes back (the old name again, the new one gone)
 n0=$(counter async_renames)
 python3 - "$MNT" "$B" <<'PY' || fail "A's asynchronous renames"
-import os, sys, time
+import errno, os, sys, time
 A, B = sys.argv[1], sys.argv[2]
 def check(cond, what):
     if not cond:
@@ -478,16 +478,19 @@ for i in range(20):  # over an existing file (sed -i, rsync updating a tree)
 os.mkdir(os.path.join(d, "adir"))     # a file over a directory, and the reverse: refused
 with open(os.path.join(d, "afile"), "w") as f:
     f.write("a")
-for src, dst, exc in (("afile", "adir", IsADirectoryError), ("adir", "afile", NotADirectoryError)):
+os.mkdir(os.path.join(d, "full"))     # a directory over a non-empty one: meta's to refuse
+open(os.path.join(d, "full", "x"), "w").close()
+for src, dst, exc in (("afile", "adir", IsADirectoryError), ("adir", "afile", NotADirectoryError),
+                      ("adir", "full", OSError)):
     try:
         os.rename(os.path.join(d, src), os.path.join(d, dst))
         check(False, "rename of %s over %s succeeded" % (src, dst))
-    except exc:
-        pass
+    except exc as e:
+        check(exc is not OSError or e.errno == errno.ENOTEMPTY, "adir over full: %s" % e)
 sa = os.stat(d)
 names = sorted(os.listdir(os.path.join(B, "mv")))
 want = sorted(["f%d" % i for i in range(100)] + ["chain%dc" % i for i in range(10)] +
-              ["sub", "adir", "afile"])
+              ["sub", "adir", "afile", "full"])
 check(names == want, "B lists mv: %d names, %s..." % (len(names), names[:5]))
 for i in range(100):
     want = "new %d" % i if i < 20 else "content %d" % i
@@ -520,7 +523,7 @@ nf=$(counter async_renames_failed)
 echo "renames answered by mount A without meta: $((n1 - n0)) of 142; refused after: $nf"
 [ $((n1 - n0)) -eq 142 ] || fail "mount A answered $((n1 - n0)) of 142 renames itself"
 [ "$nf" -eq 1 ] || fail "async_renames_failed is $nf, not 1"
-ok "142 renames within a directory answered by A alone (20 over an existing file), seen by B at once with their bytes and the directory's times; a file over a directory and the reverse refused; one meta refused came back, weft sync reported it"
+ok "142 renames within a directory answered by A alone (20 over an existing file), seen by B at once with their bytes and the directory's times; a file over a directory, the reverse and a directory over a non-empty one refused; one meta refused came back, weft sync reported it"
 
 # --- 3c. unlinks in one directory for longer than its claim's lease (3 s), with
 # removals still on their way each time the claim comes up for renewal (meta commits
