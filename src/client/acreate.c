@@ -814,7 +814,8 @@ static uint32_t claim_dir_ask(struct weft_client *c, const struct weft_cred *cr,
 			client_acreate_dir_scope(c, dir); /* what this client sent in it first */
 		else
 			client_acreate_no_barrier(1);
-		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr, stripe_unit);
+		uint32_t su = 0;
+		uint32_t lease = dir_claim_rpc(c, cr, dir, &renewed, &attr, &su);
 		client_acreate_scope_end();
 		if (lease && mine && !renewed && !waited) {
 			waited = true; /* granted anew: asked again after those jobs */
@@ -834,6 +835,8 @@ static uint32_t claim_dir_ask(struct weft_client *c, const struct weft_cred *cr,
 		}
 		if (mode)
 			*mode = attr.mode;
+		if (stripe_unit)
+			*stripe_unit = su;
 		return lease;
 	}
 }
@@ -843,8 +846,7 @@ static bool claim_dir(struct weft_client *c, const struct weft_cred *cr, uint64_
 	int held = client_uclaim_held(c, dir);
 	if (held == -1 || (held == 1 && !client_uclaim_due(c, dir)))
 		return held == 1;
-	uint32_t su;
-	return claim_dir_ask(c, cr, dir, NULL, &su) != 0;
+	return claim_dir_ask(c, cr, dir, NULL, NULL) != 0;
 }
 
 /* A listing's names, packed as client_cdir_fill wants them; stops (1) past max. */
@@ -1013,9 +1015,8 @@ int client_acreate_rename(struct weft_client *c, const struct weft_cred *cr, uin
 	pthread_mutex_lock(&a->lock);
 	/* the names move with the check, under the lock: a recall after it waits for the
 	 * job (client_acreate_drain), as for a create */
-	bool replaced = false;
 	bool ok = !a->stopping && !setattr_posted(a, dir, UINT64_MAX) &&
-		  client_cdir_rename_name(c, dir, name, newname, &replaced);
+		  client_cdir_rename_name(c, dir, name, newname);
 	if (ok) {
 		j->after_name = name_busy(a, dir, name, UINT64_MAX) ||
 				name_busy(a, dir, newname, UINT64_MAX);

@@ -619,10 +619,10 @@ bool client_cdir_claimed(struct weft_client *c, uint64_t dir);
 /* name was unlinked from dir (asynchronously): gone from dir's names if complete. */
 void client_cdir_unlinked(struct weft_client *c, uint64_t dir, const char *name);
 /* dir is claimed and complete here, name in it and newname not, or both in it and known
- * not to be directories (*replaced): name becomes newname in its known names; false if
- * not so (nothing changed, or dir is no longer complete). */
+ * not to be directories (newname is replaced): name becomes newname in its known names;
+ * false if not so (nothing changed, or dir is no longer complete). */
 bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
-			     const char *newname, bool *replaced);
+			     const char *newname);
 /* dir is no longer complete (nor claimed, for creates or unlinks). */
 void client_cdir_unclaim(struct weft_client *c, uint64_t dir);
 /* An existing directory made complete from a listing (acreate.c, client_acreate_fill):

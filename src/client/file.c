@@ -637,7 +637,7 @@ int weft_create(struct weft_client *c, const struct weft_cred *cr, uint64_t pare
 	/* a claimed directory's new name: answered here, sent behind (acreate.c) */
 	int rc = c->acreate ? client_acreate_try(c, cr, parent, name, mode, flags, out, attr) : 1;
 	/* an existing directory: made complete here if it pays (tar over a tree) */
-	if (rc == 1 && c->acreate && client_acreate_fill(c, cr, parent))
+	if (rc == 1 && client_acreate_fill(c, cr, parent))
 		rc = client_acreate_try(c, cr, parent, name, mode, flags, out, attr);
 	if (rc <= 0)
 		return rc;

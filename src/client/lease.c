@@ -40,19 +40,21 @@
 #include "common/log.h"
 #include "weft/err.h"
 
-#define LEASE_SLOTS 65536
+#define LEASE_SLOT_BITS 16
+#define LEASE_SLOTS (1u << LEASE_SLOT_BITS)
 #define RECALL_WAIT_MS 300
 #define CDIR_MAX_DIRS 1024
-#define UCLAIM_SLOTS 256
+#define UCLAIM_SLOT_BITS 8
+#define UCLAIM_SLOTS (1u << UCLAIM_SLOT_BITS)
 #define RECALL_RING 64
 #define UCLAIM_REFUSED_MS 1000
 /* directories made complete from a listing (client_cdir_fill_*): sync creates counted
  * per directory in a direct-mapped table, a directory tried at most once in this long */
-#define FILL_SLOTS 64
+#define FILL_SLOT_BITS 6
 #define FILL_RETRY_MS 5000
 #define FILL_FIRST_NAMES 4096
 /* this client's mutations under way that may add a name, by a hash of their directory */
-#define INFLIGHT_SLOTS 256
+#define INFLIGHT_SLOT_BITS 8
 
 struct recall_item {
 	struct recall_item *next;
@@ -95,8 +97,8 @@ struct client_recall {
 	uint64_t fill_dir, fill_gen, fill_asked_ms; /* the recall generation and the time
 						      * before its claim was asked */
 	bool fill_spoiled;
-	uint32_t inflight[INFLIGHT_SLOTS];
-	struct { uint64_t dir, tried_ms; uint32_t creates; } fills[FILL_SLOTS];
+	uint32_t inflight[1u << INFLIGHT_SLOT_BITS];
+	struct { uint64_t dir, tried_ms; uint32_t creates; } fills[1u << FILL_SLOT_BITS];
 };
 
 static uint64_t mono_ms(void)
@@ -106,9 +108,15 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The slot of key in a direct-mapped table of 2^bits entries (Fibonacci hashing). */
+static size_t hash_slot(uint64_t key, unsigned bits)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
 static size_t slot_of(uint64_t ino)
 {
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 48) & (LEASE_SLOTS - 1);
+	return hash_slot(ino, LEASE_SLOT_BITS);
 }
 
 static void cdir_forget(struct client_recall *cr, uint64_t dir);
@@ -279,7 +287,7 @@ bool client_cdir_claimed(struct weft_client *c, uint64_t dir)
 }
 
 bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *name,
-			     const char *newname, bool *replaced)
+			     const char *newname)
 {
 	struct client_recall *cr = c->recall;
 	if (!cr || !cr->cdirs)
@@ -297,8 +305,8 @@ bool client_cdir_rename_name(struct weft_client *c, uint64_t dir, const char *na
 	}
 	/* over an existing name only a file over a file: a directory replaced must be
 	 * empty, which is meta's to say */
-	*replaced = to == CDIR_PRESENT && file && cdir_name_file(cr->cdirs, dir, newname, newlen);
-	if (to == CDIR_ABSENT || *replaced) {
+	if (to == CDIR_ABSENT ||
+	    (to == CDIR_PRESENT && file && cdir_name_file(cr->cdirs, dir, newname, newlen))) {
 		cdir_name_del(cr->cdirs, dir, name, len);
 		cdir_name_add_kind(cr->cdirs, dir, newname, newlen, file);
 		/* a name that did not fit dropped dir: no longer complete, not answered here */
@@ -340,7 +348,7 @@ void client_cdir_renewed(struct weft_client *c, uint64_t dir, uint32_t dir_lease
 
 static size_t inflight_slot(uint64_t dir)
 {
-	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 56) & (INFLIGHT_SLOTS - 1);
+	return hash_slot(dir, INFLIGHT_SLOT_BITS);
 }
 
 void client_cdir_begin(struct weft_client *c, uint64_t dir)
@@ -408,7 +416,7 @@ size_t client_cdir_fill_due(struct weft_client *c, uint64_t dir, bool removing)
 		return 0;
 	uint64_t now = mono_ms();
 	pthread_mutex_lock(&cr->slot_lock);
-	size_t i = (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 58) & (FILL_SLOTS - 1);
+	size_t i = hash_slot(dir, FILL_SLOT_BITS);
 	if (cr->fills[i].dir != dir) {
 		cr->fills[i].dir = dir;
 		cr->fills[i].creates = 0;
@@ -464,8 +472,8 @@ bool client_cdir_fill_end(struct weft_client *c, uint64_t dir, const struct clie
 			cdir_name_add_kind(cr->cdirs, dir, (const char *)name, len, file);
 		}
 		cdir_claim(cr->cdirs, dir, f->mode, f->stripe_unit);
-		/* a name that did not fit dropped it */
-		ok = rbuf_ok(&r) && cdir_claimed(cr->cdirs, dir, &(uint32_t){0}, &(uint32_t){0});
+		ok = rbuf_ok(&r) && cdir_has(cr->cdirs, dir); /* a name that did not fit
+								* dropped it */
 		if (!ok)
 			cdir_drop(cr->cdirs, dir);
 	}
@@ -476,7 +484,7 @@ bool client_cdir_fill_end(struct weft_client *c, uint64_t dir, const struct clie
 
 static size_t uclaim_slot(uint64_t dir)
 {
-	return (size_t)((dir * 0x9e3779b97f4a7c15ull) >> 56) & (UCLAIM_SLOTS - 1);
+	return hash_slot(dir, UCLAIM_SLOT_BITS);
 }
 
 /* A recall names dir, or a change of this client's there failed (slot_lock held). */
